@@ -1,0 +1,35 @@
+import { App, type AppProps, Chart, YamlOutputType } from 'cdk8s';
+import { argoSync } from './argocd.ts';
+import { OPERATOR_NAMESPACE } from './operator/names.ts';
+import { WebsiteOperator } from './operator/website-operator.ts';
+import { WebsiteCrd } from './website/website-crd.ts';
+import { Website } from './website/website.ts';
+
+/** Argo CD waves: the CRD first, then the operator, then Websites (they need both). */
+export const SYNC_WAVES = { crd: -1, operator: 0, samples: 1 } as const;
+
+/** The charts `npm run synth` writes to dist/, one file per chart, named after the chart. */
+export function buildApp(props: AppProps = {}): App {
+  const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', ...props });
+
+  const crdChart = new Chart(app, 'website-crd');
+  new WebsiteCrd(crdChart, 'Website');
+  argoSync(crdChart, { wave: SYNC_WAVES.crd });
+
+  const operatorChart = new Chart(app, 'website-operator');
+  new WebsiteOperator(operatorChart, 'Operator');
+  argoSync(operatorChart, { wave: SYNC_WAVES.operator });
+
+  const samples = new Chart(app, 'website-samples', { namespace: OPERATOR_NAMESPACE });
+  new Website(samples, 'hello', {
+    metadata: { name: 'hello' },
+    spec: { title: 'Hello from website-stack', replicas: 2 },
+  });
+  new Website(samples, 'docs', {
+    metadata: { name: 'docs' },
+    spec: { title: 'Team docs', replicas: 1, color: '#4CAF50' },
+  });
+  argoSync(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
+
+  return app;
+}

@@ -1,0 +1,40 @@
+import type { WebsiteStatus } from '../../imports/website-status.ts';
+import type { WebsiteSpec } from '../../imports/website-v1.ts';
+import type { WebsiteV1Beta1Spec } from '../../imports/website-v1beta1.ts';
+
+export type { WebsiteCondition, WebsiteStatus } from '../../imports/website-status.ts';
+export type { WebsiteSpec } from '../../imports/website-v1.ts';
+export type { WebsiteV1Beta1Spec, WebsiteV1Beta1Theme } from '../../imports/website-v1beta1.ts';
+
+/** Object metadata as the API server returns it; conversion carries it through untouched. */
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  [key: string]: unknown;
+}
+
+/** A Website in the storage version, v1. */
+export interface WebsiteV1 {
+  apiVersion: string;
+  kind: 'Website';
+  metadata: ObjectMeta;
+  spec: WebsiteSpec;
+  status?: WebsiteStatus;
+}
+
+/** A Website in the served, deprecated version v1beta1. */
+export interface WebsiteV1beta1 {
+  apiVersion: string;
+  kind: 'Website';
+  metadata: ObjectMeta;
+  spec: WebsiteV1Beta1Spec;
+  status?: WebsiteStatus;
+}
+
+export type AnyWebsite = WebsiteV1 | WebsiteV1beta1;

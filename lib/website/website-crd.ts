@@ -1,0 +1,213 @@
+import { ApiObject } from 'cdk8s';
+import { Construct } from 'constructs';
+import {
+  DEFAULT_GROUP,
+  DEFAULT_REPLICA_BOUNDS,
+  type JsonSchema,
+  type ReplicaBounds,
+  websiteV1Schema,
+  websiteV1beta1Schema,
+} from './schema.ts';
+
+/** The versions of the Website API this package knows. */
+export type WebsiteVersionName = 'v1' | 'v1beta1';
+
+/** One entry of the CRD's `spec.versions`. */
+export interface WebsiteVersion {
+  /** Version name. */
+  readonly name: WebsiteVersionName;
+  /** Whether clients can read and write this version. */
+  readonly served: boolean;
+  /** Whether objects are persisted in this version; exactly one version must be. */
+  readonly storage: boolean;
+}
+
+/** Where the API server sends ConversionReview requests. */
+export interface ConversionWebhookService {
+  /** Name of the Service in front of the conversion webhook. */
+  readonly name: string;
+  /** Namespace of that Service. */
+  readonly namespace: string;
+  /**
+   * URL path of the webhook.
+   * @default '/convert'
+   */
+  readonly path?: string;
+  /**
+   * Service port.
+   * @default 443
+   */
+  readonly port?: number;
+}
+
+export interface WebsiteCrdProps {
+  /**
+   * API group of the Website resource.
+   * @default 'web.example.com'
+   */
+  readonly group?: string;
+  /**
+   * Versions to register. When more than one is served the API server converts between them
+   * through `conversionWebhook`; with a single served version the strategy is None.
+   * @default v1 (served, storage) and v1beta1 (served)
+   */
+  readonly versions?: readonly WebsiteVersion[];
+  /**
+   * Inclusive bounds of `spec.replicas`.
+   * @default { minimum: 1, maximum: 5 }
+   */
+  readonly replicas?: Partial<ReplicaBounds>;
+  /**
+   * Service of the conversion webhook, used when more than one version is served.
+   * @default the operator's webhook Service: website-operator-webhook in website-system
+   */
+  readonly conversionWebhook?: ConversionWebhookService;
+  /**
+   * Extra annotations on the CRD, for example cert-manager's `cert-manager.io/inject-ca-from`.
+   * @default none
+   */
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+export const DEFAULT_VERSIONS: readonly WebsiteVersion[] = [
+  { name: 'v1', served: true, storage: true },
+  { name: 'v1beta1', served: true, storage: false },
+];
+
+export const DEFAULT_CONVERSION_WEBHOOK: Required<ConversionWebhookService> = {
+  name: 'website-operator-webhook',
+  namespace: 'website-system',
+  path: '/convert',
+  port: 443,
+};
+
+const schemas: Record<WebsiteVersionName, (bounds: ReplicaBounds) => JsonSchema> = {
+  v1: websiteV1Schema,
+  v1beta1: websiteV1beta1Schema,
+};
+
+interface PrinterColumn {
+  readonly name: string;
+  readonly type: 'string' | 'integer' | 'date';
+  readonly jsonPath: string;
+  readonly description?: string;
+  readonly priority?: number;
+}
+
+const statusColumns: readonly PrinterColumn[] = [
+  { name: 'Available', type: 'integer', jsonPath: '.status.availableReplicas', description: 'Available pods.', priority: 1 },
+  { name: 'URL', type: 'string', jsonPath: '.status.url', description: 'In-cluster URL.', priority: 1 },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+];
+
+// `kubectl get` shows columns in this order; priority-1 columns only with `-o wide`.
+const printerColumns: Record<WebsiteVersionName, readonly PrinterColumn[]> = {
+  v1: [
+    { name: 'Title', type: 'string', jsonPath: '.spec.title', description: 'Title shown on the page.' },
+    { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas', description: 'Desired pods.' },
+    { name: 'Color', type: 'string', jsonPath: '.spec.color', description: 'Theme colour.' },
+    ...statusColumns,
+  ],
+  v1beta1: [
+    { name: 'Heading', type: 'string', jsonPath: '.spec.heading', description: 'Title shown on the page.' },
+    { name: 'Instances', type: 'integer', jsonPath: '.spec.instances', description: 'Desired pods.' },
+    { name: 'Color', type: 'string', jsonPath: '.spec.theme.color', description: 'Theme colour.' },
+    ...statusColumns,
+  ],
+};
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * The CustomResourceDefinition of the Website API (spec §2 Area B, §9).
+ *
+ * Misconfiguration (no or several storage versions, inverted replica bounds, a malformed group)
+ * throws here, so `npm run synth` fails with the construct's path and what to change.
+ */
+export class WebsiteCrd extends Construct {
+  /** API group, for example web.example.com. */
+  public readonly group: string;
+  /** CRD name: `websites.<group>`. */
+  public readonly name: string;
+  /** The storage version. */
+  public readonly storageVersion: WebsiteVersionName;
+  /** The CRD object. */
+  public readonly apiObject: ApiObject;
+
+  constructor(scope: Construct, id: string, props: WebsiteCrdProps = {}) {
+    super(scope, id);
+    const fail = (message: string): never => {
+      throw new Error(`WebsiteCrd at '${this.node.path}': ${message}`);
+    };
+
+    this.group = props.group ?? DEFAULT_GROUP;
+    if (this.group.length > 253 || !DNS_SUBDOMAIN.test(this.group) || !this.group.includes('.')) {
+      fail(`group '${this.group}' must be a DNS subdomain with at least one dot, for example '${DEFAULT_GROUP}'`);
+    }
+    this.name = `websites.${this.group}`;
+
+    const bounds = { ...DEFAULT_REPLICA_BOUNDS, ...props.replicas };
+    if (!Number.isInteger(bounds.minimum) || !Number.isInteger(bounds.maximum) || bounds.minimum < 0) {
+      fail(`replicas bounds must be non-negative integers, got minimum ${bounds.minimum} and maximum ${bounds.maximum}`);
+    }
+    if (bounds.minimum > bounds.maximum) {
+      fail(`replicas.minimum (${bounds.minimum}) is greater than replicas.maximum (${bounds.maximum}): swap them`);
+    }
+
+    const versions = props.versions ?? DEFAULT_VERSIONS;
+    const names = versions.map((v) => v.name);
+    for (const name of names) {
+      if (!(name in schemas)) fail(`unknown version '${name}': known versions are ${Object.keys(schemas).join(', ')}`);
+      if (names.indexOf(name) !== names.lastIndexOf(name)) fail(`version '${name}' is listed more than once`);
+    }
+    const storage = versions.filter((v) => v.storage);
+    if (storage.length !== 1) {
+      const found = storage.length === 0 ? 'none does' : `${storage.map((v) => v.name).join(' and ')} do`;
+      fail(`exactly one version must have storage: true, but ${found}; mark only v1 as the storage version`);
+    }
+    if (!storage[0].served) fail(`storage version '${storage[0].name}' must be served`);
+    this.storageVersion = storage[0].name;
+
+    const served = versions.filter((v) => v.served);
+    const webhook = { ...DEFAULT_CONVERSION_WEBHOOK, ...props.conversionWebhook };
+    const conversion =
+      served.length > 1
+        ? {
+            strategy: 'Webhook',
+            webhook: {
+              conversionReviewVersions: ['v1'],
+              clientConfig: {
+                service: { name: webhook.name, namespace: webhook.namespace, path: webhook.path, port: webhook.port },
+              },
+            },
+          }
+        : { strategy: 'None' };
+
+    this.apiObject = new ApiObject(this, 'Resource', {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: {
+        name: this.name,
+        labels: { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/part-of': 'website-stack' },
+        ...(props.annotations ? { annotations: { ...props.annotations } } : {}),
+      },
+      spec: {
+        group: this.group,
+        names: { kind: 'Website', listKind: 'WebsiteList', plural: 'websites', singular: 'website', shortNames: ['ws'] },
+        scope: 'Namespaced',
+        versions: versions.map((v) => ({
+          name: v.name,
+          served: v.served,
+          storage: v.storage,
+          ...(v.name === 'v1beta1'
+            ? { deprecated: true, deprecationWarning: `${this.group}/v1beta1 Website is deprecated; use ${this.group}/v1` }
+            : {}),
+          schema: { openAPIV3Schema: schemas[v.name](bounds) },
+          subresources: { status: {} },
+          additionalPrinterColumns: printerColumns[v.name],
+        })),
+        conversion,
+      },
+    });
+  }
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Builds the pinned Kubernetes, etcd and kwok binaries from their Go modules, once,
+# and caches them outside the repo keyed by version (DESIGN.md §4).
+#
+#   scripts/binaries.sh [name ...]   build (if missing) and print "name=path" lines
+#
+# Names: kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl.
+# No name means all of them. Existing binaries are reused from KUBEBUILDER_ASSETS or
+# TEST_ASSET_KUBE_APISERVER / TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention).
+set -euo pipefail
+
+KUBERNETES_VERSION=v1.36.4
+ETCD_VERSION=v3.6.14
+KWOK_VERSION=v0.8.0
+
+CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
+BIN_DIR="$CACHE_DIR/bin"
+ALL=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
+STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
+  cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
+  cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt
+  kms kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
+  mount-utils pod-security-admission sample-apiserver sample-cli-plugin sample-controller streaming)
+
+log() { printf '[binaries] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+version_of() {
+  case "$1" in
+    kube-*|kubectl) echo "$KUBERNETES_VERSION" ;;
+    etcd) echo "$ETCD_VERSION" ;;
+    kwok|kwokctl) echo "$KWOK_VERSION" ;;
+    *) die "unknown binary '$1' (known: ${ALL[*]})" ;;
+  esac
+}
+
+# A binary the user already has, following envtest's variables.
+preset_of() {
+  local name=$1 var=""
+  case "$name" in
+    kube-apiserver) var=${TEST_ASSET_KUBE_APISERVER:-} ;;
+    etcd) var=${TEST_ASSET_ETCD:-} ;;
+    kubectl) var=${TEST_ASSET_KUBECTL:-} ;;
+  esac
+  if [[ -z "$var" && -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/$name" ]]; then
+    var="$KUBEBUILDER_ASSETS/$name"
+  fi
+  [[ -n "$var" ]] && { [[ -x "$var" ]] || die "$name from the environment is not an executable file: $var"; echo "$var"; }
+  return 0
+}
+
+require_go() {
+  command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go >= 1.25 (https://go.dev/doc/install) or point KUBEBUILDER_ASSETS / TEST_ASSET_* at existing binaries."
+}
+
+# One wrapper module per upstream project and version, inside the cache, so `go build`
+# resolves the module graph once and reuses GOMODCACHE/GOCACHE afterwards.
+kubernetes_module() {
+  local dir="$CACHE_DIR/src/kubernetes-$KUBERNETES_VERSION"
+  if [[ ! -f "$dir/go.sum" ]]; then
+    mkdir -p "$dir"
+    local minor=${KUBERNETES_VERSION#v1.}; local staging="v0.$minor"
+    {
+      echo "module website-stack.local/kubernetes-build"
+      echo
+      echo "go 1.25"
+      echo
+      echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+      echo
+      echo "replace ("
+      for m in "${STAGING[@]}"; do echo "	k8s.io/$m => k8s.io/$m $staging"; done
+      echo ")"
+    } >"$dir/go.mod"
+    (cd "$dir" && go mod download k8s.io/kubernetes && GOFLAGS=-mod=mod go list -deps ./... >/dev/null 2>&1 || true)
+  fi
+  echo "$dir"
+}
+
+etcd_module() {
+  local dir="$CACHE_DIR/src/etcd-$ETCD_VERSION"
+  if [[ ! -f "$dir/go.mod" ]]; then
+    mkdir -p "$dir"
+    printf 'module website-stack.local/etcd-build\n\ngo 1.25\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$dir/go.mod"
+  fi
+  echo "$dir"
+}
+
+build() {
+  local name=$1 version out tmp start
+  version=$(version_of "$name")
+  out="$BIN_DIR/$name-$version"
+  [[ -x "$out" ]] && { echo "$out"; return; }
+  require_go
+  mkdir -p "$BIN_DIR"
+  tmp="$out.tmp.$$"
+  start=$SECONDS
+  log "building $name $version (cold builds take minutes; cached at $out)"
+  (
+    # A heartbeat so a long, silent `go build` is visibly alive.
+    while sleep 30; do log "  … $name still building ($((SECONDS - start)) s)"; done
+  ) &
+  local beat=$! ok=0
+  case "$name" in
+    kube-*|kubectl)
+      local dir minor; dir=$(kubernetes_module); minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
+      local ld="-s -w"
+      for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+      done
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$tmp" "k8s.io/kubernetes/cmd/$name") || ok=$?
+      ;;
+    etcd)
+      local dir; dir=$(etcd_module)
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3) || ok=$?
+      ;;
+    kwok|kwokctl)
+      local gobin="$CACHE_DIR/src/kwok-$version"
+      mkdir -p "$gobin"
+      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@$version" || ok=$?
+      [[ $ok == 0 ]] && mv "$gobin/$name" "$tmp"
+      ;;
+  esac
+  kill "$beat" 2>/dev/null || true
+  if [[ $ok != 0 ]]; then
+    rm -f "$tmp"
+    die "building $name $version failed (exit $ok). Check network access to the Go module proxy (GOPROXY=$(go env GOPROXY)) and free memory (kube-apiserver wants ~4 GB), then rerun: scripts/binaries.sh $name"
+  fi
+  mv "$tmp" "$out"
+  log "built $name in $((SECONDS - start)) s"
+  echo "$out"
+}
+
+resolve() {
+  local name=$1 preset
+  preset=$(preset_of "$name")
+  if [[ -n "$preset" ]]; then echo "$preset"; else build "$name"; fi
+}
+
+main() {
+  local names=("$@")
+  [[ ${#names[@]} -eq 0 ]] && names=("${ALL[@]}")
+  for n in "${names[@]}"; do
+    version_of "$n" >/dev/null
+    echo "$n=$(resolve "$n")"
+  done
+}
+
+main "$@"

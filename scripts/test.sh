@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# `npm test`: type-check, then every jest project. Extra arguments go to jest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "[test] type-check (tsc --noEmit)"
+tsc --noEmit
+echo "[test] jest"
+NODE_OPTIONS="${NODE_OPTIONS:-} --experimental-vm-modules --disable-warning=ExperimentalWarning" jest "$@"
