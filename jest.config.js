@@ -3,12 +3,21 @@
 const base = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
-  // ts-jest rewrites `./x.ts` imports to `./x.js`; resolve them back to the TypeScript source.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.jest.json' }] },
 };
 
 /** @type {import('jest').Config} */
 export default {
-  projects: [{ ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] }],
+  // Cluster tests wait on real controllers; unit tests finish in milliseconds either way.
+  testTimeout: 120_000,
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...base,
+      displayName: 'cluster',
+      testMatch: ['<rootDir>/test/cluster/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/cluster/global-setup.ts',
+      globalTeardown: '<rootDir>/test/cluster/global-teardown.ts',
+    },
+  ],
 };

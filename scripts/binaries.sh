@@ -138,6 +138,10 @@ resolve() {
 
 main() {
   local names=("$@")
+  # One build at a time per cache: concurrent callers (tests, cluster:up) wait, then reuse the result.
+  mkdir -p "$BIN_DIR"
+  exec 9>"$BIN_DIR/.lock"
+  flock 9
   [[ ${#names[@]} -eq 0 ]] && names=("${ALL[@]}")
   for n in "${names[@]}"; do
     version_of "$n" >/dev/null

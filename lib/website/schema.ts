@@ -55,16 +55,19 @@ export interface JsonSchema {
   readonly 'x-kubernetes-list-map-keys'?: readonly string[];
 }
 
-// Name rules live at the root: only there can CEL see metadata.name.
+// Name rules live at the root: only there can CEL see metadata.name. fieldPath makes the API
+// server report them as `metadata.name: Invalid value: ...` rather than against the whole object.
 const nameRules: readonly ValidationRule[] = [
   {
     rule: `self.metadata.name.size() <= ${MAX_WEBSITE_NAME_LENGTH}`,
+    fieldPath: '.metadata.name',
     message:
       `metadata.name must be at most ${MAX_WEBSITE_NAME_LENGTH} characters: the operator creates a Service named ` +
       `'${WORKLOAD_PREFIX}<name>', and Service names are limited to 63 characters`,
   },
   {
     rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+    fieldPath: '.metadata.name',
     message:
       "metadata.name must consist of lowercase letters, digits and '-' (no '.'): it becomes part of the Service " +
       `name '${WORKLOAD_PREFIX}<name>', which must be a DNS label`,
@@ -180,7 +183,8 @@ function root(description: string, spec: JsonSchema): JsonSchema {
     properties: {
       apiVersion: { type: 'string', description: 'Versioned schema of this representation of an object.' },
       kind: { type: 'string', description: 'REST resource this object represents.' },
-      metadata: { type: 'object' },
+      // A CRD may constrain only name and generateName; declaring name lets the rules name it as fieldPath.
+      metadata: { type: 'object', properties: { name: { type: 'string' } } },
       spec,
       status: websiteStatusSchema,
     },

@@ -84,6 +84,7 @@ describe('WebsiteCrd', () => {
     const rules = v1.schema.openAPIV3Schema['x-kubernetes-validations'];
     expect(rules).toContainEqual({
       rule: `self.metadata.name.size() <= ${MAX_WEBSITE_NAME_LENGTH}`,
+      fieldPath: '.metadata.name',
       message: expect.stringMatching(/metadata\.name must be at most 55 characters.*website-<name>/),
     });
     expect(MAX_WEBSITE_NAME_LENGTH).toBe(55);

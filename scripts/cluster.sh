@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# A real local Kubernetes cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and
+# kwok (fake nodes whose pods become Ready), all built from their Go modules by scripts/binaries.sh.
+#
+#   scripts/cluster.sh up     start it (or reuse a healthy one; replace a stale one)
+#   scripts/cluster.sh down   stop it and remove its state
+#   scripts/cluster.sh status exit 0 when it is up and healthy
+#
+# WEBSITE_STACK_CLUSTER_DIR (default <repo>/.cluster) holds the kubeconfig, bin/kubectl and kwok's
+# state; WEBSITE_STACK_CLUSTER_NAME (default website-stack) names the cluster. Tests use their own.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DIR=${WEBSITE_STACK_CLUSTER_DIR:-$ROOT/.cluster}
+NAME=${WEBSITE_STACK_CLUSTER_NAME:-website-stack}
+NODES=${WEBSITE_STACK_CLUSTER_NODES:-2}
+KUBECONFIG_FILE=$DIR/kubeconfig
+export KWOK_WORKDIR=$DIR/kwok
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+binaries() {
+  local line
+  while IFS= read -r line; do
+    local name=${line%%=*} path=${line#*=}
+    case "$name" in
+      kube-apiserver) APISERVER=$path ;;
+      kube-controller-manager) CONTROLLER_MANAGER=$path ;;
+      kube-scheduler) SCHEDULER=$path ;;
+      kubectl) KUBECTL=$path ;;
+      etcd) ETCD=$path ;;
+      kwok) KWOK=$path ;;
+      kwokctl) KWOKCTL=$path ;;
+    esac
+  done < <("$ROOT/scripts/binaries.sh")
+  # kwokctl asks for versions to pick component flags; ours are the pinned ones.
+  eval "$(grep -E '^(KUBERNETES|ETCD)_VERSION=' "$ROOT/scripts/binaries.sh")"
+  export KWOK_KUBE_VERSION=$KUBERNETES_VERSION KWOK_ETCD_VERSION=${ETCD_VERSION#v} KWOK_KUBECTL_BINARY=$KUBECTL
+}
+
+kubectl_() { "$DIR/bin/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+healthy() {
+  [[ -x $DIR/bin/kubectl && -f $KUBECONFIG_FILE ]] || return 1
+  kubectl_ get --raw /readyz --request-timeout=5s >/dev/null 2>&1 || return 1
+  # A default ServiceAccount means the controller manager runs; a Ready node means kwok does.
+  kubectl_ get serviceaccount default -n default --request-timeout=5s >/dev/null 2>&1 || return 1
+  [[ $(kubectl_ get nodes --request-timeout=5s -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True) -ge 1 ]]
+}
+
+usage_hint() {
+  cat >&2 <<MSG
+[cluster] '$NAME' is up. Use it with:
+    export KUBECONFIG=$KUBECONFIG_FILE
+    $DIR/bin/kubectl get nodes
+  or: $DIR/bin/kubectl --kubeconfig $KUBECONFIG_FILE apply -f dist/website-crd.yaml
+  Stop it with: npm run cluster:down
+MSG
+}
+
+wait_for() {
+  local what=$1 deadline=$((SECONDS + ${2:-120}))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    (( SECONDS < deadline )) || die "timed out waiting for $what"
+    sleep 1
+  done
+}
+
+up() {
+  binaries
+  mkdir -p "$DIR/bin"
+  ln -sf "$KUBECTL" "$DIR/bin/kubectl"
+  if healthy; then
+    log "reusing the running cluster '$NAME'"
+    usage_hint
+    return
+  fi
+  if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
+    log "found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
+    "$KWOKCTL" --name "$NAME" delete cluster >/dev/null 2>&1 || true
+    stop_leftovers
+    rm -rf "$KWOK_WORKDIR/clusters/$NAME"
+  fi
+  rm -f "$KUBECONFIG_FILE"
+  local start=$SECONDS
+  log "creating cluster '$NAME' (Kubernetes $KWOK_KUBE_VERSION, etcd $KWOK_ETCD_VERSION, binary runtime)"
+  "$KWOKCTL" --name "$NAME" create cluster \
+    --runtime binary \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --kube-apiserver-binary "$APISERVER" \
+    --kube-controller-manager-binary "$CONTROLLER_MANAGER" \
+    --kube-scheduler-binary "$SCHEDULER" \
+    --kwok-controller-binary "$KWOK" \
+    --etcd-binary "$ETCD" \
+    --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >&2 \
+    || die "kwokctl could not create the cluster; logs: $KWOK_WORKDIR/clusters/$NAME/logs (or run: $KWOKCTL --name $NAME logs kube-apiserver)"
+  "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >&2
+  wait_for "the API server" 60 kubectl_ get --raw /readyz
+  wait_for "the default ServiceAccount (controller manager)" 120 kubectl_ get serviceaccount default -n default
+  wait_for "Ready nodes (kwok)" 120 healthy
+  log "cluster '$NAME' ready in $((SECONDS - start)) s"
+  usage_hint
+}
+
+# Processes of a cluster whose state directory is gone or unreadable (kill -9 of kwokctl itself).
+stop_leftovers() {
+  local pids
+  pids=$(pgrep -f -- "$KWOK_WORKDIR/clusters/$NAME/" || true)
+  [[ -n $pids ]] && kill $pids 2>/dev/null || true
+}
+
+down() {
+  binaries
+  if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
+    "$KWOKCTL" --name "$NAME" delete cluster >&2 || true
+  fi
+  stop_leftovers
+  rm -rf "$KWOK_WORKDIR/clusters/$NAME" "$KUBECONFIG_FILE"
+  log "cluster '$NAME' is down"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) binaries >/dev/null; healthy ;;
+  *) die "usage: scripts/cluster.sh up|down|status" ;;
+esac

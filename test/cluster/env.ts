@@ -1,0 +1,13 @@
+// Where the test cluster lives; shared by the global setup, teardown and the tests.
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CLUSTER_DIR = join(ROOT, '.cluster', 'test');
+export const CLUSTER_ENV = {
+  ...process.env,
+  WEBSITE_STACK_CLUSTER_DIR: CLUSTER_DIR,
+  WEBSITE_STACK_CLUSTER_NAME: 'website-stack-test',
+};
+export const KUBECONFIG = join(CLUSTER_DIR, 'kubeconfig');
+export const KUBECTL = join(CLUSTER_DIR, 'bin', 'kubectl');
