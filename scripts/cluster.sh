@@ -93,9 +93,10 @@ up() {
     --kube-scheduler-binary "$SCHEDULER" \
     --kwok-controller-binary "$KWOK" \
     --etcd-binary "$ETCD" \
-    --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >&2 \
-    || die "kwokctl could not create the cluster; logs: $KWOK_WORKDIR/clusters/$NAME/logs (or run: $KWOKCTL --name $NAME logs kube-apiserver)"
-  "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >&2
+    --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 \
+    || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create the cluster (full log: $DIR/kwokctl.log; component logs: $KWOK_WORKDIR/clusters/$NAME/logs)"; }
+  "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >>"$DIR/kwokctl.log" 2>&1 \
+    || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create nodes (log: $DIR/kwokctl.log)"; }
   wait_for "the API server" 60 kubectl_ get --raw /readyz
   wait_for "the default ServiceAccount (controller manager)" 120 kubectl_ get serviceaccount default -n default
   wait_for "Ready nodes (kwok)" 120 healthy
@@ -113,7 +114,8 @@ stop_leftovers() {
 down() {
   binaries
   if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
-    "$KWOKCTL" --name "$NAME" delete cluster >&2 || true
+    mkdir -p "$DIR"
+    "$KWOKCTL" --name "$NAME" delete cluster >>"$DIR/kwokctl.log" 2>&1 || true
   fi
   stop_leftovers
   rm -rf "$KWOK_WORKDIR/clusters/$NAME" "$KUBECONFIG_FILE"
