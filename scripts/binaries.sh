@@ -8,6 +8,8 @@
 # No name means all of them. Existing binaries are reused from KUBEBUILDER_ASSETS or
 # TEST_ASSET_KUBE_APISERVER / TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention).
 set -euo pipefail
+# Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
+shopt -s inherit_errexit
 
 KUBERNETES_VERSION=v1.36.4
 ETCD_VERSION=v3.6.14
@@ -143,9 +145,12 @@ main() {
   exec 9>"$BIN_DIR/.lock"
   flock 9
   [[ ${#names[@]} -eq 0 ]] && names=("${ALL[@]}")
+  local n path
   for n in "${names[@]}"; do
     version_of "$n" >/dev/null
-    echo "$n=$(resolve "$n")"
+    # A plain assignment, so that a failure inside resolve stops the script (set -e).
+    path=$(resolve "$n")
+    echo "$n=$path"
   done
 }
 

@@ -9,6 +9,8 @@
 # WEBSITE_STACK_CLUSTER_DIR (default <repo>/.cluster) holds the kubeconfig, bin/kubectl and kwok's
 # state; WEBSITE_STACK_CLUSTER_NAME (default website-stack) names the cluster. Tests use their own.
 set -euo pipefail
+# Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
+shopt -s inherit_errexit
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${WEBSITE_STACK_CLUSTER_DIR:-$ROOT/.cluster}
 NAME=${WEBSITE_STACK_CLUSTER_NAME:-website-stack}
