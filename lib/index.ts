@@ -10,3 +10,5 @@ export * from './operator/operator-rbac.ts';
 export * from './operator/operator-deployment.ts';
 export * from './operator/webhook-service.ts';
 export * from './operator/website-operator.ts';
+export * from './workload/page.ts';
+export * from './workload/website-workload.ts';

@@ -1,0 +1,160 @@
+import { k8s } from 'cdk8s-plus-34';
+import { Construct } from 'constructs';
+import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
+import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
+import type { WebsiteV1 } from '../website/types.ts';
+import { START_SCRIPT, WEB_PORT, renderNginxConfig, renderPage } from './page.ts';
+
+/** Unprivileged nginx (runs as uid 101, listens above 1024), pinned by tag. */
+export const DEFAULT_WEB_IMAGE = 'nginxinc/nginx-unprivileged:1.28.0-alpine';
+/** uid of the nginx user in that image. */
+export const WEB_UID = 101;
+/** Where the start script writes the page and configuration: an emptyDir, the root FS is read-only. */
+export const SITE_DIR = '/tmp/site';
+
+/** Value of the managed-by label on everything the operator creates. */
+export const MANAGED_BY = 'website-operator';
+
+/** CPU and memory of a Website's web server container. */
+export interface WebsiteWorkloadResources {
+  readonly cpuRequest: string;
+  readonly memoryRequest: string;
+  readonly memoryLimit: string;
+}
+
+/** Enough for nginx serving one small page; the memory limit contains a runaway worker. */
+export const DEFAULT_WORKLOAD_RESOURCES: WebsiteWorkloadResources = {
+  cpuRequest: '10m',
+  memoryRequest: '16Mi',
+  memoryLimit: '64Mi',
+};
+
+export interface WebsiteWorkloadProps {
+  /** The Website, as read from the API server: metadata.name, namespace and uid are required. */
+  readonly website: WebsiteV1;
+  /**
+   * API group of the Website resource (for the owner reference).
+   * @default 'web.example.com'
+   */
+  readonly group?: string;
+  /**
+   * Web server image, pinned by tag or digest.
+   * @default 'nginxinc/nginx-unprivileged:1.28.0-alpine'
+   */
+  readonly image?: string;
+  /**
+   * CPU and memory requests and limit of the web server.
+   * @default DEFAULT_WORKLOAD_RESOURCES
+   */
+  readonly resources?: WebsiteWorkloadResources;
+}
+
+/** Labels of a Website's children; the selector uses name and instance, so Websites never share pods. */
+export function workloadLabels(websiteName: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'website',
+    'app.kubernetes.io/instance': websiteName,
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+  };
+}
+
+/** Name of a Website's Deployment and Service. */
+export function workloadName(websiteName: string): string {
+  return `${WORKLOAD_PREFIX}${websiteName}`;
+}
+
+/**
+ * What one Website owns: Deployment `website-<name>` running the page and Service `website-<name>`
+ * on port 80, both with a controller owner reference to the Website. The operator renders this at
+ * run time; nothing here depends on anything but the Website.
+ */
+export class WebsiteWorkload extends Construct {
+  public readonly deployment: k8s.KubeDeployment;
+  public readonly service: k8s.KubeService;
+
+  constructor(scope: Construct, id: string, props: WebsiteWorkloadProps) {
+    super(scope, id);
+    const { metadata, spec } = props.website;
+    const fail = (message: string): never => {
+      throw new Error(`WebsiteWorkload at '${this.node.path}': ${message}`);
+    };
+    if (!metadata.name || !metadata.namespace || !metadata.uid) {
+      fail('the Website needs metadata.name, metadata.namespace and metadata.uid (read it from the API server)');
+    }
+    const name = workloadName(metadata.name!);
+    const labels = workloadLabels(metadata.name!);
+    const selector = { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': metadata.name! };
+    const ownerReferences: k8s.OwnerReference[] = [
+      {
+        apiVersion: `${props.group ?? DEFAULT_GROUP}/v1`,
+        kind: 'Website',
+        name: metadata.name!,
+        uid: metadata.uid!,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ];
+    let page = '';
+    try {
+      page = renderPage(spec.title, spec.color ?? DEFAULT_COLOR);
+    } catch (error) {
+      fail((error as Error).message);
+    }
+    const resources = props.resources ?? DEFAULT_WORKLOAD_RESOURCES;
+    const q = k8s.Quantity.fromString;
+    const http = k8s.IntOrString.fromString('http');
+
+    this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
+      metadata: { name, namespace: metadata.namespace, labels, ownerReferences },
+      spec: {
+        replicas: spec.replicas,
+        selector: { matchLabels: selector },
+        template: {
+          metadata: { labels },
+          spec: {
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            securityContext: restrictedPodSecurityContext(WEB_UID),
+            containers: [
+              {
+                name: 'web',
+                image: props.image ?? DEFAULT_WEB_IMAGE,
+                imagePullPolicy: 'IfNotPresent',
+                command: ['/bin/sh', '-c', START_SCRIPT],
+                env: [
+                  { name: 'SITE_DIR', value: SITE_DIR },
+                  { name: 'WEBSITE_HTML', value: page },
+                  { name: 'NGINX_CONF', value: renderNginxConfig(WEB_PORT) },
+                ],
+                ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
+                readinessProbe: { httpGet: { path: '/', port: http }, periodSeconds: 5 },
+                livenessProbe: { httpGet: { path: '/', port: http }, periodSeconds: 10, failureThreshold: 3 },
+                resources: {
+                  requests: { cpu: q(resources.cpuRequest), memory: q(resources.memoryRequest) },
+                  limits: { memory: q(resources.memoryLimit) },
+                },
+                securityContext: restrictedContainerSecurityContext(),
+                volumeMounts: [{ name: 'site', mountPath: SITE_DIR }],
+              },
+            ],
+            volumes: [{ name: 'site', emptyDir: { sizeLimit: q('16Mi') } }],
+          },
+        },
+      },
+    });
+
+    this.service = new k8s.KubeService(this, 'Service', {
+      metadata: { name, namespace: metadata.namespace, labels, ownerReferences },
+      spec: {
+        type: 'ClusterIP',
+        selector,
+        ports: [{ name: 'http', port: 80, targetPort: http, protocol: 'TCP' }],
+      },
+    });
+  }
+}
+
+/** `status.url` of a Website: its Service's in-cluster address. */
+export function websiteUrl(name: string, namespace: string, clusterDomain = 'cluster.local'): string {
+  return `http://${workloadName(name)}.${namespace}.svc.${clusterDomain}`;
+}
