@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "[test] system packages (nginx, Chromium, fonts)"
+bash scripts/system-deps.sh
 echo "[test] type-check (tsc --noEmit)"
 tsc --noEmit
 echo "[test] jest"
