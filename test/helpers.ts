@@ -1,7 +1,6 @@
 import { App, Chart } from 'cdk8s';
 
 /** A Kubernetes object as synthesized: plain JSON. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Manifest = Record<string, any>;
 
 /** Synthesizes whatever `build` adds to a fresh chart, in memory (nothing touches disk). */

@@ -4,7 +4,6 @@ import { parseAllDocuments } from 'yaml';
 import { ROOT } from './env.ts';
 import { createNamespace, deleteNamespace, kubectl, ok } from './kube.ts';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Manifest = Record<string, any>;
 const dist = join(ROOT, 'dist');
 const files = readdirSync(dist).filter((f) => f.endsWith('.yaml')).sort();

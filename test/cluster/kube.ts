@@ -36,7 +36,6 @@ export async function ok(args: readonly string[], options: KubectlOptions = {}):
 }
 
 /** kubectl get -o json, parsed. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function getJson(args: readonly string[], options: KubectlOptions = {}): Promise<any> {
   return JSON.parse(await ok(['get', ...args, '-o', 'json'], options));
 }
