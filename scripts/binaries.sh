@@ -55,36 +55,31 @@ require_go() {
   command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go >= 1.25 (https://go.dev/doc/install) or point KUBEBUILDER_ASSETS / TEST_ASSET_* at existing binaries."
 }
 
-# One wrapper module per upstream project and version, inside the cache, so `go build`
-# resolves the module graph once and reuses GOMODCACHE/GOCACHE afterwards.
-kubernetes_module() {
-  local dir="$CACHE_DIR/src/kubernetes-$KUBERNETES_VERSION"
-  if [[ ! -f "$dir/go.sum" ]]; then
+# One wrapper module per upstream project and version, inside the cache: `go build -mod=mod`
+# resolves its graph (and writes go.sum) on the first build, GOMODCACHE/GOCACHE serve later ones.
+#   wrapper_module NAME MODULE VERSION [REPLACE_LINE ...]
+wrapper_module() {
+  local name=$1 module=$2 version=$3 dir="$CACHE_DIR/src/$1-$3"
+  shift 3
+  if [[ ! -f "$dir/go.mod" ]]; then
     mkdir -p "$dir"
-    local minor=${KUBERNETES_VERSION#v1.}; local staging="v0.$minor"
     {
-      echo "module website-stack.local/kubernetes-build"
-      echo
-      echo "go 1.25"
-      echo
-      echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
-      echo
-      echo "replace ("
-      for m in "${STAGING[@]}"; do echo "	k8s.io/$m => k8s.io/$m $staging"; done
-      echo ")"
+      printf 'module website-stack.local/%s-build\n\ngo 1.25\n\nrequire %s %s\n' "$name" "$module" "$version"
+      if [[ $# -gt 0 ]]; then
+        printf '\nreplace (\n'
+        printf '\t%s\n' "$@"
+        printf ')\n'
+      fi
     } >"$dir/go.mod"
-    (cd "$dir" && go mod download k8s.io/kubernetes && GOFLAGS=-mod=mod go list -deps ./... >/dev/null 2>&1 || true)
   fi
   echo "$dir"
 }
 
-etcd_module() {
-  local dir="$CACHE_DIR/src/etcd-$ETCD_VERSION"
-  if [[ ! -f "$dir/go.mod" ]]; then
-    mkdir -p "$dir"
-    printf 'module website-stack.local/etcd-build\n\ngo 1.25\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$dir/go.mod"
-  fi
-  echo "$dir"
+# k8s.io/kubernetes replaces its staging modules with local paths; point them at their releases.
+kubernetes_module() {
+  local minor=${KUBERNETES_VERSION#v1.} replaces=() m
+  for m in "${STAGING[@]}"; do replaces+=("k8s.io/$m => k8s.io/$m v0.$minor"); done
+  wrapper_module kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION" "${replaces[@]}"
 }
 
 build() {
@@ -112,7 +107,7 @@ build() {
       (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$tmp" "k8s.io/kubernetes/cmd/$name") || ok=$?
       ;;
     etcd)
-      local dir; dir=$(etcd_module)
+      local dir; dir=$(wrapper_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION")
       (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3) || ok=$?
       ;;
     kwok|kwokctl)

@@ -1,5 +1,9 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../../lib/security.ts';
 import { KUBECONFIG, KUBECTL } from './env.ts';
 
 export interface Result {
@@ -60,9 +64,6 @@ export async function loadClusterInfo(): Promise<{ server: string; ca: string }>
 }
 
 async function writeCa(data: string): Promise<string> {
-  const { writeFile, mkdtemp } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
   const path = join(await mkdtemp(join(tmpdir(), 'ca-')), 'ca.crt');
   await writeFile(path, Buffer.from(data, 'base64'));
   return path;
@@ -100,4 +101,25 @@ export async function eventually<T>(what: string, probe: () => Promise<T | undef
 /** A v1 Website manifest. */
 export function website(name: string, namespace: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) {
   return { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name, namespace, ...extra }, spec };
+}
+
+/** A Deployment `website-<instance>` like the operator's children, Pod Security restricted; `metadata` is merged in. */
+export function testDeployment(instance: string, namespace: string, metadata: Record<string, unknown> = {}) {
+  const labels = { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': instance };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: `website-${instance}`, namespace, labels, ...metadata },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          securityContext: restrictedPodSecurityContext(),
+          containers: [{ name: 'web', image: 'nginxinc/nginx-unprivileged:1.28.0-alpine', securityContext: restrictedContainerSecurityContext() }],
+        },
+      },
+    },
+  };
 }

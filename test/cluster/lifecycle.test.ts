@@ -1,4 +1,4 @@
-import { createNamespace, deleteNamespace, eventually, getJson, kubectl, ok, website } from './kube.ts';
+import { createNamespace, deleteNamespace, eventually, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
 
 let ns: string;
 beforeAll(async () => {
@@ -33,23 +33,11 @@ describe('cascading deletion of a child with an owner reference', () => {
   async function websiteWithChild(name: string, options: { owned?: boolean; childFinalizers?: string[] } = {}) {
     await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, { title: name, replicas: 1 })) });
     const uid = (await getJson(['website', name, '-n', ns])).metadata.uid;
-    const labels = { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': name };
     const ownerReferences =
       options.owned === false
         ? undefined
         : [{ apiVersion: 'web.example.com/v1', kind: 'Website', name, uid, controller: true, blockOwnerDeletion: true }];
-    await ok(['create', '-f', '-'], {
-      input: JSON.stringify({
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: `website-${name}`, namespace: ns, labels, ownerReferences, finalizers: options.childFinalizers },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: labels },
-          template: { metadata: { labels }, spec: { containers: [{ name: 'web', image: 'nginxinc/nginx-unprivileged:1.29-alpine' }] } },
-        },
-      }),
-    });
+    await ok(['create', '-f', '-'], { input: JSON.stringify(testDeployment(name, ns, { ownerReferences, finalizers: options.childFinalizers })) });
   }
 
   test('Background: the Website goes at once, the Deployment is garbage-collected', async () => {

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../../lib/security.ts';
 import { ROOT } from './env.ts';
-import { createNamespace, deleteNamespace, kubectl, loadClusterInfo, ok, website } from './kube.ts';
+import { createNamespace, deleteNamespace, kubectl, loadClusterInfo, ok, testDeployment, website } from './kube.ts';
 
 // The operator's ServiceAccount, Role and RoleBinding exactly as dist/ ships them.
 const operatorManifests = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
@@ -40,22 +39,7 @@ const forbidden = async (args: string[], input?: object) => {
 };
 
 const labels = { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': 'rbac' };
-const deployment = (namespace: string) => ({
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: { name: 'website-rbac', namespace, labels },
-  spec: {
-    replicas: 1,
-    selector: { matchLabels: labels },
-    template: {
-      metadata: { labels },
-      spec: {
-        securityContext: restrictedPodSecurityContext(),
-        containers: [{ name: 'web', image: 'nginxinc/nginx-unprivileged:1.29-alpine', securityContext: restrictedContainerSecurityContext() }],
-      },
-    },
-  },
-});
+const deployment = (namespace: string) => testDeployment('rbac', namespace);
 const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'website-rbac', namespace: NS, labels }, spec: { selector: labels, ports: [{ port: 80 }] } };
 const watchOnce = (resource: string) => ['get', '--raw', `${resource}?watch=true&timeoutSeconds=1`];
 
