@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CLUSTER_DIR = join(ROOT, '.cluster', 'test');
+/** Runs that must not share a cluster (two checkouts, parallel work) set WEBSITE_STACK_TEST_CLUSTER. */
+const NAME = process.env.WEBSITE_STACK_TEST_CLUSTER ?? 'test';
+export const CLUSTER_DIR = join(ROOT, '.cluster', NAME);
 export const CLUSTER_ENV = {
   ...process.env,
   WEBSITE_STACK_CLUSTER_DIR: CLUSTER_DIR,
-  WEBSITE_STACK_CLUSTER_NAME: 'website-stack-test',
+  WEBSITE_STACK_CLUSTER_NAME: `website-stack-${NAME}`,
 };
 export const KUBECONFIG = join(CLUSTER_DIR, 'kubeconfig');
 export const KUBECTL = join(CLUSTER_DIR, 'bin', 'kubectl');
