@@ -29,8 +29,11 @@ export interface OperatorRbacProps {
 }
 
 /**
- * The Role rules of spec §5, for `group`, plus the Lease rules of leader election when it is on.
- * Create cannot be limited by resourceNames in RBAC, so it is a rule of its own.
+ * The Role rules of spec §5, for `group`, plus:
+ * - `patch` on deployments and services: the operator ensures its children by server-side apply,
+ *   which is an HTTP PATCH (creating through apply needs `create` too, which the spec grants);
+ * - the Lease rules of leader election when it is on. Create cannot be limited by resourceNames
+ *   in RBAC, so it is a rule of its own.
  * Pass `false` for `leaderElection` when the operator runs without it.
  */
 export function operatorRoleRules(
@@ -39,8 +42,8 @@ export function operatorRoleRules(
 ): k8s.PolicyRule[] {
   const rules: k8s.PolicyRule[] = [
     { apiGroups: [group], resources: ['websites', 'websites/status'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-    { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
-    { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+    { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+    { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
   if (leaderElection) {

@@ -106,11 +106,12 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
     await forbidden(args, input);
   });
 
-  test('is forbidden to patch a Deployment (patch is not in the Role)', async () => {
-    // kubectl reads the object before patching it: it must exist for the PATCH to be sent.
-    await ok(['apply', '-f', '-'], { input: JSON.stringify(deployment(NS)) });
-    await forbidden(['patch', 'deployment', 'website-rbac', '-n', NS, '--type=merge', '-p', '{"metadata":{"labels":{"x":"y"}}}']);
-    await ok(['delete', 'deployment', 'website-rbac', '-n', NS]);
+  test('may server-side apply Deployments and Services (create through apply, then update through apply)', async () => {
+    for (const object of [deployment(NS), service]) {
+      await allowed(['apply', '--server-side', '--field-manager=website-operator', '-f', '-'], object);
+      await allowed(['apply', '--server-side', '--field-manager=website-operator', '-f', '-'], { ...object, metadata: { ...object.metadata, annotations: { again: 'yes' } } });
+    }
+    await ok(['delete', 'deployment,service', 'website-rbac', '-n', NS]);
   });
 
   test('is forbidden to create deployments in another namespace', async () => {

@@ -1,0 +1,253 @@
+import type { Logger } from '../observability/logger.ts';
+import type { OperatorMetrics } from '../observability/metrics.ts';
+import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
+import { ApiError, type KubeClient, type KubeObject, type ResourceType, isGone } from './kube-client.ts';
+
+/**
+ * A client-side cache of one resource type: list, then watch from the list's resourceVersion,
+ * calling handlers on every change. client-node ships an informer, but it restarts by itself only
+ * on 410 and timeouts (other errors stop it for good) and may or may not re-emit existing objects
+ * after a restart; this one handles every way a watch ends:
+ * - 410 Gone (resourceVersion too old) or an ERROR event: list again, and emit the difference;
+ * - the server closing the watch (its timeout): watch again from the last resourceVersion;
+ * - a network error or a refused request: back off exponentially, then watch again (list again if
+ *   the watch is refused as expired);
+ * - silence: bookmarks arrive about once a minute, so a watch quiet for `inactivityTimeoutMs` is
+ *   stalled and restarted;
+ * and emits every cached object again every `resyncMs` (periodic resync, level triggering).
+ */
+
+export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
+export type InformerHandler<T> = (event: InformerEvent, object: T) => void;
+
+export interface InformerOptions {
+  readonly client: KubeClient;
+  readonly type: ResourceType;
+  /**
+   * Namespace to watch.
+   * @default all namespaces
+   */
+  readonly namespace?: string;
+  /**
+   * Only objects matching this label selector.
+   * @default every object
+   */
+  readonly labelSelector?: string;
+  /**
+   * Every cached object is handed to the handlers again this often.
+   * @default 600000 (10 minutes, with up to 10 % jitter)
+   */
+  readonly resyncMs?: number;
+  /**
+   * A watch that receives nothing (not even a bookmark) this long is restarted.
+   * @default 150000
+   */
+  readonly inactivityTimeoutMs?: number;
+  /**
+   * Delays between failed attempts.
+   * @default 500 ms doubling up to 30 s
+   */
+  readonly backoff?: BackoffOptions;
+  /**
+   * Page size of the initial and every later list.
+   * @default 500
+   */
+  readonly pageSize?: number;
+  readonly logger?: Logger;
+  readonly metrics?: OperatorMetrics;
+}
+
+/** `namespace/name`, or `name` for cluster-scoped objects: the key of caches and work queues. */
+export function objectKey(object: KubeObject): string {
+  const { namespace, name } = object.metadata ?? {};
+  return namespace ? `${namespace}/${name}` : `${name}`;
+}
+
+export class Informer<T extends KubeObject> {
+  private readonly store = new Map<string, T>();
+  private readonly handlers: InformerHandler<T>[] = [];
+  private resourceVersion = '';
+  private synced = false;
+  private syncWaiters: Array<() => void> = [];
+  private currentWatch?: AbortController;
+
+  private readonly options: InformerOptions;
+
+  constructor(options: InformerOptions) {
+    this.options = options;
+  }
+
+  /** Registers a handler; call before start(). */
+  on(handler: InformerHandler<T>): void {
+    this.handlers.push(handler);
+  }
+
+  get(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  list(): T[] {
+    return [...this.store.values()];
+  }
+
+  /** True once the first list has filled the cache. */
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  waitForSync(): Promise<void> {
+    return this.synced ? Promise.resolve() : new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  /** Cuts the current watch, as a lost connection would (tests, and `stalled` detection). */
+  dropWatch(): void {
+    this.currentWatch?.abort();
+  }
+
+  /** Runs until `signal` aborts. Never throws: every failure is logged, backed off and retried. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { resyncMs = 600_000 } = this.options;
+    const resync = setInterval(() => this.resync(), resyncMs * (1 + Math.random() * 0.1));
+    resync.unref();
+    signal.addEventListener('abort', () => this.currentWatch?.abort(), { once: true });
+    let failures = 0;
+    let mustList = true;
+    try {
+      while (!signal.aborted) {
+        try {
+          if (mustList) {
+            await this.relist(signal);
+            mustList = false;
+          }
+          const ended = await this.watchOnce(signal);
+          this.restarted(ended);
+          if (ended === 'expired') mustList = true;
+          failures = 0;
+        } catch (error) {
+          if (signal.aborted) break;
+          failures += 1;
+          if (isGone(error)) mustList = true;
+          this.restarted('error');
+          const delay = backoffDelay(failures, this.options.backoff ?? { baseMs: 500, maxMs: 30_000 });
+          this.options.logger?.warn({ resource: this.options.type.resource, error: (error as Error).message, retryInMs: delay }, 'list/watch failed, retrying');
+          await sleep(delay, signal);
+        }
+      }
+    } finally {
+      clearInterval(resync);
+    }
+  }
+
+  private restarted(reason: string): void {
+    this.options.metrics?.informerRestarts.inc({ resource: this.options.type.resource, reason });
+  }
+
+  /** Lists every page, replaces the cache, and emits what changed since the last list. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    const { client, type, namespace, labelSelector, pageSize = 500 } = this.options;
+    const fresh = new Map<string, T>();
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await client.list<T>(type, namespace, { labelSelector, limit: pageSize, continue: continueToken });
+      for (const item of page.items) fresh.set(objectKey(item), item);
+      continueToken = page.metadata.continue || undefined;
+      resourceVersion = page.metadata.resourceVersion ?? '';
+      if (signal.aborted) return;
+    } while (continueToken);
+
+    const previous = new Map(this.store);
+    this.store.clear();
+    for (const [key, object] of fresh) {
+      this.store.set(key, object);
+      const old = previous.get(key);
+      if (!old) this.emit('add', object);
+      else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion) this.emit('update', object);
+    }
+    for (const [key, object] of previous) {
+      if (!fresh.has(key)) this.emit('delete', object);
+    }
+    this.resourceVersion = resourceVersion;
+    if (!this.synced) {
+      this.synced = true;
+      for (const resolve of this.syncWaiters.splice(0)) resolve();
+    }
+  }
+
+  /** One watch from the current resourceVersion; resolves with why it ended, rejects on errors. */
+  private watchOnce(signal: AbortSignal): Promise<'closed' | 'expired' | 'stalled' | 'stopped'> {
+    const { client, type, namespace, labelSelector, inactivityTimeoutMs = 150_000 } = this.options;
+    return new Promise((resolve, reject) => {
+      let expired = false;
+      let ended = false;
+      const finish = (error: unknown) => {
+        if (ended) return;
+        ended = true;
+        if (signal.aborted) resolve('stopped');
+        else if (expired) resolve('expired');
+        else if (error instanceof DOMException && error.name === 'TimeoutError') resolve('stalled');
+        else if (error && !(error instanceof DOMException && error.name === 'AbortError')) reject(error);
+        else resolve('closed');
+      };
+      client
+        .watch(
+          type,
+          namespace,
+          {
+            resourceVersion: this.resourceVersion,
+            allowWatchBookmarks: true,
+            labelSelector,
+            // The server ends the watch after this; spread reconnects of many clients over time.
+            timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+          },
+          (eventType, object) => {
+            const rv = object.metadata?.resourceVersion;
+            switch (eventType) {
+              case 'ADDED':
+              case 'MODIFIED': {
+                const key = objectKey(object);
+                const existed = this.store.has(key);
+                this.store.set(key, object as T);
+                this.emit(existed ? 'update' : 'add', object as T);
+                break;
+              }
+              case 'DELETED':
+                this.store.delete(objectKey(object));
+                this.emit('delete', object as T);
+                break;
+              case 'BOOKMARK':
+                break;
+              case 'ERROR': {
+                const status = object as unknown as { code?: number; message?: string };
+                if (status.code === 410) expired = true;
+                else reject(new ApiError(status.code ?? 500, 'WatchError', `watch ${type.resource}: ${status.message ?? 'error event'}`));
+                this.currentWatch?.abort();
+                return;
+              }
+            }
+            if (rv) this.resourceVersion = rv;
+          },
+          finish,
+          inactivityTimeoutMs,
+        )
+        .then((controller) => {
+          this.currentWatch = controller;
+          if (signal.aborted || ended) controller.abort();
+        }, reject);
+    });
+  }
+
+  private resync(): void {
+    for (const object of this.store.values()) this.emit('resync', object);
+  }
+
+  private emit(event: InformerEvent, object: T): void {
+    for (const handler of this.handlers) {
+      try {
+        handler(event, object);
+      } catch (error) {
+        this.options.logger?.error({ resource: this.options.type.resource, error: (error as Error).message }, 'informer handler threw');
+      }
+    }
+  }
+}

@@ -1,0 +1,294 @@
+import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
+import { type Dispatcher, fetch } from 'undici';
+import type { OperatorMetrics } from '../observability/metrics.ts';
+import { TokenBucket } from './rate-limiter.ts';
+
+/**
+ * A thin JSON client over client-node's authentication (kubeconfig, in-cluster token, exec and
+ * OIDC plugins, client certificates) and its Watch. Why not client-node's generated APIs: they
+ * deserialize into class instances (dates become Date objects), so what a reconcile reads from a
+ * watch and what it reads from a GET could not be compared as plain JSON; and they have no hook for
+ * a client-side rate limit or per-verb metrics. This adds exactly those, and reuses one TLS
+ * connection pool (client-node builds a new undici Agent for every request).
+ */
+
+/** A resource type: `{ group: 'apps', version: 'v1', resource: 'deployments' }`; group '' is core. */
+export interface ResourceType {
+  readonly group: string;
+  readonly version: string;
+  readonly resource: string;
+}
+
+export const DEPLOYMENTS: ResourceType = { group: 'apps', version: 'v1', resource: 'deployments' };
+export const SERVICES: ResourceType = { group: '', version: 'v1', resource: 'services' };
+export const EVENTS: ResourceType = { group: '', version: 'v1', resource: 'events' };
+export const SECRETS: ResourceType = { group: '', version: 'v1', resource: 'secrets' };
+export const LEASES: ResourceType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' };
+export const CRDS: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' };
+
+/** Where one object (or collection) lives. Leave namespace out for cluster-scoped or all-namespace requests. */
+export interface ObjectRef {
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly subresource?: string;
+}
+
+export function resourcePath(type: ResourceType, ref: ObjectRef = {}): string {
+  const base = type.group === '' ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+  const ns = ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
+  const name = ref.name ? `/${encodeURIComponent(ref.name)}` : '';
+  const sub = ref.name && ref.subresource ? `/${ref.subresource}` : '';
+  return `${base}${ns}/${type.resource}${name}${sub}`;
+}
+
+/** Minimal object shape the client needs. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+export interface KubeList<T> {
+  items: T[];
+  metadata: { resourceVersion?: string; continue?: string };
+}
+
+/** The API server's `Status` body of a failed request. */
+interface Status {
+  kind?: string;
+  message?: string;
+  reason?: string;
+  code?: number;
+}
+
+/** A request the API server refused (or could not be sent: code 0). The message is the server's own. */
+export class ApiError extends Error {
+  readonly code: number;
+  readonly reason: string;
+
+  constructor(code: number, reason: string, message: string) {
+    super(message);
+    this.code = code;
+    this.reason = reason;
+    this.name = 'ApiError';
+  }
+}
+
+export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
+export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409;
+export const isGone = (e: unknown): boolean => e instanceof ApiError && e.code === 410;
+
+export type PatchType = 'merge' | 'json' | 'apply';
+const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  // JSON is YAML: the apply patch type takes either.
+  apply: 'application/apply-patch+yaml',
+};
+
+export interface KubeClientOptions {
+  /**
+   * Sustained requests per second to the API server (client-side limit; watches count once, when
+   * they start).
+   * @default 20
+   */
+  readonly qps?: number;
+  /**
+   * Requests that may go out at once above the sustained rate.
+   * @default 30
+   */
+  readonly burst?: number;
+  /** Counts every request by verb, resource and code. */
+  readonly metrics?: OperatorMetrics;
+  /**
+   * Per-request timeout (not for watches).
+   * @default 30000
+   */
+  readonly timeoutMs?: number;
+  /** User-Agent header, for the API server's audit log. */
+  readonly userAgent?: string;
+}
+
+interface RequestOptions {
+  readonly query?: Record<string, string | number | boolean | undefined>;
+  readonly body?: unknown;
+  readonly patchType?: PatchType;
+  readonly signal?: AbortSignal;
+}
+
+/** How long a TLS connection pool is reused before rebuilding it from the (possibly rotated) credentials. */
+const DISPATCHER_TTL_MS = 10 * 60_000;
+
+export class KubeClient {
+  private readonly limiter: TokenBucket;
+  private readonly server: string;
+  private dispatcher?: { value: Dispatcher | undefined; at: number };
+  private readonly options: KubeClientOptions;
+  readonly kubeConfig: KubeConfig;
+
+  constructor(kubeConfig: KubeConfig, options: KubeClientOptions = {}) {
+    this.kubeConfig = kubeConfig;
+    this.options = options;
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig has no current cluster: set KUBECONFIG or run inside a pod');
+    this.server = cluster.server.replace(/\/+$/, '');
+    this.limiter = new TokenBucket(options.qps ?? 20, options.burst ?? 30);
+  }
+
+  /** In a pod: the ServiceAccount; elsewhere: $KUBECONFIG or ~/.kube/config. */
+  static fromEnvironment(options?: KubeClientOptions): KubeClient {
+    const kc = new KubeConfig();
+    kc.loadFromDefault();
+    return new KubeClient(kc, options);
+  }
+
+  async get<T extends KubeObject>(type: ResourceType, ref: ObjectRef): Promise<T | undefined> {
+    try {
+      return await this.request<T>('GET', type, ref);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query: RequestOptions['query'] = {}): Promise<KubeList<T>> {
+    return this.request<KubeList<T>>('GET', type, { namespace }, { query });
+  }
+
+  create<T extends KubeObject>(type: ResourceType, object: T): Promise<T> {
+    return this.request<T>('POST', type, { namespace: object.metadata?.namespace }, { body: object });
+  }
+
+  /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
+  update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string): Promise<T> {
+    const { namespace, name } = object.metadata ?? {};
+    return this.request<T>('PUT', type, { namespace, name, subresource }, { body: object });
+  }
+
+  /** Server-side apply: the server merges `object` as `fieldManager`'s intent (force: take over conflicting fields). */
+  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, { force = true, subresource }: { force?: boolean; subresource?: string } = {}): Promise<T> {
+    const { namespace, name } = object.metadata ?? {};
+    return this.request<T>('PATCH', type, { namespace, name, subresource }, { body: object, patchType: 'apply', query: { fieldManager, force } });
+  }
+
+  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string): Promise<T> {
+    return this.request<T>('PATCH', type, ref, { body, patchType, query: { fieldManager } });
+  }
+
+  async delete(type: ResourceType, ref: ObjectRef, body?: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; preconditions?: { uid?: string } }): Promise<void> {
+    await this.request('DELETE', type, ref, { body });
+  }
+
+  /**
+   * Starts a watch; events arrive on `onEvent` until `onDone` (called exactly once, with the
+   * error if there was one). Returns the AbortController that stops it. `inactivityTimeoutMs`
+   * aborts a watch that received nothing for that long (a silent stall).
+   */
+  async watch(
+    type: ResourceType,
+    namespace: string | undefined,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (type: string, object: KubeObject) => void,
+    onDone: (error: unknown) => void,
+    inactivityTimeoutMs: number,
+  ): Promise<AbortController> {
+    await this.limiter.take();
+    this.options.metrics?.apiRequests.inc({ verb: 'WATCH', resource: type.resource, code: 200 });
+    const watch = new Watch(this.kubeConfig);
+    // client-node 2.0.1 made this an inactivity timeout (30 s by default) but keeps it private.
+    (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = inactivityTimeoutMs;
+    return watch.watch(resourcePath(type, { namespace }), query, (eventType, object) => onEvent(eventType, object as KubeObject), (error) => {
+      if (error && typeof (error as { statusCode?: unknown }).statusCode === 'number') {
+        const code = (error as { statusCode: number }).statusCode;
+        onDone(new ApiError(code, String(code), `watch ${type.resource}: HTTP ${code} ${(error as Error).message}`));
+      } else {
+        onDone(error);
+      }
+    });
+  }
+
+  async request<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', type: ResourceType, ref: ObjectRef, options: RequestOptions = {}): Promise<T> {
+    const path = resourcePath(type, ref);
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const verb = metricVerb(method, ref, options.patchType);
+    const started = performance.now();
+    await this.limiter.take();
+
+    const ctx = new RequestContext(url.toString(), method);
+    await this.kubeConfig.applySecurityAuthentication(ctx);
+    const headers = ctx.getHeaders() as Record<string, string>;
+    headers.accept = 'application/json';
+    if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
+    if (options.body !== undefined) headers['content-type'] = options.patchType ? PATCH_CONTENT_TYPE[options.patchType] : 'application/json';
+    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
+
+    let code = 0;
+    try {
+      const response = await fetch(url, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        dispatcher: this.pooledDispatcher(ctx),
+        signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+      });
+      code = response.status;
+      const text = await response.text();
+      if (!response.ok) throw statusError(response.status, text, `${verb} ${path}`);
+      return (text ? JSON.parse(text) : undefined) as T;
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      // No response: connection refused, TLS failure, timeout. Say which request, not the headers.
+      throw new ApiError(0, 'ConnectionError', `${verb} ${path}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+    } finally {
+      this.options.metrics?.apiRequests.inc({ verb, resource: type.resource, code });
+      this.options.metrics?.apiLatency.observe({ verb, resource: type.resource }, (performance.now() - started) / 1000);
+    }
+  }
+
+  /** One connection pool, rebuilt every DISPATCHER_TTL_MS so rotated client certificates are picked up. */
+  private pooledDispatcher(ctx: RequestContext): Dispatcher | undefined {
+    const now = Date.now();
+    if (!this.dispatcher || now - this.dispatcher.at > DISPATCHER_TTL_MS) {
+      const previous = this.dispatcher?.value;
+      this.dispatcher = { value: ctx.getDispatcher() as Dispatcher | undefined, at: now };
+      // Let requests in flight on the old pool finish.
+      if (previous) setTimeout(() => void previous.close(), 60_000).unref();
+    }
+    return this.dispatcher.value;
+  }
+}
+
+function metricVerb(method: string, ref: ObjectRef, patchType?: PatchType): string {
+  if (method === 'GET') return ref.name ? 'GET' : 'LIST';
+  if (method === 'POST') return 'CREATE';
+  if (method === 'PUT') return 'UPDATE';
+  if (method === 'PATCH') return patchType === 'apply' ? 'APPLY' : 'PATCH';
+  return method;
+}
+
+function statusError(code: number, body: string, what: string): ApiError {
+  let status: Status = {};
+  try {
+    status = JSON.parse(body) as Status;
+  } catch {
+    // Not a Status (a proxy in between?): fall back to the HTTP code.
+  }
+  const reason = status.reason ?? String(code);
+  return new ApiError(code, reason, status.message ? status.message : `${what}: HTTP ${code}`);
+}

@@ -1,0 +1,195 @@
+import type { Logger } from '../observability/logger.ts';
+import type { OperatorMetrics } from '../observability/metrics.ts';
+import { sleep } from './backoff.ts';
+import { type KubeClient, type KubeObject, LEASES, isConflict, isNotFound } from './kube-client.ts';
+
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, the algorithm of client-go's leaderelection
+ * package (client-node has only the Lease type):
+ * - a candidate takes the Lease when it does not exist, is released (no holder), or has not been
+ *   renewed for leaseDuration as observed on the candidate's own clock (so clock skew between
+ *   replicas does not matter);
+ * - the leader renews every retryPeriod; when it could not renew for renewDeadline it stops
+ *   leading before anyone else can take over (renewDeadline < leaseDuration);
+ * - on shutdown the leader releases the Lease (no holder, 1 s duration), so a successor starts
+ *   at once instead of waiting out the lease.
+ * Writes are optimistic: every update carries the resourceVersion that was read.
+ */
+
+export interface LeaderElectionOptions {
+  readonly client: KubeClient;
+  readonly namespace: string;
+  readonly name: string;
+  /** Unique per replica: the pod name. */
+  readonly identity: string;
+  /** @default 15000 */
+  readonly leaseDurationMs?: number;
+  /** @default 10000 */
+  readonly renewDeadlineMs?: number;
+  /** @default 2000 */
+  readonly retryPeriodMs?: number;
+  readonly logger?: Logger;
+  readonly metrics?: OperatorMetrics;
+}
+
+interface Lease extends KubeObject {
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
+/** metav1.MicroTime: RFC 3339 with microseconds. */
+function microTime(date = new Date()): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+export class LeaderElector {
+  private leading = false;
+  /** The last Lease read, and when (on our clock) its content last changed. */
+  private observed?: { lease: Lease; at: number };
+
+  private readonly options: LeaderElectionOptions;
+
+  constructor(options: LeaderElectionOptions) {
+    this.options = options;
+    const { leaseDurationMs = 15_000, renewDeadlineMs = 10_000, retryPeriodMs = 2_000 } = options;
+    if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs && retryPeriodMs > 0)) {
+      throw new Error(
+        `leader election needs leaseDuration > renewDeadline > retryPeriod > 0 (got ${leaseDurationMs} ms, ${renewDeadlineMs} ms, ${retryPeriodMs} ms)`,
+      );
+    }
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /**
+   * Campaigns until `signal` aborts. While leading, `lead(leadership)` runs; `leadership` aborts
+   * when the Lease is lost or on shutdown, and the Lease is kept until `lead` has returned, so a
+   * successor never overlaps with work in flight. After a loss, the candidate campaigns again.
+   */
+  async run(signal: AbortSignal, lead: (leadership: AbortSignal) => Promise<void>): Promise<void> {
+    const { retryPeriodMs = 2_000, logger } = this.options;
+    while (!signal.aborted) {
+      if (!(await this.tryAcquireOrRenew())) {
+        await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal);
+        continue;
+      }
+      this.setLeading(true);
+      logger?.info({ lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity }, 'became leader');
+      const leadership = new AbortController();
+      const stopOnShutdown = () => leadership.abort();
+      signal.addEventListener('abort', stopOnShutdown, { once: true });
+      const renewing = this.renewUntilLost(leadership.signal).then(() => leadership.abort());
+      await lead(leadership.signal);
+      leadership.abort();
+      await renewing;
+      signal.removeEventListener('abort', stopOnShutdown);
+      this.setLeading(false);
+      if (signal.aborted) {
+        await this.release();
+        logger?.info({ lease: `${this.options.namespace}/${this.options.name}` }, 'released the lease');
+      } else {
+        logger?.warn({ lease: `${this.options.namespace}/${this.options.name}` }, 'lost leadership, campaigning again');
+      }
+    }
+  }
+
+  /** Renews every retryPeriod; returns when a renewal could not succeed within renewDeadline, or on stop. */
+  private async renewUntilLost(stop: AbortSignal): Promise<void> {
+    const { retryPeriodMs = 2_000, renewDeadlineMs = 10_000 } = this.options;
+    let lastRenew = performance.now();
+    while (!stop.aborted) {
+      await sleep(retryPeriodMs, stop);
+      if (stop.aborted) return;
+      if (await this.tryAcquireOrRenew()) {
+        lastRenew = performance.now();
+      } else if (performance.now() - lastRenew >= renewDeadlineMs || this.heldByOther()) {
+        return;
+      }
+    }
+  }
+
+  private heldByOther(): boolean {
+    const holder = this.observed?.lease.spec?.holderIdentity;
+    return !!holder && holder !== this.options.identity;
+  }
+
+  /** One attempt; true when we hold the Lease afterwards. Errors count as "not now". */
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { client, namespace, name, identity, leaseDurationMs = 15_000, logger } = this.options;
+    const now = new Date();
+    try {
+      const current = await client.get<Lease>(LEASES, { namespace, name });
+      if (!current) {
+        const created = await client.create<Lease>(LEASES, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace },
+          spec: {
+            holderIdentity: identity,
+            leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+            acquireTime: microTime(now),
+            renewTime: microTime(now),
+            leaseTransitions: 0,
+          },
+        });
+        this.observe(created);
+        return true;
+      }
+      this.observe(current);
+      const spec = current.spec ?? {};
+      const mine = spec.holderIdentity === identity;
+      const expired = performance.now() > this.observed!.at + (spec.leaseDurationSeconds ?? 0) * 1000;
+      if (!mine && spec.holderIdentity && !expired) return false;
+      const updated = await client.update<Lease>(LEASES, {
+        ...current,
+        spec: {
+          holderIdentity: identity,
+          leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+          acquireTime: mine ? spec.acquireTime : microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+        },
+      });
+      this.observe(updated);
+      return true;
+    } catch (error) {
+      // A conflict means someone else wrote first: not an error, just not us this round.
+      if (!isConflict(error) && !isNotFound(error)) logger?.warn({ error: (error as Error).message }, 'leader election: lease request failed');
+      return false;
+    }
+  }
+
+  private observe(lease: Lease): void {
+    const previous = this.observed?.lease;
+    const changed = !previous || JSON.stringify(previous.spec) !== JSON.stringify(lease.spec);
+    this.observed = { lease, at: changed ? performance.now() : this.observed!.at };
+  }
+
+  /** Gives the Lease up: no holder, 1 s duration, so a successor takes it at its next retry. */
+  private async release(): Promise<void> {
+    const { client, namespace, name, identity, logger } = this.options;
+    try {
+      const current = await client.get<Lease>(LEASES, { namespace, name });
+      if (!current || current.spec?.holderIdentity !== identity) return;
+      const now = microTime();
+      await client.update<Lease>(LEASES, {
+        ...current,
+        spec: { ...current.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now },
+      });
+    } catch (error) {
+      logger?.warn({ error: (error as Error).message }, 'could not release the lease; a successor waits for it to expire');
+    }
+  }
+
+  private setLeading(leading: boolean): void {
+    this.leading = leading;
+    this.options.metrics?.leader.set({ name: this.options.name }, leading ? 1 : 0);
+  }
+}

@@ -1,0 +1,23 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+/**
+ * JSON logs, one object per line on stdout (pino). Fields that could carry credentials are
+ * redacted wherever they appear, as a second line of defence: the code never logs them.
+ */
+export function createLogger(level = process.env.LOG_LEVEL ?? 'info', destination?: NodeJS.WritableStream): Logger {
+  return pino(
+    {
+      level,
+      base: { component: 'website-operator' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: {
+        paths: ['authorization', '*.authorization', 'headers.authorization', 'token', '*.token', 'key', '*.key', 'tls.key'],
+        censor: '[redacted]',
+      },
+    },
+    destination as pino.DestinationStream | undefined,
+  );
+}

@@ -1,0 +1,91 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Every Prometheus metric of the operator, in one registry. Names follow client-go and
+ * controller-runtime, so dashboards and alerts written for Go controllers work unchanged.
+ */
+export class OperatorMetrics {
+  readonly registry = new Registry();
+
+  /** API requests by verb (GET, LIST, WATCH, CREATE, APPLY, PATCH, UPDATE, DELETE), resource and HTTP code. */
+  readonly apiRequests = new Counter({
+    name: 'rest_client_requests_total',
+    help: 'API server requests, by verb, resource and HTTP status code (0: no response).',
+    labelNames: ['verb', 'resource', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly apiLatency = new Histogram({
+    name: 'rest_client_request_duration_seconds',
+    help: 'API server request latency, including time spent waiting for the client-side rate limit.',
+    labelNames: ['verb', 'resource'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly reconciles = new Counter({
+    name: 'controller_runtime_reconcile_total',
+    help: 'Reconciles, by controller and result (success, error).',
+    labelNames: ['controller', 'result'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileErrors = new Counter({
+    name: 'controller_runtime_reconcile_errors_total',
+    help: 'Reconciles that failed and were requeued with backoff.',
+    labelNames: ['controller'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileTime = new Histogram({
+    name: 'controller_runtime_reconcile_time_seconds',
+    help: 'Duration of one reconcile.',
+    labelNames: ['controller'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly queueDepth = new Gauge({
+    name: 'workqueue_depth',
+    help: 'Keys waiting in the work queue (not counting keys waiting out a backoff).',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  readonly queueAdds = new Counter({
+    name: 'workqueue_adds_total',
+    help: 'Keys added to the work queue (deduplicated adds are not counted).',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  readonly queueRetries = new Counter({
+    name: 'workqueue_retries_total',
+    help: 'Keys requeued with backoff after a failure.',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  readonly queueWait = new Histogram({
+    name: 'workqueue_queue_duration_seconds',
+    help: 'Time a key waited in the queue before a worker picked it up.',
+    labelNames: ['name'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly informerRestarts = new Counter({
+    name: 'informer_watch_restarts_total',
+    help: 'Watches restarted, by resource and reason (expired: 410 Gone, relist; closed; stalled; error).',
+    labelNames: ['resource', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly leader = new Gauge({
+    name: 'leader_election_master_status',
+    help: '1 while this replica holds the leader Lease, else 0.',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  readonly conversions = new Counter({
+    name: 'conversion_webhook_requests_total',
+    help: 'ConversionReview requests answered, by result (Success, Failed).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  constructor({ processMetrics = true }: { processMetrics?: boolean } = {}) {
+    // process_resident_memory_bytes, nodejs_eventloop_lag_seconds, ...
+    if (processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+}
