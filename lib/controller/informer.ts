@@ -107,8 +107,9 @@ export class Informer<T extends KubeObject> {
   /** Runs until `signal` aborts. Never throws: every failure is logged, backed off and retried. */
   async run(signal: AbortSignal): Promise<void> {
     const { resyncMs = 600_000 } = this.options;
-    const resync = setInterval(() => this.resync(), resyncMs * (1 + Math.random() * 0.1));
-    resync.unref();
+    // Infinity: no periodic resync (setInterval would treat it as 1 ms).
+    const resync = Number.isFinite(resyncMs) ? setInterval(() => this.resync(), resyncMs * (1 + Math.random() * 0.1)) : undefined;
+    resync?.unref();
     signal.addEventListener('abort', () => this.currentWatch?.abort(), { once: true });
     let failures = 0;
     let mustList = true;

@@ -19,7 +19,8 @@ export interface WorkQueueOptions {
   readonly concurrency?: number;
   /**
    * Per-key backoff after failures.
-   * @default 5 ms doubling up to 1000 s (controller-runtime's default)
+   * @default 5 ms doubling up to 300 s (controller-runtime caps at 1000 s; a Website broken by a
+   * missing permission should recover within minutes of the fix, not a quarter of an hour)
    */
   readonly backoff?: BackoffOptions;
   readonly metrics?: OperatorMetrics;
@@ -95,7 +96,7 @@ export class WorkQueue {
   addRateLimited(key: string): number {
     const failures = (this.failures.get(key) ?? 0) + 1;
     this.failures.set(key, failures);
-    const delay = backoffDelay(failures, this.options.backoff ?? { baseMs: 5, maxMs: 1_000_000 });
+    const delay = backoffDelay(failures, this.options.backoff ?? { baseMs: 5, maxMs: 300_000 });
     this.options.metrics?.queueRetries.inc({ name: this.options.name });
     this.addAfter(key, delay);
     return delay;

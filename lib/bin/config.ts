@@ -1,0 +1,90 @@
+import { hostname } from 'node:os';
+import { LEASE_NAME, OPERATOR_NAMESPACE, OPERATOR_PORTS } from '../operator/names.ts';
+import type { OperatorConfig } from '../reconciler/operator.ts';
+import { DEFAULT_GROUP } from '../website/schema.ts';
+import { MANAGED_BY } from '../workload/website-workload.ts';
+
+/**
+ * The operator's configuration, from environment variables (the operator Deployment sets the
+ * first five; every other one has the default shown). A wrong value stops the process with a
+ * message naming the variable, before anything starts.
+ *
+ * | variable | default |
+ * |---|---|
+ * | WEBSITE_GROUP | web.example.com |
+ * | OPERATOR_NAMESPACE | website-system |
+ * | POD_NAME | the host name |
+ * | LEADER_ELECTION | true |
+ * | LEASE_NAME | website-operator |
+ * | WATCH_NAMESPACE | OPERATOR_NAMESPACE |
+ * | LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS | 15, 10, 2 |
+ * | CONCURRENCY | 4 |
+ * | KUBE_API_QPS, KUBE_API_BURST | 20, 30 |
+ * | RESYNC_SECONDS | 600 |
+ * | CACHE_SYNC_TIMEOUT_SECONDS | 30 |
+ * | CLUSTER_DOMAIN | cluster.local |
+ * | WEB_IMAGE | the WebsiteWorkload default |
+ * | METRICS_PORT, HEALTH_PORT | 8080, 8081 |
+ * | SHUTDOWN_TIMEOUT_SECONDS | 25 |
+ * | LOG_LEVEL | info |
+ */
+export interface ProcessConfig extends OperatorConfig {
+  readonly qps: number;
+  readonly burst: number;
+  readonly shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig {
+  const text = (name: string, fallback: string): string => {
+    const value = env[name]?.trim();
+    return value ? value : fallback;
+  };
+  const number = (name: string, fallback: number, { min = 0, integer = true } = {}): number => {
+    const raw = env[name]?.trim();
+    if (!raw) return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
+      throw new ConfigError(`${name}=${JSON.stringify(raw)} is not valid: expected ${integer ? 'an integer' : 'a number'} >= ${min}`);
+    }
+    return value;
+  };
+  const flag = (name: string, fallback: boolean): boolean => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (!raw) return fallback;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    throw new ConfigError(`${name}=${JSON.stringify(env[name])} is not valid: expected true or false`);
+  };
+
+  const operatorNamespace = text('OPERATOR_NAMESPACE', OPERATOR_NAMESPACE);
+  const config: ProcessConfig = {
+    group: text('WEBSITE_GROUP', DEFAULT_GROUP),
+    operatorNamespace,
+    watchNamespace: text('WATCH_NAMESPACE', operatorNamespace),
+    identity: text('POD_NAME', hostname()),
+    leaderElection: flag('LEADER_ELECTION', true),
+    leaseName: text('LEASE_NAME', LEASE_NAME),
+    leaseDurationMs: number('LEASE_DURATION_SECONDS', 15, { min: 1, integer: false }) * 1000,
+    renewDeadlineMs: number('RENEW_DEADLINE_SECONDS', 10, { min: 0.1, integer: false }) * 1000,
+    retryPeriodMs: number('RETRY_PERIOD_SECONDS', 2, { min: 0.1, integer: false }) * 1000,
+    concurrency: number('CONCURRENCY', 4, { min: 1 }),
+    qps: number('KUBE_API_QPS', 20, { min: 0.1, integer: false }),
+    burst: number('KUBE_API_BURST', 30, { min: 1 }),
+    resyncMs: number('RESYNC_SECONDS', 600, { min: 1, integer: false }) * 1000,
+    cacheSyncTimeoutMs: number('CACHE_SYNC_TIMEOUT_SECONDS', 30, { min: 0, integer: false }) * 1000,
+    fieldManager: MANAGED_BY,
+    clusterDomain: text('CLUSTER_DOMAIN', 'cluster.local'),
+    webImage: env.WEB_IMAGE?.trim() || undefined,
+    metricsPort: number('METRICS_PORT', OPERATOR_PORTS.metrics),
+    healthPort: number('HEALTH_PORT', OPERATOR_PORTS.health),
+    shutdownTimeoutMs: number('SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, integer: false }) * 1000,
+  };
+  if (config.leaderElection && !(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs)) {
+    throw new ConfigError(
+      `leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got ${config.leaseDurationMs / 1000}, ${config.renewDeadlineMs / 1000}, ${config.retryPeriodMs / 1000})`,
+    );
+  }
+  return config;
+}

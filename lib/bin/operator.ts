@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// The operator process: `npm run operator` (against $KUBECONFIG) and the operator image's entrypoint.
+import { KubeClient } from '../controller/kube-client.ts';
+import { createLogger } from '../observability/logger.ts';
+import { OperatorMetrics } from '../observability/metrics.ts';
+import { Operator } from '../reconciler/operator.ts';
+import { ConfigError, loadConfig } from './config.ts';
+
+const logger = createLogger();
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    logger.fatal(error.message);
+    process.exit(2);
+  }
+  const metrics = new OperatorMetrics();
+  const client = KubeClient.fromEnvironment({ qps: config.qps, burst: config.burst, metrics, userAgent: 'website-operator' });
+  const operator = new Operator(config, { client, logger, metrics });
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing reconciles in flight, releasing the lease');
+    const deadline = setTimeout(() => {
+      logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    deadline.unref();
+    operator.stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (error: Error) => {
+        logger.error({ error: error.message }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  // A stray rejection must not take reconciling down with it; it is a bug worth a log line.
+  process.on('unhandledRejection', (reason) => logger.error({ error: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection'));
+
+  await operator.start();
+}
+
+main().catch((error: Error) => {
+  logger.fatal({ error: error.message }, 'operator failed to start');
+  process.exit(1);
+});

@@ -1,0 +1,197 @@
+import { sleep } from '../controller/backoff.ts';
+import { EventRecorder } from '../controller/event-recorder.ts';
+import { Informer, objectKey } from '../controller/informer.ts';
+import { DEPLOYMENTS, type KubeClient, type KubeObject, SERVICES } from '../controller/kube-client.ts';
+import { LeaderElector } from '../controller/leader-election.ts';
+import { WorkQueue } from '../controller/work-queue.ts';
+import { HealthServer, MetricsServer } from '../observability/http-servers.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { OperatorMetrics } from '../observability/metrics.ts';
+import type { WebsiteV1 } from '../website/types.ts';
+import { MANAGED_BY, type WebsiteWorkloadResources } from '../workload/website-workload.ts';
+import { WebsiteReconciler, websitesType } from './website.ts';
+
+/**
+ * The operator process: informers on Websites and on the Deployments and Services it manages,
+ * a work queue feeding the Website reconciler, leader election around the queue's workers, and
+ * the metrics and probe endpoints. Every replica keeps its caches warm; only the leader reconciles.
+ */
+
+export interface OperatorConfig {
+  /** API group of the Website resource. */
+  readonly group: string;
+  /** Namespace whose Websites are reconciled (the Role grants access there). */
+  readonly watchNamespace: string;
+  /** Namespace of the Lease. */
+  readonly operatorNamespace: string;
+  /** This replica's identity in the Lease: the pod name. */
+  readonly identity: string;
+  readonly leaderElection: boolean;
+  readonly leaseName: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  /** Websites reconciled at once. */
+  readonly concurrency: number;
+  /** Every cached Website is reconciled again this often. */
+  readonly resyncMs: number;
+  /**
+   * How long reconciling waits for the Deployment and Service caches. After that it starts anyway
+   * (the reconciler reads uncached children with a GET), so a missing permission shows up as a
+   * Warning event and a condition on each Website instead of a silent stall.
+   */
+  readonly cacheSyncTimeoutMs: number;
+  readonly fieldManager: string;
+  readonly clusterDomain: string;
+  readonly webImage?: string;
+  readonly webResources?: WebsiteWorkloadResources;
+  /** 0 picks a free port (tests). */
+  readonly metricsPort: number;
+  readonly healthPort: number;
+}
+
+/** Something else the process runs (the conversion webhook): started first, stopped last, part of readiness. */
+export interface Component {
+  readonly name: string;
+  start(signal: AbortSignal): Promise<void>;
+  stop(): Promise<void>;
+  ready(): boolean;
+}
+
+export interface OperatorDependencies {
+  readonly client: KubeClient;
+  readonly logger: Logger;
+  readonly metrics: OperatorMetrics;
+  readonly components?: Component[];
+}
+
+const CONTROLLER = 'website';
+
+export class Operator {
+  readonly metricsServer: MetricsServer;
+  readonly healthServer: HealthServer;
+  readonly websites: Informer<WebsiteV1 & KubeObject>;
+  readonly queue: WorkQueue;
+  private readonly deployments: Informer<KubeObject>;
+  private readonly services: Informer<KubeObject>;
+  private readonly elector?: LeaderElector;
+  private readonly reconciler: WebsiteReconciler;
+  private readonly config: OperatorConfig;
+  private readonly deps: OperatorDependencies;
+  private readonly stopping = new AbortController();
+  private running: Promise<unknown> = Promise.resolve();
+
+  constructor(config: OperatorConfig, deps: OperatorDependencies) {
+    this.config = config;
+    this.deps = deps;
+    const { client, logger, metrics } = deps;
+    const common = { client, namespace: config.watchNamespace, resyncMs: config.resyncMs, logger, metrics };
+    this.websites = new Informer({ ...common, type: websitesType(config.group) });
+    const managed = `app.kubernetes.io/managed-by=${MANAGED_BY}`;
+    this.deployments = new Informer({ ...common, type: DEPLOYMENTS, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
+    this.services = new Informer({ ...common, type: SERVICES, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
+    this.queue = new WorkQueue({ name: CONTROLLER, concurrency: config.concurrency, metrics, logger });
+    this.reconciler = new WebsiteReconciler({
+      client,
+      group: config.group,
+      websites: this.websites,
+      deployments: this.deployments,
+      services: this.services,
+      recorder: new EventRecorder({ client, component: MANAGED_BY, instance: config.identity, logger }),
+      fieldManager: config.fieldManager,
+      clusterDomain: config.clusterDomain,
+      render: { image: config.webImage, resources: config.webResources },
+      logger,
+    });
+    if (config.leaderElection) {
+      this.elector = new LeaderElector({
+        client,
+        namespace: config.operatorNamespace,
+        name: config.leaseName,
+        identity: config.identity,
+        leaseDurationMs: config.leaseDurationMs,
+        renewDeadlineMs: config.renewDeadlineMs,
+        retryPeriodMs: config.retryPeriodMs,
+        logger,
+        metrics,
+      });
+    }
+    this.metricsServer = new MetricsServer(metrics);
+    this.healthServer = new HealthServer([
+      { name: 'caches', ok: () => this.synced() },
+      ...(deps.components ?? []).map((component) => ({ name: component.name, ok: () => component.ready() })),
+    ]);
+
+    // Level-triggered: every change of a Website, or of a child (mapped to its owner), enqueues
+    // the Website's key; the reconciler then reads the whole current state.
+    this.websites.on((_, website) => this.queue.add(objectKey(website)));
+    const toOwner = (_: string, child: KubeObject) => {
+      const owner = child.metadata?.ownerReferences?.find((ref) => ref.controller && ref.kind === 'Website' && ref.apiVersion.startsWith(`${config.group}/`));
+      if (owner) this.queue.add(`${child.metadata!.namespace}/${owner.name}`);
+    };
+    this.deployments.on(toOwner);
+    this.services.on(toOwner);
+  }
+
+  isLeader(): boolean {
+    return this.elector ? this.elector.isLeader() : true;
+  }
+
+  synced(): boolean {
+    return this.websites.hasSynced() && this.deployments.hasSynced() && this.services.hasSynced();
+  }
+
+  /** Starts serving, caching and (once leader) reconciling; resolves when the endpoints listen. */
+  async start(): Promise<void> {
+    const { logger } = this.deps;
+    const signal = this.stopping.signal;
+    await this.metricsServer.start(this.config.metricsPort);
+    await this.healthServer.start(this.config.healthPort);
+    for (const component of this.deps.components ?? []) await component.start(signal);
+    const informers = [this.websites, this.deployments, this.services].map((informer) => informer.run(signal));
+    const reconciling = (async () => {
+      await this.websites.waitForSync();
+      const children = Promise.all([this.deployments.waitForSync(), this.services.waitForSync()]);
+      await Promise.race([children, sleep(this.config.cacheSyncTimeoutMs, signal)]);
+      if (signal.aborted) return;
+      if (this.synced()) logger.info({ websites: this.websites.list().length, namespace: this.config.watchNamespace }, 'caches synced');
+      else logger.warn({ timeoutMs: this.config.cacheSyncTimeoutMs }, 'Deployment or Service cache not synced (see the list/watch errors); reconciling without it');
+      if (this.elector) await this.elector.run(signal, (leadership) => this.reconcileWhile(leadership));
+      else await this.reconcileWhile(signal);
+    })();
+    this.running = Promise.all([...informers, reconciling]);
+    logger.info({ metricsPort: this.metricsServer.port, healthPort: this.healthServer.port, leaderElection: this.config.leaderElection, identity: this.config.identity }, 'operator started');
+  }
+
+  /** Graceful stop: reconciles in flight finish, the Lease is released, then the endpoints close. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.running;
+    for (const component of [...(this.deps.components ?? [])].reverse()) await component.stop();
+    await this.healthServer.stop();
+    await this.metricsServer.stop();
+  }
+
+  /** Runs the queue's workers until `signal` aborts; starts by enqueuing every known Website. */
+  private async reconcileWhile(signal: AbortSignal): Promise<void> {
+    const { logger, metrics } = this.deps;
+    for (const website of this.websites.list()) this.queue.add(objectKey(website));
+    logger.info({ websites: this.websites.list().length }, 'reconciling');
+    await this.queue.run(async (key) => {
+      const started = performance.now();
+      try {
+        const result = await this.reconciler.reconcile(key);
+        metrics.reconciles.inc({ controller: CONTROLLER, result: 'success' });
+        return result;
+      } catch (error) {
+        metrics.reconciles.inc({ controller: CONTROLLER, result: 'error' });
+        metrics.reconcileErrors.inc({ controller: CONTROLLER });
+        logger.warn({ website: key, error: (error as Error).message, failures: this.queue.failuresOf(key) + 1 }, 'reconcile failed, retrying with backoff');
+        throw error;
+      } finally {
+        metrics.reconcileTime.observe({ controller: CONTROLLER }, (performance.now() - started) / 1000);
+      }
+    }, signal);
+    logger.info('stopped reconciling');
+  }
+}
