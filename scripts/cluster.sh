@@ -5,6 +5,9 @@
 #   scripts/cluster.sh up     start it (or reuse a healthy one; replace a stale one)
 #   scripts/cluster.sh down   stop it and remove its state
 #   scripts/cluster.sh status exit 0 when it is up and healthy
+#   scripts/cluster.sh restart-apiserver
+#                             stop kube-apiserver and start it again with the same command line
+#                             (every client's watches break; the tests prove the operator recovers)
 #
 # WEBSITE_STACK_CLUSTER_DIR (default <repo>/.cluster) holds the kubeconfig, bin/kubectl and kwok's
 # state; WEBSITE_STACK_CLUSTER_NAME (default website-stack) names the cluster. Tests use their own.
@@ -42,8 +45,18 @@ binaries() {
 
 kubectl_() { "$DIR/bin/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
+# Every process kwokctl started is alive (the controller manager and scheduler would otherwise be
+# missed: the API server answers without them).
+processes_alive() {
+  local pidfile
+  for pidfile in "$KWOK_WORKDIR/clusters/$NAME"/pids/*.pid; do
+    [[ -f $pidfile ]] && kill -0 "$(<"$pidfile")" 2>/dev/null || return 1
+  done
+}
+
 healthy() {
   [[ -x $DIR/bin/kubectl && -f $KUBECONFIG_FILE ]] || return 1
+  processes_alive || return 1
   kubectl_ get --raw /readyz --request-timeout=5s >/dev/null 2>&1 || return 1
   # A default ServiceAccount means the controller manager runs; a Ready node means kwok does.
   kubectl_ get serviceaccount default -n default --request-timeout=5s >/dev/null 2>&1 || return 1
@@ -87,6 +100,8 @@ up() {
   rm -f "$KUBECONFIG_FILE"
   local start=$SECONDS
   log "creating cluster '$NAME' (Kubernetes $KWOK_KUBE_VERSION, etcd $KWOK_ETCD_VERSION, binary runtime)"
+  # One controller manager and one scheduler: without leader election they survive an API server
+  # restart (with it they exit when they cannot renew their lease, and nothing restarts them here).
   "$KWOKCTL" --name "$NAME" create cluster \
     --runtime binary \
     --kubeconfig "$KUBECONFIG_FILE" \
@@ -95,6 +110,8 @@ up() {
     --kube-scheduler-binary "$SCHEDULER" \
     --kwok-controller-binary "$KWOK" \
     --etcd-binary "$ETCD" \
+    --extra-args kube-controller-manager=leader-elect=false \
+    --extra-args kube-scheduler=leader-elect=false \
     --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 \
     || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create the cluster (full log: $DIR/kwokctl.log; component logs: $KWOK_WORKDIR/clusters/$NAME/logs)"; }
   "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >>"$DIR/kwokctl.log" 2>&1 \
@@ -124,9 +141,29 @@ down() {
   log "cluster '$NAME' is down"
 }
 
+# kwokctl can stop and start only whole clusters; this restarts one process exactly as kwokctl
+# launched it (command line, working directory and log file from /proc), and records its new pid
+# so `down` stops it.
+restart_apiserver() {
+  local pidfile=$KWOK_WORKDIR/clusters/$NAME/pids/kube-apiserver.pid pid cwd
+  [[ -f $pidfile ]] || die "no kube-apiserver pid file for cluster '$NAME': is it up? (npm run cluster:up)"
+  pid=$(<"$pidfile")
+  [[ -r /proc/$pid/cmdline ]] || die "kube-apiserver (pid $pid) is not running: recreate the cluster (scripts/cluster.sh down && scripts/cluster.sh up)"
+  local -a cmd
+  mapfile -d '' -t cmd <"/proc/$pid/cmdline"
+  cwd=$(readlink "/proc/$pid/cwd")
+  kill "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  log "kube-apiserver stopped; starting it again"
+  (cd "$cwd" && exec setsid "${cmd[@]}" >>"$KWOK_WORKDIR/clusters/$NAME/logs/kube-apiserver.log" 2>&1 </dev/null) &
+  echo $! >"$pidfile"
+  wait_for "kube-apiserver /readyz" 60 kubectl_ get --raw /readyz --request-timeout=2s
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
   status) binaries >/dev/null; healthy ;;
-  *) die "usage: scripts/cluster.sh up|down|status" ;;
+  restart-apiserver) restart_apiserver ;;
+  *) die "usage: scripts/cluster.sh up|down|status|restart-apiserver" ;;
 esac

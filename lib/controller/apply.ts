@@ -12,12 +12,27 @@ import type { KubeObject } from './kube-client.ts';
  */
 
 export function isSubset(desired: unknown, actual: unknown): boolean {
-  if (desired === null || typeof desired !== 'object') return desired === actual;
+  return firstDifference(desired, actual) === undefined;
+}
+
+/** Path of the first field of `desired` that `actual` does not have (e.g. `.spec.replicas`), or undefined. */
+export function firstDifference(desired: unknown, actual: unknown, path = ''): string | undefined {
+  if (desired === null || typeof desired !== 'object') return desired === actual ? undefined : path || '.';
   if (Array.isArray(desired)) {
-    return Array.isArray(actual) && actual.length === desired.length && desired.every((item, i) => isSubset(item, actual[i]));
+    if (!Array.isArray(actual) || actual.length !== desired.length) return path || '.';
+    for (let i = 0; i < desired.length; i++) {
+      const difference = firstDifference(desired[i], actual[i], `${path}[${i}]`);
+      if (difference !== undefined) return difference;
+    }
+    return undefined;
   }
-  if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
-  return Object.entries(desired).every(([key, value]) => value === undefined || isSubset(value, (actual as Record<string, unknown>)[key]));
+  if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return path || '.';
+  for (const [key, value] of Object.entries(desired)) {
+    if (value === undefined) continue;
+    const difference = firstDifference(value, (actual as Record<string, unknown>)[key], `${path}.${key}`);
+    if (difference !== undefined) return difference;
+  }
+  return undefined;
 }
 
 /** Deep equality of JSON values, ignoring key order (the API server returns keys sorted). */

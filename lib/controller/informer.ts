@@ -151,7 +151,9 @@ export class Informer<T extends KubeObject> {
     let resourceVersion = '';
     do {
       const page = await client.list<T>(type, namespace, { labelSelector, limit: pageSize, continue: continueToken });
-      for (const item of page.items) fresh.set(objectKey(item), item);
+      // List items carry no apiVersion and kind (the list does); watch events do. Cache one shape.
+      const kind = page.kind?.replace(/List$/, '');
+      for (const item of page.items) fresh.set(objectKey(item), { ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind });
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion ?? '';
       if (signal.aborted) return;

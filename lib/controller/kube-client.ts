@@ -62,6 +62,8 @@ export interface KubeObject {
 }
 
 export interface KubeList<T> {
+  apiVersion?: string;
+  kind?: string;
   items: T[];
   metadata: { resourceVersion?: string; continue?: string };
 }

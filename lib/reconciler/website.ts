@@ -1,4 +1,4 @@
-import { jsonEqual, needsApply, withHash } from '../controller/apply.ts';
+import { firstDifference, jsonEqual, needsApply, withHash } from '../controller/apply.ts';
 import type { EventRecorder } from '../controller/event-recorder.ts';
 import type { Informer } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../controller/kube-client.ts';
@@ -127,13 +127,16 @@ export class WebsiteReconciler {
     const { client, fieldManager, recorder } = this.options;
     const desired = withHash(rendered, this.hashAnnotation);
     const { namespace, name } = desired.metadata!;
-    const actual = cache.get(`${namespace}/${name}`) ?? (await client.get(type, { namespace, name }));
+    const actual = cache.get(`${namespace}/${name}`) ?? (await client.get(type, { namespace, name }).catch((error: Error) => {
+      throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
+    }));
     if (actual && !controlledBy(actual, website) && !adoptable(actual, website)) {
       throw new Error(
         `${kind} ${name} already exists and is not owned by Website ${website.metadata.name}: delete or rename that ${kind}, or rename the Website`,
       );
     }
     if (!needsApply(desired, actual)) return actual!;
+    this.options.logger?.debug({ website: `${namespace}/${website.metadata.name}`, kind, name, difference: actual ? firstDifference(desired, actual) : 'missing' }, 'applying');
     try {
       const applied = await client.apply(type, desired, fieldManager);
       await recorder.record(website, 'Normal', actual ? 'Updated' : 'Created', `${actual ? 'Updated' : 'Created'} ${kind} ${name}`);
@@ -146,6 +149,7 @@ export class WebsiteReconciler {
   private async writeStatus(website: WebsiteV1 & KubeObject, status: WebsiteStatus): Promise<void> {
     if (jsonEqual(status, website.status ?? {})) return;
     const { namespace, name } = website.metadata;
+    this.options.logger?.debug({ website: `${namespace}/${name}`, status }, 'writing status');
     try {
       await this.options.client.patch(this.type, { namespace, name, subresource: 'status' }, 'merge', { status });
     } catch (error) {

@@ -1,0 +1,256 @@
+// The operator end to end: the real entrypoint as a process, authenticated as its ServiceAccount
+// under exactly the Role dist/ ships, against the real local cluster (kwok pods become Ready).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { parseAllDocuments } from 'yaml';
+import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
+import { CLUSTER_ENV, ROOT } from './env.ts';
+import { eventually, getJson, kubectl, ok, website } from './kube.ts';
+import { OPERATOR_NS as NS, OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
+
+const manifests = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
+const rbac = manifests.filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding'].includes(m.kind));
+const role = rbac.find((m) => m.kind === 'Role');
+const LABEL = 'website-stack/test=operator';
+const FINALIZER = 'websites.web.example.com/cleanup';
+
+let kubeconfig: string;
+const running: OperatorProcess[] = [];
+const start = async (identity: string, env: Record<string, string> = {}) => {
+  const operator = await OperatorProcess.start(identity, kubeconfig, env);
+  running.push(operator);
+  return operator;
+};
+
+async function applyRbac(roleObject = role) {
+  const objects = rbac.map((m) => (m.kind === 'Role' ? roleObject : m));
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: objects.map((m) => JSON.stringify(m)).join('\n') });
+}
+
+/** Websites of this file, finalizers dropped (no operator may be running to remove them). */
+async function removeWebsites() {
+  const names = (await ok(['get', 'websites', '-n', NS, '-l', LABEL, '-o', 'name'])).split('\n').filter(Boolean);
+  for (const name of names) await kubectl(['patch', name, '-n', NS, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+  if (names.length) await ok(['delete', ...names, '-n', NS, '--ignore-not-found', '--wait=true']);
+}
+
+beforeAll(async () => {
+  await applyRbac();
+  await removeWebsites();
+  await kubectl(['delete', 'lease', 'website-operator', '-n', NS, '--ignore-not-found']);
+  kubeconfig = await serviceAccountKubeconfig();
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((operator) => operator.kill()));
+});
+afterAll(async () => {
+  await applyRbac();
+  await removeWebsites();
+});
+
+async function createWebsite(name: string, spec: Record<string, unknown>) {
+  await ok(['apply', '-f', '-'], { input: JSON.stringify(website(name, NS, spec, { labels: { 'website-stack/test': 'operator' } })) });
+}
+const websiteJson = (name: string) => getJson(['website', name, '-n', NS]);
+const deploymentOf = (name: string) => getJson(['deployment', `website-${name}`, '-n', NS]);
+const exists = async (kind: string, name: string) => (await kubectl(['get', kind, name, '-n', NS])).code === 0;
+const envOf = (deployment: any, name: string) => deployment.spec.template.spec.containers[0].env.find((e: any) => e.name === name)?.value as string;
+/** Events about this Website (by uid: events of an earlier run's namesake Website live on for an hour). */
+const events = async (name: string) => {
+  const { uid } = (await websiteJson(name)).metadata;
+  return (await getJson(['events', '-n', NS, '--field-selector', `involvedObject.uid=${uid}`])).items as any[];
+};
+
+/** The Website's Ready condition once it is True (and status caught up with the spec). */
+const ready = (name: string, timeoutMs = 60_000) =>
+  eventually(
+    `Website ${name} to be Ready`,
+    async () => {
+      const current = await websiteJson(name);
+      const condition = current.status?.conditions?.find((c: any) => c.type === 'Ready');
+      return condition?.status === 'True' && current.status.observedGeneration === current.metadata.generation && current.status.availableReplicas === current.spec.replicas
+        ? current
+        : undefined;
+    },
+    timeoutMs,
+  );
+
+describe('the operator, running as its ServiceAccount', () => {
+  test('a new Website gets its Deployment and Service, owned by it, and a status that follows the pods', async () => {
+    const operator = await start('op-create');
+    await createWebsite('e2e-create', { title: 'Hello <e2e> & "friends"', replicas: 3, color: '#FF5722' });
+    const current = await ready('e2e-create');
+    const { uid } = current.metadata;
+    const owner = [{ apiVersion: 'web.example.com/v1', kind: 'Website', name: 'e2e-create', uid, controller: true, blockOwnerDeletion: true }];
+
+    expect(current.metadata.finalizers).toEqual([FINALIZER]);
+    expect(current.status).toMatchObject({ availableReplicas: 3, url: 'http://website-e2e-create.website-system.svc.cluster.local', observedGeneration: 1 });
+    expect(current.status.conditions).toEqual([
+      expect.objectContaining({ type: 'Ready', status: 'True', reason: 'Available', message: '3/3 replicas available', observedGeneration: 1 }),
+    ]);
+
+    const deployment = await getJson(['deployment', 'website-e2e-create', '-n', NS, '--show-managed-fields']);
+    expect(deployment.metadata.ownerReferences).toEqual(owner);
+    expect(deployment.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'e2e-create', 'app.kubernetes.io/managed-by': 'website-operator' });
+    expect(deployment.spec.replicas).toBe(3);
+    expect(deployment.spec.selector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': 'e2e-create' });
+    expect(envOf(deployment, 'WEBSITE_HTML')).toBe(renderPage('Hello <e2e> & "friends"', '#FF5722'));
+    expect(envOf(deployment, 'WEBSITE_HTML')).toContain(escapeHtml('Hello <e2e> & "friends"'));
+    expect(deployment.metadata.managedFields.map((f: any) => `${f.manager}/${f.operation}`)).toContain('website-operator/Apply');
+
+    const service = await getJson(['service', 'website-e2e-create', '-n', NS]);
+    expect(service.metadata.ownerReferences).toEqual(owner);
+    expect(service.spec.selector).toEqual(deployment.spec.selector.matchLabels);
+    expect(service.spec.ports).toEqual([expect.objectContaining({ port: 80, targetPort: 'http' })]);
+
+    const reasons = (await events('e2e-create')).map((e) => `${e.type}/${e.reason}: ${e.message}`);
+    expect(reasons).toEqual(expect.arrayContaining(['Normal/Created: Created Deployment website-e2e-create', 'Normal/Created: Created Service website-e2e-create']));
+    expect((await operator.get('/readyz', operator.healthPort)).status).toBe(200);
+    expect(await operator.metric('controller_runtime_reconcile_total', { result: 'success' })).toBeGreaterThan(0);
+  });
+
+  test('changing replicas, title or colour updates the Deployment (spec operator rule 2)', async () => {
+    await start('op-update');
+    await createWebsite('e2e-update', { title: 'Before', replicas: 1 });
+    await ready('e2e-update');
+    await ok(['patch', 'website', 'e2e-update', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { title: 'After', replicas: 4, color: '#000' } })]);
+    const current = await ready('e2e-update');
+    expect(current.status).toMatchObject({ availableReplicas: 4, observedGeneration: 2 });
+    const deployment = await deploymentOf('e2e-update');
+    expect(deployment.spec.replicas).toBe(4);
+    expect(envOf(deployment, 'WEBSITE_HTML')).toBe(renderPage('After', '#000'));
+    expect((await events('e2e-update')).map((e) => e.reason)).toContain('Updated');
+  });
+
+  test('deleting a Website runs the finalizer, then its children are gone', async () => {
+    await start('op-delete');
+    await createWebsite('e2e-delete', { title: 'Short-lived', replicas: 1 });
+    await ready('e2e-delete');
+    await ok(['delete', 'website', 'e2e-delete', '-n', NS, '--wait=true', '--timeout=60s']);
+    await eventually('children to be gone', async () =>
+      !(await exists('deployment', 'website-e2e-delete')) && !(await exists('service', 'website-e2e-delete')) ? true : undefined,
+    );
+    expect(await exists('website', 'e2e-delete')).toBe(false);
+  });
+
+  test('a Deployment or Service changed or deleted by someone else is restored', async () => {
+    await start('op-drift');
+    await createWebsite('e2e-drift', { title: 'Drift', replicas: 2 });
+    await ready('e2e-drift');
+    await ok(['scale', 'deployment', 'website-e2e-drift', '-n', NS, '--replicas=5']);
+    await ok(['patch', 'service', 'website-e2e-drift', '-n', NS, '--type=merge', '-p', '{"spec":{"selector":{"app.kubernetes.io/instance":"someone-else"}}}']);
+    await eventually('the Deployment to be scaled back', async () => ((await deploymentOf('e2e-drift')).spec.replicas === 2 ? true : undefined));
+    await eventually('the Service selector to be restored', async () =>
+      (await getJson(['service', 'website-e2e-drift', '-n', NS])).spec.selector['app.kubernetes.io/instance'] === 'e2e-drift' ? true : undefined,
+    );
+    const uid = (await getJson(['service', 'website-e2e-drift', '-n', NS])).metadata.uid;
+    await ok(['delete', 'service', 'website-e2e-drift', '-n', NS]);
+    await eventually('the Service to be recreated', async () => {
+      const service = await getJson(['service', 'website-e2e-drift', '-n', NS]);
+      return service.metadata.uid !== uid ? true : undefined;
+    });
+  });
+
+  test('an idle resync reconciles every Website and writes nothing', async () => {
+    const operator = await start('op-idle', { RESYNC_SECONDS: '1' });
+    await createWebsite('e2e-idle-a', { title: 'Idle A', replicas: 1 });
+    await createWebsite('e2e-idle-b', { title: 'Idle B', replicas: 2 });
+    await ready('e2e-idle-a');
+    await ready('e2e-idle-b');
+    // Let the last status writes land, then watch three resync periods.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const writes = await operator.writes();
+    const reconciles = await operator.metric('controller_runtime_reconcile_total');
+    await new Promise((r) => setTimeout(r, 3_500));
+    expect(await operator.metric('controller_runtime_reconcile_total')).toBeGreaterThanOrEqual(reconciles + 4);
+    expect(await operator.writes()).toBe(writes);
+  });
+
+  test('kill -9 mid-way: a restarted operator converges, with one Deployment, Service and ReplicaSet per Website', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `e2e-kill-${i}`);
+    for (const name of names) await createWebsite(name, { title: name, replicas: 2 });
+    const first = await start('op-kill-1');
+    await eventually('the first child', async () => ((await ok(['get', 'deployments', '-n', NS, '-l', 'app.kubernetes.io/instance in (e2e-kill-0,e2e-kill-1,e2e-kill-2,e2e-kill-3,e2e-kill-4,e2e-kill-5,e2e-kill-6,e2e-kill-7)', '-o', 'name'])).trim() ? true : undefined), 30_000);
+    await first.kill();
+    expect(first.running).toBe(false);
+
+    // Its Lease is still held: the successor waits for it to expire, then converges.
+    await start('op-kill-2');
+    for (const name of names) await ready(name);
+    for (const name of names) {
+      const selector = `app.kubernetes.io/instance=${name}`;
+      expect((await ok(['get', 'deployments', '-n', NS, '-l', selector, '-o', 'name'])).trim().split('\n')).toEqual([`deployment.apps/website-${name}`]);
+      expect((await ok(['get', 'services', '-n', NS, '-l', selector, '-o', 'name'])).trim().split('\n')).toEqual([`service/website-${name}`]);
+      expect((await ok(['get', 'replicasets', '-n', NS, '-l', selector, '-o', 'name'])).trim().split('\n')).toHaveLength(1);
+      expect((await events(name)).filter((e) => e.type === 'Warning')).toEqual([]);
+    }
+  });
+
+  test('with two replicas only the leader reconciles; kill -9 of the leader hands over, SIGTERM releases the Lease', async () => {
+    const a = await start('op-a');
+    const b = await start('op-b');
+    const leader = await eventually('a leader', async () => {
+      const [la, lb] = [await a.metric('leader_election_master_status'), await b.metric('leader_election_master_status')];
+      return la + lb === 1 ? (la === 1 ? a : b) : undefined;
+    });
+    const follower = leader === a ? b : a;
+    await createWebsite('e2e-leader-1', { title: 'Leader 1', replicas: 1 });
+    await ready('e2e-leader-1');
+    expect(await leader.writes()).toBeGreaterThan(0);
+    expect(await follower.writes()).toBe(0);
+    expect((await getJson(['lease', 'website-operator', '-n', NS])).spec.holderIdentity).toBe(leader === a ? 'op-a' : 'op-b');
+
+    await leader.kill();
+    await createWebsite('e2e-leader-2', { title: 'Leader 2', replicas: 1 });
+    await ready('e2e-leader-2');
+    expect(await follower.metric('leader_election_master_status')).toBe(1);
+    expect(await follower.writes()).toBeGreaterThan(0);
+    const lease = await getJson(['lease', 'website-operator', '-n', NS]);
+    expect(lease.spec.holderIdentity).toBe(leader === a ? 'op-b' : 'op-a');
+    expect(lease.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
+
+    expect(await follower.stop()).toBe(0);
+    expect((await getJson(['lease', 'website-operator', '-n', NS])).spec.holderIdentity).toBeUndefined();
+    expect(follower.logs.map((l) => l.msg)).toEqual(expect.arrayContaining(['stopped reconciling', 'released the lease', 'stopped']));
+  });
+
+  test('after the API server restarts (every watch breaks), the operator keeps reconciling', async () => {
+    const operator = await start('op-restart');
+    await createWebsite('e2e-restart-a', { title: 'Before the restart', replicas: 1 });
+    await ready('e2e-restart-a');
+    execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), 'restart-apiserver'], { env: CLUSTER_ENV, stdio: 'inherit' });
+    await createWebsite('e2e-restart-b', { title: 'After the restart', replicas: 2 });
+    await ok(['patch', 'website', 'e2e-restart-a', '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":3}}']);
+    await ready('e2e-restart-b');
+    await ready('e2e-restart-a');
+    expect((await deploymentOf('e2e-restart-a')).spec.replicas).toBe(3);
+    expect(await operator.metric('informer_watch_restarts_total', { resource: 'websites' })).toBeGreaterThan(0);
+    expect(operator.running).toBe(true);
+  });
+
+  test('a Role without services: a Warning event and a condition, no crash loop; fixing the Role recovers', async () => {
+    await applyRbac({ ...role, rules: role.rules.filter((rule: any) => !rule.resources.includes('services')) });
+    try {
+      const operator = await start('op-norole', { CACHE_SYNC_TIMEOUT_SECONDS: '2' });
+      await createWebsite('e2e-norole', { title: 'No services', replicas: 1 });
+      const warning = await eventually('a Warning event', async () => (await events('e2e-norole')).find((e) => e.type === 'Warning'));
+      expect(warning.reason).toBe('ReconcileFailed');
+      expect(warning.message).toMatch(/could not (read|apply) Service website-e2e-norole: services "website-e2e-norole" is forbidden: User "system:serviceaccount:website-system:website-operator" cannot/);
+      const condition = await eventually('the failure in status', async () =>
+        (await websiteJson('e2e-norole')).status?.conditions?.find((c: any) => c.reason === 'ReconcileFailed'),
+      );
+      expect(condition).toMatchObject({ type: 'Ready', status: 'False' });
+      expect(condition.message).toContain('forbidden');
+      // Retried with backoff, in the same process.
+      await eventually('retries', async () => ((await operator.metric('controller_runtime_reconcile_errors_total')) >= 3 ? true : undefined));
+      expect(operator.running).toBe(true);
+      expect((await operator.get('/healthz', operator.healthPort)).status).toBe(200);
+      expect((await operator.get('/readyz', operator.healthPort)).body).toContain('caches');
+    } finally {
+      await applyRbac();
+    }
+    await ready('e2e-norole', 90_000);
+    expect(await exists('service', 'website-e2e-norole')).toBe(true);
+  });
+});
