@@ -6,7 +6,7 @@ import type { OperatorMetrics } from '../observability/metrics.ts';
 import { OPERATOR_PORTS } from '../operator/names.ts';
 import { ConversionError, convertWebsite } from '../website/conversion.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
-import type { TlsSource } from './certificates.ts';
+import { type TlsSource, parseCertificate } from './certificates.ts';
 
 /** The only ConversionReview version served; the CRD asks for it (`conversionReviewVersions: [v1]`). */
 export const CONVERSION_REVIEW_API_VERSION = 'apiextensions.k8s.io/v1';
@@ -16,6 +16,12 @@ export const MAX_REVIEW_BYTES = 3 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 30_000;
 /** How long stop() lets requests in flight finish before it closes their connections. */
 const SHUTDOWN_GRACE_MS = 5_000;
+/**
+ * Idle keep-alive connections are closed after this long (Node's default, set on purpose): a
+ * connection keeps the certificate it was opened with, so after a renewal the API server's next
+ * call opens a new connection, with the new certificate, within seconds.
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 
 export interface ConversionWebhookServerOptions {
   /**
@@ -125,6 +131,7 @@ export class ConversionWebhookServer {
       this.handle(req, res).catch((error: unknown) => this.internalError(res, error));
     });
     server.requestTimeout = REQUEST_TIMEOUT_MS;
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     server.headersTimeout = 10_000;
     // Failed handshakes (no certificate yet, scanners, probes speaking plain HTTP) are routine.
     server.on('tlsClientError', (error) => this.options.logger?.debug({ error: error.message }, 'TLS handshake with a webhook client failed'));
@@ -168,7 +175,11 @@ export class ConversionWebhookServer {
     try {
       this.server.setSecureContext({ cert: certificate.cert, key: certificate.key, minVersion: 'TLSv1.2' });
       this.hasCertificate = true;
-      this.options.logger?.info('conversion webhook serves a new certificate');
+      const parsed = parseCertificate(certificate.cert);
+      this.options.logger?.info(
+        { serialNumber: parsed?.serialNumber, notAfter: parsed?.validToDate.toISOString() },
+        'conversion webhook serves a new certificate',
+      );
     } catch (error) {
       // A pair the TLS stack refuses: keep serving the previous one rather than nothing.
       this.options.logger?.error({ error: (error as Error).message }, 'cannot use the new webhook certificate; keeping the previous one');
