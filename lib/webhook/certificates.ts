@@ -32,7 +32,10 @@ export interface TlsSource {
   run(signal: AbortSignal): Promise<void>;
 }
 
-/** Resolves with the source's certificate as soon as it has one; rejects when `signal` aborts first. */
+/**
+ * Resolves with the source's certificate as soon as it has one; rejects when `signal` aborts first.
+ * For start-up: its listener stays registered (TlsSource has no way to remove one) and is inert after.
+ */
 export function firstCertificate(source: TlsSource, signal?: AbortSignal): Promise<TlsCertificate> {
   const current = source.current();
   if (current) return Promise.resolve(current);

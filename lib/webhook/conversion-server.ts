@@ -126,8 +126,8 @@ export class ConversionWebhookServer {
    */
   async start(): Promise<void> {
     if (this.server) throw new Error('the conversion webhook server is already started');
-    const initial = this.options.tls.current();
-    const server = createServer({ ...(initial ? { cert: initial.cert, key: initial.key } : {}), minVersion: 'TLSv1.2' }, (req, res) => {
+    // Without a certificate for now: loadCertificate() sets it, here and on every change.
+    const server = createServer({ minVersion: 'TLSv1.2' }, (req, res) => {
       this.handle(req, res).catch((error: unknown) => this.internalError(res, error));
     });
     server.requestTimeout = REQUEST_TIMEOUT_MS;
@@ -136,7 +136,8 @@ export class ConversionWebhookServer {
     // Failed handshakes (no certificate yet, scanners, probes speaking plain HTTP) are routine.
     server.on('tlsClientError', (error) => this.options.logger?.debug({ error: error.message }, 'TLS handshake with a webhook client failed'));
     this.server = server;
-    this.hasCertificate = initial !== undefined;
+    this.hasCertificate = false;
+    this.loadCertificate();
     const { port = OPERATOR_PORTS.webhook, host = '0.0.0.0' } = this.options;
     try {
       await new Promise<void>((resolve, reject) => {
@@ -153,7 +154,6 @@ export class ConversionWebhookServer {
       throw new Error(`the conversion webhook cannot listen on ${host}:${port} (${(error as Error).message})${hint}`);
     }
     server.on('error', (error) => this.options.logger?.error({ error: error.message }, 'conversion webhook server error'));
-    if (!initial) this.loadCertificate();
     this.options.logger?.info({ host, port: this.port, path: this.path, certificate: this.hasCertificate }, 'conversion webhook listening');
   }
 

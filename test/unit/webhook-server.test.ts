@@ -271,6 +271,20 @@ describe('ConversionWebhookServer lifecycle', () => {
     }
   });
 
+  test('an unusable first pair leaves it listening but not serving, instead of failing to start', async () => {
+    const [a, b] = [await issue(), await issue()];
+    const tls = new StaticTls({ cert: a.cert, key: b.key });
+    const server = new ConversionWebhookServer({ port: 0, host: '127.0.0.1', tls });
+    await server.start();
+    try {
+      expect(server.isServing()).toBe(false);
+      tls.set(a);
+      expect(server.isServing()).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+
   test('stop() lets a request in flight finish, then refuses connections', async () => {
     const server = new ConversionWebhookServer({ port: 0, host: '127.0.0.1', tls: new StaticTls(await issue()) });
     await server.start();
