@@ -4,6 +4,8 @@ const base = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.jest.json' }] },
+  // Symbol.dispose in the test context, which undici's fetch (KubeClient) needs under Jest 29.
+  setupFiles: ['<rootDir>/test/jest-setup.ts'],
 };
 
 /** @type {import('jest').Config} */

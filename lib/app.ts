@@ -13,11 +13,11 @@ export function buildApp(props: AppProps = {}): App {
   const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', ...props });
 
   const crdChart = new Chart(app, 'website-crd');
-  new WebsiteCrd(crdChart, 'Website');
-  argoSync(crdChart, { wave: SYNC_WAVES.crd });
-
   const operatorChart = new Chart(app, 'website-operator');
-  new WebsiteOperator(operatorChart, 'Operator');
+  const operator = new WebsiteOperator(operatorChart, 'Operator');
+  // The operator's certificate mode decides the CRD's annotations (cert-manager's CA injection).
+  new WebsiteCrd(crdChart, 'Website', { annotations: operator.crdAnnotations });
+  argoSync(crdChart, { wave: SYNC_WAVES.crd });
   argoSync(operatorChart, { wave: SYNC_WAVES.operator });
 
   const samples = new Chart(app, 'website-samples', { namespace: OPERATOR_NAMESPACE });

@@ -2,7 +2,47 @@ import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
-import { LEASE_NAME, OPERATOR_NAME, OPERATOR_PORTS, operatorLabels } from './names.ts';
+import {
+  LEASE_NAME,
+  OPERATOR_NAME,
+  OPERATOR_PORTS,
+  WEBHOOK_CERT_DIR,
+  WEBHOOK_SECRET_NAME,
+  WEBHOOK_SERVICE_NAME,
+  type WebhookCertificateMode,
+  operatorLabels,
+} from './names.ts';
+
+/*
+ * The environment the operator process reads, as this Deployment sets it:
+ *
+ *   WEBSITE_GROUP            API group of the Website resource (the CRD is websites.<group>)
+ *   OPERATOR_NAMESPACE       namespace the operator runs in and reconciles (downward API)
+ *   POD_NAME                 this replica's identity for leader election (downward API)
+ *   LEADER_ELECTION          'true' | 'false'
+ *   LEASE_NAME               leader-election Lease in OPERATOR_NAMESPACE
+ *   OTEL_SERVICE_NAME,
+ *   OTEL_EXPORTER_OTLP_ENDPOINT   only when tracing is configured
+ *
+ * The conversion webhook listens on port 9443 (OPERATOR_PORTS.webhook), path /convert, and takes
+ * its certificate according to WEBHOOK_CERT_MODE:
+ *
+ *   WEBHOOK_CERT_MODE=operator   built-in mode (OperatorManagedCertificates): the operator keeps
+ *                                the CA and serving certificate in Secret WEBHOOK_SECRET_NAME in
+ *                                OPERATOR_NAMESPACE, for Service WEBHOOK_SERVICE_NAME, and sets the
+ *                                caBundle of CRD websites.<WEBSITE_GROUP>
+ *     WEBHOOK_SECRET_NAME        the Secret (the Role allows get/update on this name only)
+ *     WEBHOOK_SERVICE_NAME       the webhook Service, whose DNS names the certificate covers
+ *   WEBHOOK_CERT_MODE=files      cert-manager mode (CertificateFiles): tls.crt and tls.key are read
+ *                                from WEBHOOK_CERT_DIR, the mounted Secret WEBHOOK_SECRET_NAME,
+ *                                and reloaded when cert-manager renews it; no Secret or CRD access
+ *     WEBHOOK_CERT_DIR           folder of the mounted Secret
+ *     WEBHOOK_SECRET_NAME        the Secret cert-manager writes (for messages)
+ *
+ * Not set here: WEBHOOK_URL, for an operator started outside the cluster (`npm run operator`
+ * against the local cluster): in operator mode the CRD is pointed at this https URL instead of the
+ * Service, and the certificate covers its host (OperatorManagedCertificates' webhookUrl).
+ */
 
 /** CPU and memory of the operator container, as Kubernetes quantities. */
 export interface OperatorResources {
@@ -64,6 +104,23 @@ export interface OperatorDeploymentProps {
    * @default DEFAULT_OPERATOR_RESOURCES
    */
   readonly resources?: OperatorResources;
+  /**
+   * Who fills the conversion webhook's TLS Secret: the operator itself (`WEBHOOK_CERT_MODE=operator`),
+   * or cert-manager, in which case the Secret is mounted read-only at /etc/webhook/tls
+   * (`WEBHOOK_CERT_MODE=files`).
+   * @default 'operator'
+   */
+  readonly webhookCertificates?: WebhookCertificateMode;
+  /**
+   * Name of the conversion webhook's TLS Secret.
+   * @default 'website-operator-webhook-tls'
+   */
+  readonly webhookSecretName?: string;
+  /**
+   * Name of the webhook Service, whose DNS names the built-in certificate covers.
+   * @default 'website-operator-webhook'
+   */
+  readonly webhookServiceName?: string;
 }
 
 /** The operator's Deployment: one pod by default, Pod Security `restricted`, probes and ports named. */
@@ -88,6 +145,8 @@ export class OperatorDeployment extends Construct {
     const selector = { 'app.kubernetes.io/name': OPERATOR_NAME, 'app.kubernetes.io/component': 'controller' };
     const q = k8s.Quantity.fromString;
     const port = (name: keyof typeof OPERATOR_PORTS) => k8s.IntOrString.fromString(name);
+    const fromFiles = props.webhookCertificates === 'cert-manager';
+    const webhookSecretName = props.webhookSecretName ?? WEBHOOK_SECRET_NAME;
     const env: k8s.EnvVar[] = [
       { name: 'WEBSITE_GROUP', value: props.group ?? DEFAULT_GROUP },
       { name: 'OPERATOR_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
@@ -100,7 +159,24 @@ export class OperatorDeployment extends Construct {
             { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: props.otlpEndpoint },
           ]
         : []),
+      ...(fromFiles
+        ? [
+            { name: 'WEBHOOK_CERT_MODE', value: 'files' },
+            { name: 'WEBHOOK_CERT_DIR', value: WEBHOOK_CERT_DIR },
+            { name: 'WEBHOOK_SECRET_NAME', value: webhookSecretName },
+          ]
+        : [
+            { name: 'WEBHOOK_CERT_MODE', value: 'operator' },
+            { name: 'WEBHOOK_SECRET_NAME', value: webhookSecretName },
+            { name: 'WEBHOOK_SERVICE_NAME', value: props.webhookServiceName ?? WEBHOOK_SERVICE_NAME },
+          ]),
     ];
+    // A whole-Secret volume (not subPath, which the kubelet never refreshes), so renewals reach
+    // the files; group-readable by the pod's fsGroup, not world-readable.
+    const volumes: k8s.Volume[] = fromFiles
+      ? [{ name: 'webhook-tls', secret: { secretName: webhookSecretName, defaultMode: 0o440, items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] } }]
+      : [];
+    const volumeMounts: k8s.VolumeMount[] = fromFiles ? [{ name: 'webhook-tls', mountPath: WEBHOOK_CERT_DIR, readOnly: true }] : [];
 
     this.deployment = new k8s.KubeDeployment(this, 'Resource', {
       metadata: { name: OPERATOR_NAME, namespace: props.namespace, labels },
@@ -114,6 +190,7 @@ export class OperatorDeployment extends Construct {
             automountServiceAccountToken: true,
             securityContext: restrictedPodSecurityContext(),
             terminationGracePeriodSeconds: 30,
+            ...(volumes.length > 0 ? { volumes } : {}),
             containers: [
               {
                 name: 'operator',
@@ -128,6 +205,7 @@ export class OperatorDeployment extends Construct {
                   limits: { memory: q(resources.memoryLimit) },
                 },
                 securityContext: restrictedContainerSecurityContext(),
+                ...(volumeMounts.length > 0 ? { volumeMounts } : {}),
               },
             ],
           },

@@ -1,7 +1,7 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { DEFAULT_GROUP } from '../website/schema.ts';
-import { LEASE_NAME, OPERATOR_NAME, operatorLabels } from './names.ts';
+import { LEASE_NAME, OPERATOR_NAME, WEBHOOK_SECRET_NAME, type WebhookCertificateMode, operatorLabels } from './names.ts';
 
 export interface OperatorRbacProps {
   /** Namespace of the ServiceAccount, Role and RoleBinding: the namespace the operator watches. */
@@ -26,6 +26,18 @@ export interface OperatorRbacProps {
    * @default 'website-operator'
    */
   readonly leaseName?: string;
+  /**
+   * Who fills the conversion webhook's TLS Secret. `operator` adds the rules of
+   * webhookSecretRules (to the Role) and webhookCrdRules (to a ClusterRole); `cert-manager` adds
+   * nothing, since cert-manager writes the Secret and its cainjector the CRD.
+   * @default 'operator'
+   */
+  readonly webhookCertificates?: WebhookCertificateMode;
+  /**
+   * Name of the conversion webhook's TLS Secret.
+   * @default 'website-operator-webhook-tls'
+   */
+  readonly webhookSecretName?: string;
 }
 
 /**
@@ -60,27 +72,80 @@ export function operatorRoleRules(
   return rules;
 }
 
-/** The operator's ServiceAccount, its least-privilege Role and the RoleBinding between them. */
+/**
+ * Built-in certificate mode, in the operator's namespace, on the webhook's TLS Secret only:
+ * - `create`, which RBAC cannot limit by resourceNames (the authorizer sees no name before the
+ *   object exists): the operator creates the Secret on first start. This allows creating other
+ *   Secrets in the namespace too, but reading none of them;
+ * - `get` and `update` of that one Secret: read it, and renew it with the resourceVersion read.
+ * No list, watch or delete: the operator polls the one Secret it knows by name.
+ */
+export function webhookSecretRules(secretName: string = WEBHOOK_SECRET_NAME): k8s.PolicyRule[] {
+  return [
+    { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+    { apiGroups: [''], resources: ['secrets'], resourceNames: [secretName], verbs: ['get', 'update'] },
+  ];
+}
+
+/**
+ * Built-in certificate mode, cluster-wide (CRDs are cluster-scoped), on the Website CRD only:
+ * `get` to compare its conversion webhook's caBundle, `patch` to set it when the CA changes (and,
+ * for an operator outside the cluster, the webhook URL). RBAC cannot narrow a patch to one field,
+ * so this allows changing the rest of this one CRD too; cert-manager mode needs no such rule.
+ */
+export function webhookCrdRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {
+  return [
+    {
+      apiGroups: ['apiextensions.k8s.io'],
+      resources: ['customresourcedefinitions'],
+      resourceNames: [`websites.${group}`],
+      verbs: ['get', 'patch'],
+    },
+  ];
+}
+
+/**
+ * The operator's ServiceAccount, its least-privilege Role and the RoleBinding between them; in
+ * built-in certificate mode also a ClusterRole and ClusterRoleBinding for the Website CRD, named
+ * after the namespace because cluster-scoped names must not collide between installations.
+ */
 export class OperatorRbac extends Construct {
   public readonly serviceAccount: k8s.KubeServiceAccount;
   public readonly role: k8s.KubeRole;
   public readonly roleBinding: k8s.KubeRoleBinding;
+  /** Built-in certificate mode only: the Website CRD rules (webhookCrdRules). */
+  public readonly clusterRole?: k8s.KubeClusterRole;
+  public readonly clusterRoleBinding?: k8s.KubeClusterRoleBinding;
 
   constructor(scope: Construct, id: string, props: OperatorRbacProps) {
     super(scope, id);
     const name = props.name ?? OPERATOR_NAME;
     const metadata = { name, namespace: props.namespace, labels: operatorLabels('rbac') };
     const leaderElection = props.leaderElection ?? true;
+    const operatorCertificates = (props.webhookCertificates ?? 'operator') === 'operator';
+    const subjects = [{ kind: 'ServiceAccount', name, namespace: props.namespace }];
 
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata });
     this.role = new k8s.KubeRole(this, 'Role', {
       metadata,
-      rules: operatorRoleRules(props.group, leaderElection && { leaseName: props.leaseName ?? LEASE_NAME }),
+      rules: [
+        ...operatorRoleRules(props.group, leaderElection && { leaseName: props.leaseName ?? LEASE_NAME }),
+        ...(operatorCertificates ? webhookSecretRules(props.webhookSecretName) : []),
+      ],
     });
     this.roleBinding = new k8s.KubeRoleBinding(this, 'RoleBinding', {
       metadata,
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: props.namespace }],
+      subjects,
     });
+    if (operatorCertificates) {
+      const clusterMetadata = { name: `${name}-webhook-${props.namespace}`, labels: operatorLabels('rbac') };
+      this.clusterRole = new k8s.KubeClusterRole(this, 'ClusterRole', { metadata: clusterMetadata, rules: webhookCrdRules(props.group) });
+      this.clusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'ClusterRoleBinding', {
+        metadata: clusterMetadata,
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterMetadata.name },
+        subjects,
+      });
+    }
   }
 }

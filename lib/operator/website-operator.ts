@@ -1,9 +1,10 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
 import { type OperatorResources, OperatorDeployment } from './operator-deployment.ts';
 import { OperatorRbac } from './operator-rbac.ts';
-import { LEASE_NAME, OPERATOR_NAMESPACE } from './names.ts';
+import { LEASE_NAME, OPERATOR_NAMESPACE, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, type WebhookCertificateMode } from './names.ts';
 import { WebhookService } from './webhook-service.ts';
 
 export interface WebsiteOperatorProps {
@@ -47,19 +48,43 @@ export interface WebsiteOperatorProps {
    * @default DEFAULT_OPERATOR_RESOURCES
    */
   readonly resources?: OperatorResources;
+  /**
+   * Who provides the conversion webhook's certificate:
+   * - `operator`: the operator creates a CA and serving certificate in Secret
+   *   website-operator-webhook-tls, renews them and sets the CRD's caBundle. Needs no add-on; adds
+   *   RBAC on that Secret (Role) and on the Website CRD (ClusterRole), each limited by name;
+   * - `cert-manager`: cert-manager (installed separately) issues it from a self-signed CA; the Secret
+   *   is mounted into the pod. No Secret or CRD RBAC. Pass `crdAnnotations` to the WebsiteCrd so
+   *   that cert-manager's cainjector sets the caBundle.
+   * @default 'operator'
+   */
+  readonly webhookCertificates?: WebhookCertificateMode;
 }
 
-/** Everything that deploys the operator: namespace, ServiceAccount, Role, RoleBinding, Deployment, webhook Service. */
+/**
+ * Everything that deploys the operator: namespace, ServiceAccount, Role, RoleBinding, Deployment,
+ * webhook Service, and what the webhook certificate mode needs (a ClusterRole and its binding, or
+ * cert-manager Issuers and Certificates).
+ */
 export class WebsiteOperator extends Construct {
   public readonly namespace: string;
   public readonly rbac: OperatorRbac;
   public readonly deployment: OperatorDeployment;
   public readonly webhookService: WebhookService;
+  /** cert-manager mode only: the Issuers and Certificates of the webhook certificate. */
+  public readonly webhookCertificate?: CertManagerWebhookCertificate;
+  /**
+   * Annotations the Website CRD needs for this operator's webhook certificate mode (cert-manager's
+   * CA injection; none in operator mode, where the operator sets the caBundle itself). Pass them
+   * as WebsiteCrd's `annotations`: `new WebsiteCrd(chart, 'crd', { annotations: operator.crdAnnotations })`.
+   */
+  public readonly crdAnnotations: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: WebsiteOperatorProps = {}) {
     super(scope, id);
     this.namespace = props.namespace ?? OPERATOR_NAMESPACE;
     const leaderElection = props.leaderElection ?? true;
+    const webhookCertificates = props.webhookCertificates ?? 'operator';
 
     if (props.createNamespace ?? true) {
       new k8s.KubeNamespace(this, 'Namespace', {
@@ -71,6 +96,8 @@ export class WebsiteOperator extends Construct {
       group: props.group,
       leaderElection,
       leaseName: LEASE_NAME,
+      webhookCertificates,
+      webhookSecretName: WEBHOOK_SECRET_NAME,
     });
     this.deployment = new OperatorDeployment(this, 'Deployment', {
       namespace: this.namespace,
@@ -82,7 +109,18 @@ export class WebsiteOperator extends Construct {
       leaseName: LEASE_NAME,
       otlpEndpoint: props.otlpEndpoint,
       resources: props.resources,
+      webhookCertificates,
+      webhookSecretName: WEBHOOK_SECRET_NAME,
+      webhookServiceName: WEBHOOK_SERVICE_NAME,
     });
-    this.webhookService = new WebhookService(this, 'WebhookService', { namespace: this.namespace });
+    this.webhookService = new WebhookService(this, 'WebhookService', { namespace: this.namespace, name: WEBHOOK_SERVICE_NAME });
+    if (webhookCertificates === 'cert-manager') {
+      this.webhookCertificate = new CertManagerWebhookCertificate(this, 'WebhookCertificate', {
+        namespace: this.namespace,
+        serviceName: WEBHOOK_SERVICE_NAME,
+        secretName: WEBHOOK_SECRET_NAME,
+      });
+    }
+    this.crdAnnotations = this.webhookCertificate?.crdAnnotations ?? {};
   }
 }

@@ -189,7 +189,8 @@ export class WebsiteCrd extends Construct {
       metadata: {
         name: this.name,
         labels: { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/part-of': 'website-stack' },
-        ...(props.annotations ? { annotations: { ...props.annotations } } : {}),
+        // An empty map means none, so `annotations: operator.crdAnnotations` adds nothing in operator mode.
+        ...(props.annotations && Object.keys(props.annotations).length > 0 ? { annotations: { ...props.annotations } } : {}),
       },
       spec: {
         group: this.group,

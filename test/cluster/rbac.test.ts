@@ -1,21 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { createCertificateAuthority } from '../../lib/webhook/certificates.ts';
 import { ROOT } from './env.ts';
 import { createNamespace, deleteNamespace, kubectl, loadClusterInfo, ok, testDeployment, website } from './kube.ts';
 
-// The operator's ServiceAccount, Role and RoleBinding exactly as dist/ ships them.
+// The operator's ServiceAccount, Role, ClusterRole and their bindings exactly as dist/ ships them.
 const operatorManifests = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
 const NS = operatorManifests.find((m) => m.kind === 'Namespace').metadata.name;
 const USER = `system:serviceaccount:${NS}:website-operator`;
+const WEBHOOK_SECRET = 'website-operator-webhook-tls';
+const CRD = 'websites.web.example.com';
 
 let token: string;
 let other: string;
 beforeAll(async () => {
-  const rbac = operatorManifests.filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding'].includes(m.kind));
+  const rbac = operatorManifests.filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(m.kind));
   await ok(['apply', '--server-side', '-f', '-'], { input: rbac.map((m) => JSON.stringify(m)).join('\n') });
   // Fixtures of an earlier, interrupted run in this fixed namespace.
   await kubectl(['delete', 'deployment,service', 'website-rbac', '-n', NS, '--ignore-not-found', '--wait']);
+  await kubectl(['delete', 'secret', WEBHOOK_SECRET, 'rbac-other-secret', '-n', NS, '--ignore-not-found']);
   await loadClusterInfo();
   token = (await ok(['create', 'token', 'website-operator', '-n', NS, '--duration=10m'])).trim();
   other = await createNamespace('rbac-other');
@@ -23,6 +27,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await kubectl(['delete', 'website', 'rbac', '-n', NS, '--ignore-not-found']);
+  await kubectl(['delete', 'secret', WEBHOOK_SECRET, 'rbac-other-secret', '-n', NS, '--ignore-not-found']);
   await deleteNamespace(other);
 });
 
@@ -112,6 +117,44 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
       await allowed(['apply', '--server-side', '--field-manager=website-operator', '-f', '-'], { ...object, metadata: { ...object.metadata, annotations: { again: 'yes' } } });
     }
     await ok(['delete', 'deployment,service', 'website-rbac', '-n', NS]);
+  });
+
+  test('webhook Secret (built-in certificates): create, and get and update only that Secret', async () => {
+    // A real pair: the API server warns about a kubernetes.io/tls Secret without PEM data.
+    const pair = await createCertificateAuthority({ commonName: 'rbac-test', validityMs: 3600_000 });
+    const b64 = (pem: string) => Buffer.from(pem).toString('base64');
+    const tls = (name: string) => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace: NS },
+      type: 'kubernetes.io/tls',
+      data: { 'tls.crt': b64(pair.cert), 'tls.key': b64(pair.key), 'ca.crt': b64(pair.cert), 'ca.key': b64(pair.key) },
+    });
+    await allowed(['create', '-f', '-'], tls(WEBHOOK_SECRET));
+    const stored = JSON.parse(await allowed(['get', 'secret', WEBHOOK_SECRET, '-n', NS, '-o', 'json']));
+    await allowed(['replace', '-f', '-'], { ...stored, metadata: { ...stored.metadata, labels: { renewed: 'yes' } } });
+    await forbidden(['patch', 'secret', WEBHOOK_SECRET, '-n', NS, '--type=merge', '-p', '{"metadata":{"labels":{"x":"y"}}}']);
+    await forbidden(['delete', 'secret', WEBHOOK_SECRET, '-n', NS]);
+    await forbidden(['get', '--raw', `/api/v1/namespaces/${NS}/secrets?watch=true&fieldSelector=metadata.name%3D${WEBHOOK_SECRET}&timeoutSeconds=1`]);
+    // Create cannot be limited by name: another Secret can be created, but then neither read nor changed.
+    await allowed(['create', '-f', '-'], tls('rbac-other-secret'));
+    await forbidden(['get', 'secret', 'rbac-other-secret', '-n', NS]);
+    const otherSecret = JSON.parse(await ok(['get', 'secret', 'rbac-other-secret', '-n', NS, '-o', 'json']));
+    await forbidden(['replace', '-f', '-'], { ...otherSecret, metadata: { ...otherSecret.metadata, labels: { renewed: 'yes' } } });
+    // The Role is namespaced: a Secret of that name elsewhere is out of reach.
+    await forbidden(['get', 'secret', WEBHOOK_SECRET, '-n', other]);
+  });
+
+  test('Website CRD (built-in certificates): get and patch that CRD only, nothing else on CRDs', async () => {
+    await allowed(['get', 'crd', CRD, '-o', 'name']);
+    // Dry run: authorized exactly like a real patch, without changing the CRD other tests use.
+    await allowed(['patch', 'crd', CRD, '--dry-run=server', '--type=merge', '-p', '{"metadata":{"annotations":{"rbac-probe":"x"}}}', '-o', 'name']);
+    await forbidden(['get', 'crds']);
+    await forbidden(['get', 'crd', 'other.example.com']);
+    await forbidden(['patch', 'crd', 'other.example.com', '--dry-run=server', '--type=merge', '-p', '{"metadata":{"annotations":{"x":"y"}}}']);
+    await forbidden(['delete', 'crd', CRD, '--dry-run=server']);
+    const crd = JSON.parse(await ok(['get', 'crd', CRD, '-o', 'json']));
+    await forbidden(['replace', '--dry-run=server', '-f', '-'], crd);
   });
 
   test('is forbidden to create deployments in another namespace', async () => {

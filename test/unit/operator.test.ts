@@ -1,5 +1,7 @@
 import { type Manifest, only, synth } from '../helpers.ts';
+import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
+import { WebsiteCrd } from '../../lib/website/website-crd.ts';
 
 function operator(props?: WebsiteOperatorProps): Manifest[] {
   return synth((chart) => new WebsiteOperator(chart, 'op', props));
@@ -11,6 +13,18 @@ const specRoleRules = [
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+];
+const leaseRules = [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['website-operator'], verbs: ['get', 'update'] },
+];
+// Built-in webhook certificates: the one Secret (create cannot be limited by name) and the one CRD.
+const secretRules = [
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['secrets'], resourceNames: ['website-operator-webhook-tls'], verbs: ['get', 'update'] },
+];
+const crdRules = [
+  { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], resourceNames: ['websites.web.example.com'], verbs: ['get', 'patch'] },
 ];
 
 describe('WebsiteOperator', () => {
@@ -31,24 +45,38 @@ describe('WebsiteOperator', () => {
     expect(operator({ createNamespace: false }).some((m) => m.kind === 'Namespace')).toBe(false);
   });
 
-  test("the Role holds spec §5's rules, plus Leases for leader election", () => {
+  test("the Role holds spec §5's rules, plus Leases for leader election and the webhook Secret", () => {
     const role = only(manifests, 'Role', 'website-operator');
     expect(role.metadata.namespace).toBe('website-system');
-    expect(role.rules.slice(0, 4)).toEqual(specRoleRules);
-    expect(role.rules.slice(4)).toEqual([
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['website-operator'], verbs: ['get', 'update'] },
-    ]);
+    expect(role.rules).toEqual([...specRoleRules, ...leaseRules, ...secretRules]);
+    expect(webhookSecretRules()).toEqual(secretRules);
   });
 
-  test('without leader election the Role is exactly the spec table', () => {
-    const role = only(operator({ leaderElection: false }), 'Role');
-    expect(role.rules).toEqual(specRoleRules);
+  test('a ClusterRole allows get and patch of the Website CRD only, bound to the ServiceAccount', () => {
+    const clusterRole = only(manifests, 'ClusterRole');
+    expect(clusterRole.metadata.name).toBe('website-operator-webhook-website-system');
+    expect(clusterRole.metadata.namespace).toBeUndefined();
+    expect(clusterRole.rules).toEqual(crdRules);
+    expect(webhookCrdRules()).toEqual(crdRules);
+    const binding = only(manifests, 'ClusterRoleBinding');
+    expect(binding.metadata.name).toBe('website-operator-webhook-website-system');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'website-operator-webhook-website-system' });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'website-operator', namespace: 'website-system' }]);
+    // Cluster-scoped names carry the namespace, so two installations do not collide.
+    expect(only(operator({ namespace: 'sites' }), 'ClusterRole').metadata.name).toBe('website-operator-webhook-sites');
   });
 
-  test('the Role follows a configured group', () => {
-    const role = only(operator({ group: 'sites.acme.io' }), 'Role');
-    expect(role.rules[0].apiGroups).toEqual(['sites.acme.io']);
+  test('without leader election and with cert-manager certificates the Role is exactly the spec table, and there is no ClusterRole', () => {
+    expect(only(operator({ leaderElection: false }), 'Role').rules).toEqual([...specRoleRules, ...secretRules]);
+    const manifests = operator({ leaderElection: false, webhookCertificates: 'cert-manager' });
+    expect(only(manifests, 'Role').rules).toEqual(specRoleRules);
+    expect(manifests.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
+  });
+
+  test('the Role and ClusterRole follow a configured group', () => {
+    const manifests = operator({ group: 'sites.acme.io' });
+    expect(only(manifests, 'Role').rules[0].apiGroups).toEqual(['sites.acme.io']);
+    expect(only(manifests, 'ClusterRole').rules[0].resourceNames).toEqual(['websites.sites.acme.io']);
   });
 
   test('binds the Role to the dedicated ServiceAccount under stable names', () => {
@@ -105,6 +133,9 @@ describe('WebsiteOperator', () => {
       POD_NAME: 'metadata.name',
       LEADER_ELECTION: 'true',
       LEASE_NAME: 'website-operator',
+      WEBHOOK_CERT_MODE: 'operator',
+      WEBHOOK_SECRET_NAME: 'website-operator-webhook-tls',
+      WEBHOOK_SERVICE_NAME: 'website-operator-webhook',
     });
     const traced = only(operator({ otlpEndpoint: 'http://otel-collector.observability:4318' }), 'Deployment');
     expect(traced.spec.template.spec.containers[0].env).toEqual(
@@ -127,5 +158,82 @@ describe('WebsiteOperator', () => {
     expect(() => operator({ replicas: 2, leaderElection: false })).toThrow(/2 replicas without leader election/);
     expect(() => operator({ replicas: 0 })).toThrow(/replicas must be a positive integer/);
     expect(only(operator({ replicas: 2 }), 'Deployment').spec.replicas).toBe(2);
+  });
+});
+
+describe('WebsiteOperator with cert-manager certificates', () => {
+  const manifests = operator({ webhookCertificates: 'cert-manager' });
+  const certificates = manifests.filter((m) => m.apiVersion === 'cert-manager.io/v1');
+  const pod = only(manifests, 'Deployment').spec.template.spec;
+  const container = pod.containers[0];
+
+  test('bootstraps a CA from a self-signed Issuer and issues the serving certificate from it', () => {
+    expect(certificates.map((m) => [m.kind, m.metadata.name, m.metadata.namespace])).toEqual([
+      ['Issuer', 'website-operator-webhook-selfsigned', 'website-system'],
+      ['Certificate', 'website-operator-webhook-ca', 'website-system'],
+      ['Issuer', 'website-operator-webhook-ca', 'website-system'],
+      ['Certificate', 'website-operator-webhook', 'website-system'],
+    ]);
+    expect(only(certificates, 'Issuer', 'website-operator-webhook-selfsigned').spec).toEqual({ selfSigned: {} });
+    expect(only(certificates, 'Certificate', 'website-operator-webhook-ca').spec).toEqual({
+      isCA: true,
+      commonName: 'website-operator-webhook-ca',
+      secretName: 'website-operator-webhook-ca',
+      duration: '87600h',
+      privateKey: { algorithm: 'ECDSA', size: 256, rotationPolicy: 'Never' },
+      issuerRef: { group: 'cert-manager.io', kind: 'Issuer', name: 'website-operator-webhook-selfsigned' },
+    });
+    expect(only(certificates, 'Issuer', 'website-operator-webhook-ca').spec).toEqual({ ca: { secretName: 'website-operator-webhook-ca' } });
+  });
+
+  test('the serving Certificate covers the webhook Service names and writes the Secret the pod mounts', () => {
+    expect(only(certificates, 'Certificate', 'website-operator-webhook').spec).toEqual({
+      secretName: 'website-operator-webhook-tls',
+      commonName: 'website-operator-webhook.website-system.svc',
+      dnsNames: [
+        'website-operator-webhook',
+        'website-operator-webhook.website-system',
+        'website-operator-webhook.website-system.svc',
+        'website-operator-webhook.website-system.svc.cluster.local',
+      ],
+      usages: ['server auth', 'digital signature'],
+      privateKey: { algorithm: 'ECDSA', size: 256, rotationPolicy: 'Always' },
+      issuerRef: { group: 'cert-manager.io', kind: 'Issuer', name: 'website-operator-webhook-ca' },
+    });
+    expect(only(manifests, 'Service', 'website-operator-webhook').metadata.namespace).toBe('website-system');
+  });
+
+  test('mounts the Secret read-only (whole volume, refreshed on renewal) and tells the operator to read files', () => {
+    expect(pod.volumes).toEqual([
+      {
+        name: 'webhook-tls',
+        secret: { secretName: 'website-operator-webhook-tls', defaultMode: 0o440, items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] },
+      },
+    ]);
+    expect(container.volumeMounts).toEqual([{ name: 'webhook-tls', mountPath: '/etc/webhook/tls', readOnly: true }]);
+    const env = Object.fromEntries(container.env.filter((e: Manifest) => e.name.startsWith('WEBHOOK_')).map((e: Manifest) => [e.name, e.value]));
+    expect(env).toEqual({ WEBHOOK_CERT_MODE: 'files', WEBHOOK_CERT_DIR: '/etc/webhook/tls', WEBHOOK_SECRET_NAME: 'website-operator-webhook-tls' });
+    // The fsGroup makes the 0440 files readable by the non-root user.
+    expect(pod.securityContext.fsGroup).toBe(pod.securityContext.runAsUser);
+  });
+
+  test('gives the CRD the cainjector annotation through crdAnnotations; operator mode adds none', () => {
+    let annotations: Readonly<Record<string, string>> = {};
+    const crd = only(
+      synth((chart) => {
+        const op = new WebsiteOperator(chart, 'op', { webhookCertificates: 'cert-manager', namespace: 'sites' });
+        annotations = op.crdAnnotations;
+        new WebsiteCrd(chart, 'crd', { annotations: op.crdAnnotations });
+      }),
+      'CustomResourceDefinition',
+    );
+    expect(annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'sites/website-operator-webhook' });
+    expect(crd.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'sites/website-operator-webhook' });
+
+    const builtIn = only(
+      synth((chart) => new WebsiteCrd(chart, 'crd', { annotations: new WebsiteOperator(chart, 'op').crdAnnotations })),
+      'CustomResourceDefinition',
+    );
+    expect(builtIn.metadata.annotations).toBeUndefined();
   });
 });
