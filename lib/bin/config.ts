@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
-import { LEASE_NAME, OPERATOR_NAMESPACE, OPERATOR_PORTS } from '../operator/names.ts';
+import { LEASE_NAME, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME } from '../operator/names.ts';
 import type { OperatorConfig } from '../reconciler/operator.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
+import type { WebhookConfig } from '../webhook/webhook-component.ts';
 import { MANAGED_BY } from '../workload/website-workload.ts';
 
 /**
@@ -26,12 +27,19 @@ import { MANAGED_BY } from '../workload/website-workload.ts';
  * | WEB_IMAGE | the WebsiteWorkload default |
  * | METRICS_PORT, HEALTH_PORT | 8080, 8081 |
  * | SHUTDOWN_TIMEOUT_SECONDS | 25 |
+ * | WEBHOOK_ENABLED | true: serve the conversion webhook |
+ * | WEBHOOK_PORT | 9443 |
+ * | WEBHOOK_CERT_MODE | operator (built-in CA in a Secret) or files (mounted by cert-manager) |
+ * | WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME | /etc/webhook/tls, website-operator-webhook-tls, website-operator-webhook |
+ * | WEBHOOK_URL | in a pod: unset (the CRD calls the Service); elsewhere: https://127.0.0.1:WEBHOOK_PORT/convert |
  * | LOG_LEVEL | info |
  */
 export interface ProcessConfig extends OperatorConfig {
   readonly qps: number;
   readonly burst: number;
   readonly shutdownTimeoutMs: number;
+  /** Undefined: no conversion webhook in this process. */
+  readonly webhook?: WebhookConfig;
 }
 
 export class ConfigError extends Error {}
@@ -58,6 +66,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     throw new ConfigError(`${name}=${JSON.stringify(env[name])} is not valid: expected true or false`);
   };
 
+  function webhookConfig(): WebhookConfig {
+    const port = number('WEBHOOK_PORT', OPERATOR_PORTS.webhook);
+    const certMode = text('WEBHOOK_CERT_MODE', 'operator');
+    if (certMode !== 'operator' && certMode !== 'files') {
+      throw new ConfigError(`WEBHOOK_CERT_MODE=${JSON.stringify(certMode)} is not valid: expected operator or files`);
+    }
+    // Outside a pod the API server cannot reach the webhook through its Service; a local API
+    // server (the kwok cluster) reaches this process on the loopback address.
+    const inCluster = Boolean(env.KUBERNETES_SERVICE_HOST);
+    const url = text('WEBHOOK_URL', inCluster ? '' : `https://127.0.0.1:${port}/convert`) || undefined;
+    if (url !== undefined && !/^https:\/\/[^/]+\/\S*$/.test(url)) {
+      throw new ConfigError(`WEBHOOK_URL=${JSON.stringify(url)} is not valid: expected https://<host>:<port>/<path>`);
+    }
+    return {
+      port,
+      certMode,
+      certDir: text('WEBHOOK_CERT_DIR', WEBHOOK_CERT_DIR),
+      secretName: text('WEBHOOK_SECRET_NAME', WEBHOOK_SECRET_NAME),
+      serviceName: text('WEBHOOK_SERVICE_NAME', WEBHOOK_SERVICE_NAME),
+      url,
+    };
+  }
+
   const operatorNamespace = text('OPERATOR_NAMESPACE', OPERATOR_NAMESPACE);
   const config: ProcessConfig = {
     group: text('WEBSITE_GROUP', DEFAULT_GROUP),
@@ -80,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     metricsPort: number('METRICS_PORT', OPERATOR_PORTS.metrics),
     healthPort: number('HEALTH_PORT', OPERATOR_PORTS.health),
     shutdownTimeoutMs: number('SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, integer: false }) * 1000,
+    webhook: flag('WEBHOOK_ENABLED', true) ? webhookConfig() : undefined,
   };
   if (config.leaderElection && !(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs)) {
     throw new ConfigError(

@@ -4,6 +4,7 @@ import { KubeClient } from '../controller/kube-client.ts';
 import { createLogger } from '../observability/logger.ts';
 import { OperatorMetrics } from '../observability/metrics.ts';
 import { Operator } from '../reconciler/operator.ts';
+import { conversionWebhook } from '../webhook/webhook-component.ts';
 import { ConfigError, loadConfig } from './config.ts';
 
 const logger = createLogger();
@@ -19,7 +20,10 @@ async function main(): Promise<void> {
   }
   const metrics = new OperatorMetrics();
   const client = KubeClient.fromEnvironment({ qps: config.qps, burst: config.burst, metrics, userAgent: 'website-operator' });
-  const operator = new Operator(config, { client, logger, metrics });
+  const components = config.webhook
+    ? [conversionWebhook(config.webhook, { client, group: config.group, namespace: config.operatorNamespace, clusterDomain: config.clusterDomain, logger, metrics })]
+    : [];
+  const operator = new Operator(config, { client, logger, metrics, components });
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -4,11 +4,21 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type AddressInfo, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { ROOT } from './env.ts';
 import { eventually, loadClusterInfo, ok } from './kube.ts';
 
 export const OPERATOR_NS = 'website-system';
+
+/** A TCP port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 /** A kubeconfig holding only the cluster's address and CA and a ServiceAccount token. */
 export async function serviceAccountKubeconfig(serviceAccount = 'website-operator', namespace = OPERATOR_NS): Promise<string> {
@@ -72,12 +82,18 @@ export class OperatorProcess {
         RENEW_DEADLINE_SECONDS: '3',
         RETRY_PERIOD_SECONDS: '0.5',
         LOG_LEVEL: 'debug',
+        // Tests that need the conversion webhook turn it on (it rewrites the CRD's clientConfig).
+        WEBHOOK_ENABLED: 'false',
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const operator = new OperatorProcess(child);
-    await eventually(`operator ${identity} to listen (stderr: ${operator.stderr.join('\n')})`, async () => (operator.metricsPort ? true : undefined), 30_000);
+    const exited = operator.exited.then((code) => {
+      throw new Error(`operator ${identity} exited (${code}) before listening:\n${operator.stderr.join('\n')}`);
+    });
+    await Promise.race([eventually(`operator ${identity} to listen`, async () => (operator.metricsPort ? true : undefined), 30_000), exited]);
+    exited.catch(() => undefined);
     return operator;
   }
 

@@ -7,10 +7,10 @@ import { parseAllDocuments } from 'yaml';
 import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
 import { CLUSTER_ENV, ROOT } from './env.ts';
 import { eventually, getJson, kubectl, ok, website } from './kube.ts';
-import { OPERATOR_NS as NS, OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
+import { OPERATOR_NS as NS, OperatorProcess, freePort, serviceAccountKubeconfig } from './operator-process.ts';
 
 const manifests = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
-const rbac = manifests.filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding'].includes(m.kind));
+const rbac = manifests.filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(m.kind));
 const role = rbac.find((m) => m.kind === 'Role');
 const LABEL = 'website-stack/test=operator';
 const FINALIZER = 'websites.web.example.com/cleanup';
@@ -252,5 +252,40 @@ describe('the operator, running as its ServiceAccount', () => {
     }
     await ready('e2e-norole', 90_000);
     expect(await exists('service', 'website-e2e-norole')).toBe(true);
+  });
+
+  test('a Website created through v1beta1 is converted by the operator\'s webhook: stored as v1, read back identical through v1beta1', async () => {
+    const port = await freePort();
+    const operator = await start('op-webhook', { WEBHOOK_ENABLED: 'true', WEBHOOK_PORT: String(port) });
+    try {
+      await eventually('the webhook to serve', async () => ((await operator.get('/readyz', operator.healthPort)).status === 200 ? true : undefined), 60_000);
+      const crd = await getJson(['crd', 'websites.web.example.com']);
+      expect(crd.spec.conversion.webhook.clientConfig.url).toBe(`https://127.0.0.1:${port}/convert`);
+      expect(Buffer.from(crd.spec.conversion.webhook.clientConfig.caBundle, 'base64').toString()).toContain('BEGIN CERTIFICATE');
+
+      const v1beta1 = {
+        apiVersion: 'web.example.com/v1beta1',
+        kind: 'Website',
+        metadata: { name: 'e2e-beta', namespace: NS, labels: { 'website-stack/test': 'operator' } },
+        spec: { heading: 'Through v1beta1 ✓', instances: 2, theme: { color: '#123456' } },
+      };
+      await eventually('the v1beta1 create', async () => ((await kubectl(['create', '-f', '-'], { input: JSON.stringify(v1beta1) })).code === 0 ? true : undefined), 30_000);
+      const stored = await ready('e2e-beta');
+      expect(stored.apiVersion).toBe('web.example.com/v1');
+      expect(stored.spec).toEqual({ title: 'Through v1beta1 ✓', replicas: 2, color: '#123456' });
+      expect(envOf(await deploymentOf('e2e-beta'), 'WEBSITE_HTML')).toBe(renderPage('Through v1beta1 ✓', '#123456'));
+
+      const readBack = await getJson(['websites.v1beta1.web.example.com', 'e2e-beta', '-n', NS]);
+      expect(readBack.apiVersion).toBe('web.example.com/v1beta1');
+      expect(readBack.spec).toEqual(v1beta1.spec);
+      expect(readBack.metadata.uid).toBe(stored.metadata.uid);
+      expect(readBack.status.availableReplicas).toBe(2);
+      const listed = (await getJson(['websites.v1beta1.web.example.com', '-n', NS, '-l', 'website-stack/test=operator'])).items;
+      expect(listed.find((w: any) => w.metadata.name === 'e2e-beta').spec).toEqual(v1beta1.spec);
+      expect(await operator.metric('conversion_webhook_requests_total', { result: 'Success' })).toBeGreaterThan(0);
+    } finally {
+      // The next files expect the CRD as dist/ ships it (clientConfig.service).
+      await ok(['replace', '-f', join(ROOT, 'dist/website-crd.yaml')]);
+    }
   });
 });
