@@ -1,0 +1,101 @@
+import { ConfigError, loadConfig } from '../../lib/bin/config.ts';
+import { renderWorkload } from '../../lib/reconciler/render.ts';
+import { failedCondition, nextStatus, readyCondition } from '../../lib/reconciler/status.ts';
+import { finalizerName, websitesType } from '../../lib/reconciler/website.ts';
+import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
+import { synth } from '../helpers.ts';
+
+const website = (status?: WebsiteV1['status']): WebsiteV1 => ({
+  apiVersion: 'web.example.com/v1',
+  kind: 'Website',
+  metadata: { name: 'site', namespace: 'ns', uid: 'uid-1', generation: 3 },
+  spec: { title: 'Site', replicas: 2 },
+  status,
+});
+const deployment = (status: Record<string, number>, generation = 1) => ({ metadata: { generation }, status });
+
+describe('status', () => {
+  test('Ready is True once the current template is rolled out and spec.replicas pods are available', () => {
+    expect(readyCondition(website(), deployment({ observedGeneration: 1, availableReplicas: 2, updatedReplicas: 2 }))).toEqual({
+      type: 'Ready',
+      status: 'True',
+      observedGeneration: 3,
+      reason: 'Available',
+      message: '2/2 replicas available',
+    });
+    expect(readyCondition(website(), deployment({ observedGeneration: 1, availableReplicas: 1, updatedReplicas: 2 }))).toMatchObject({
+      status: 'False',
+      reason: 'Progressing',
+      message: '1/2 replicas available',
+    });
+    // Old pods still available, but the Deployment has not seen its new template yet.
+    expect(readyCondition(website(), deployment({ observedGeneration: 1, availableReplicas: 2, updatedReplicas: 2 }, 2))).toMatchObject({
+      status: 'False',
+      message: '2/2 replicas available, rolling out the current spec',
+    });
+    expect(readyCondition(website(), undefined)).toMatchObject({ status: 'False', message: '0/2 replicas available, rolling out the current spec' });
+  });
+
+  test('lastTransitionTime moves only when the condition flips; other conditions are kept', () => {
+    const earlier = '2026-01-01T00:00:00Z';
+    const other = { type: 'Other', status: 'True' as const, reason: 'X', message: 'kept', lastTransitionTime: earlier };
+    const current = website({ conditions: [other, { type: 'Ready', status: 'False', reason: 'Progressing', message: '1/2', lastTransitionTime: earlier }] });
+    const now = new Date('2026-11-21T10:00:00.123Z');
+    const stillFalse = nextStatus(current, { availableReplicas: 1 }, failedCondition(current, 'forbidden'), now);
+    expect(stillFalse.conditions).toEqual([other, expect.objectContaining({ reason: 'ReconcileFailed', message: 'forbidden', lastTransitionTime: earlier })]);
+    const flipped = nextStatus(current, { availableReplicas: 2 }, { type: 'Ready', status: 'True', reason: 'Available', message: '2/2' }, now);
+    expect(flipped.conditions![1].lastTransitionTime).toBe('2026-11-21T10:00:00Z');
+    expect(flipped.availableReplicas).toBe(2);
+  });
+});
+
+describe('render', () => {
+  test('the reconciler renders exactly what the WebsiteWorkload construct synthesizes', () => {
+    const site = website();
+    const manifests = synth((chart) => new WebsiteWorkload(chart, 'w', { website: site }));
+    const { deployment, service } = renderWorkload(site);
+    expect([deployment, service]).toEqual(manifests);
+  });
+
+  test('names', () => {
+    expect(finalizerName('apps.example.org')).toBe('websites.apps.example.org/cleanup');
+    expect(websitesType('web.example.com')).toEqual({ group: 'web.example.com', version: 'v1', resource: 'websites' });
+  });
+});
+
+describe('operator configuration', () => {
+  test('defaults: the Deployment sets namespace and identity; outside a pod the webhook is reached on the loopback address', () => {
+    const config = loadConfig({ POD_NAME: 'op-1' });
+    expect(config).toMatchObject({
+      group: 'web.example.com',
+      operatorNamespace: 'website-system',
+      watchNamespace: 'website-system',
+      identity: 'op-1',
+      leaderElection: true,
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      concurrency: 4,
+      qps: 20,
+      burst: 30,
+      metricsPort: 8080,
+      healthPort: 8081,
+      webhook: { port: 9443, certMode: 'operator', url: 'https://127.0.0.1:9443/convert' },
+    });
+    expect(loadConfig({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }).webhook?.url).toBeUndefined();
+    expect(loadConfig({ WEBHOOK_ENABLED: 'false' }).webhook).toBeUndefined();
+  });
+
+  test.each([
+    [{ CONCURRENCY: '0' }, 'CONCURRENCY="0" is not valid: expected an integer >= 1'],
+    [{ KUBE_API_QPS: 'fast' }, 'KUBE_API_QPS="fast" is not valid: expected a number >= 0.1'],
+    [{ LEADER_ELECTION: 'yes' }, 'LEADER_ELECTION="yes" is not valid: expected true or false'],
+    [{ RENEW_DEADLINE_SECONDS: '20' }, 'leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got 15, 20, 2)'],
+    [{ WEBHOOK_CERT_MODE: 'vault' }, 'WEBHOOK_CERT_MODE="vault" is not valid: expected operator or files'],
+    [{ WEBHOOK_URL: 'http://insecure/convert' }, 'WEBHOOK_URL="http://insecure/convert" is not valid: expected https://<host>:<port>/<path>'],
+  ])('%j is refused with a message naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
