@@ -7,6 +7,7 @@
 # Names: kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl.
 # No name means all of them. Existing binaries are reused from KUBEBUILDER_ASSETS or
 # TEST_ASSET_KUBE_APISERVER / TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention).
+# Builds keep the caller's GOFLAGS; on a shared machine, `GOFLAGS=-p=1 nice -n 19 scripts/binaries.sh`.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
 shopt -s inherit_errexit
@@ -104,11 +105,11 @@ build() {
       for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
       done
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$tmp" "k8s.io/kubernetes/cmd/$name") || ok=$?
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" "k8s.io/kubernetes/cmd/$name") || ok=$?
       ;;
     etcd)
       local dir; dir=$(wrapper_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION")
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3) || ok=$?
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3) || ok=$?
       ;;
     kwok|kwokctl)
       local gobin="$CACHE_DIR/src/kwok-$version"
