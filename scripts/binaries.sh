@@ -94,8 +94,9 @@ build() {
   start=$SECONDS
   log "building $name $version (cold builds take minutes; cached at $out)"
   (
-    # A heartbeat so a long, silent `go build` is visibly alive.
-    while sleep 30; do log "  … $name still building ($((SECONDS - start)) s)"; done
+    # A heartbeat so a long, silent `go build` is visibly alive. Its sleep outlives the kill below,
+    # so it must not hold the caller's stdout/stderr open (a `$(…)` would wait up to 30 s for it).
+    while sleep 30 </dev/null >/dev/null 2>&1; do log "  … $name still building ($((SECONDS - start)) s)"; done
   ) &
   local beat=$! ok=0
   case "$name" in
