@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Builds the pinned Kubernetes, etcd and kwok binaries from their Go modules, once,
-# and caches them outside the repo keyed by version (DESIGN.md §4).
+# Builds the pinned Kubernetes, etcd and kwok binaries and the trace stack's Jaeger, HotROD and
+# OpenTelemetry Collector from their Go modules, once, and caches them outside the repo keyed by
+# version (DESIGN.md §4).
 #
-#   scripts/binaries.sh [name ...]   build (if missing) and print "name=path" lines
+#   scripts/binaries.sh [name|group ...]   build (if missing) and print "name=path" lines
 #
-# Names: kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl.
-# No name means all of them. Existing binaries are reused from KUBEBUILDER_ASSETS or
-# TEST_ASSET_KUBE_APISERVER / TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention).
+# Groups: cluster = kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
+# (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
+# Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml).
+# Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
+# TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
+# TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
+# GOMODCACHE/GOCACHE; on a shared machine, `GOFLAGS=-p=1 nice -n 19 scripts/binaries.sh ...`.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
 shopt -s inherit_errexit
@@ -14,10 +19,16 @@ shopt -s inherit_errexit
 KUBERNETES_VERSION=v1.36.4
 ETCD_VERSION=v3.6.14
 KWOK_VERSION=v0.8.0
+JAEGER_VERSION=v2.20.0
+# The Jaeger module has no /v2 suffix, so Go rejects its v2 tags: build the tag's commit.
+JAEGER_COMMIT=798e4b0fcf22609e381df764a01461affd813e1e
+OTELCOL_VERSION=v0.159.0
+OTELCOL_MANIFEST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/otelcol-builder.yaml"
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
 BIN_DIR="$CACHE_DIR/bin"
-ALL=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
+CLUSTER=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
+TRACING=(jaeger hotrod otelcol)
 STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
   cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
   cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt
@@ -32,8 +43,17 @@ version_of() {
     kube-*|kubectl) echo "$KUBERNETES_VERSION" ;;
     etcd) echo "$ETCD_VERSION" ;;
     kwok|kwokctl) echo "$KWOK_VERSION" ;;
-    *) die "unknown binary '$1' (known: ${ALL[*]})" ;;
+    jaeger|hotrod) echo "$JAEGER_VERSION" ;;
+    builder) echo "$OTELCOL_VERSION" ;;
+    # Keyed by the manifest too: a changed component list is a different binary.
+    otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder; groups: cluster, tracing)" ;;
   esac
+}
+
+manifest_hash() {
+  [[ -f "$OTELCOL_MANIFEST" ]] || die "the Collector Builder manifest is missing: $OTELCOL_MANIFEST (restore it from git)"
+  sha256sum "$OTELCOL_MANIFEST" | cut -c1-12
 }
 
 # A binary the user already has, following envtest's variables.
@@ -43,8 +63,12 @@ preset_of() {
     kube-apiserver) var=${TEST_ASSET_KUBE_APISERVER:-} ;;
     etcd) var=${TEST_ASSET_ETCD:-} ;;
     kubectl) var=${TEST_ASSET_KUBECTL:-} ;;
+    jaeger) var=${TEST_ASSET_JAEGER:-} ;;
+    hotrod) var=${TEST_ASSET_HOTROD:-} ;;
+    otelcol) var=${TEST_ASSET_OTELCOL:-} ;;
   esac
-  if [[ -z "$var" && -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/$name" ]]; then
+  # KUBEBUILDER_ASSETS holds Kubernetes binaries; a trace binary found there would be of unknown version.
+  if [[ -z "$var" && -n "${KUBEBUILDER_ASSETS:-}" && " ${CLUSTER[*]} " == *" $name "* && -x "$KUBEBUILDER_ASSETS/$name" ]]; then
     var="$KUBEBUILDER_ASSETS/$name"
   fi
   [[ -n "$var" ]] && { [[ -x "$var" ]] || die "$name from the environment is not an executable file: $var"; echo "$var"; }
@@ -53,6 +77,15 @@ preset_of() {
 
 require_go() {
   command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go >= 1.25 (https://go.dev/doc/install) or point KUBEBUILDER_ASSETS / TEST_ASSET_* at existing binaries."
+}
+
+# Jaeger's go.mod has replace directives, so `go install …@commit` refuses it: build inside the
+# downloaded module, which applies them (and its go.sum) exactly as upstream's Makefile does.
+# Prints the module's directory and its commit time (UTC), one per line.
+jaeger_module() {
+  local mod="github.com/jaegertracing/jaeger@$JAEGER_COMMIT"
+  # From /, so that a go.mod or go.work around the caller's directory plays no part.
+  (cd / && go mod download "$mod" && go list -m -f '{{.Dir}}{{"\n"}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$mod")
 }
 
 # One wrapper module per upstream project and version, inside the cache: `go build -mod=mod`
@@ -89,12 +122,16 @@ build() {
   [[ -x "$out" ]] && { echo "$out"; return; }
   require_go
   mkdir -p "$BIN_DIR"
+  # otelcol is generated and compiled by the Collector Builder, itself a cached binary.
+  local builder=""
+  [[ $name == otelcol ]] && builder=$(build builder)
   tmp="$out.tmp.$$"
   start=$SECONDS
   log "building $name $version (cold builds take minutes; cached at $out)"
   (
-    # A heartbeat so a long, silent `go build` is visibly alive.
-    while sleep 30; do log "  … $name still building ($((SECONDS - start)) s)"; done
+    # A heartbeat so a long, silent `go build` is visibly alive. Its sleep outlives the kill below,
+    # so it must not hold the caller's stdout/stderr open (a `$(…)` would wait up to 30 s for it).
+    while sleep 30 </dev/null >/dev/null 2>&1; do log "  … $name still building ($((SECONDS - start)) s)"; done
   ) &
   local beat=$! ok=0
   case "$name" in
@@ -104,17 +141,45 @@ build() {
       for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
       done
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$tmp" "k8s.io/kubernetes/cmd/$name") || ok=$?
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" "k8s.io/kubernetes/cmd/$name") || ok=$?
       ;;
     etcd)
       local dir; dir=$(wrapper_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION")
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3) || ok=$?
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3) || ok=$?
       ;;
     kwok|kwokctl)
       local gobin="$CACHE_DIR/src/kwok-$version"
       mkdir -p "$gobin"
       CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@$version" || ok=$?
       [[ $ok == 0 ]] && mv "$gobin/$name" "$tmp"
+      ;;
+    jaeger|hotrod)
+      local module dir commit_time kv pkg=./examples/hotrod ld="-s -w"
+      module=$(jaeger_module) || ok=$?
+      if [[ $ok == 0 ]]; then
+        { read -r dir; read -r commit_time; } <<<"$module"
+        if [[ $name == jaeger ]]; then
+          # Upstream's BUILD_INFO_V2 (scripts/makefiles/BuildInfo.mk), so `jaeger version` reports v2.20.0.
+          pkg=./cmd/jaeger
+          for kv in "latestVersion=$JAEGER_VERSION" "commitSHA=$JAEGER_COMMIT" "date=$commit_time"; do
+            ld+=" -X github.com/jaegertracing/jaeger/internal/version.$kv"
+          done
+        fi
+        (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" go build -trimpath -ldflags "$ld" -o "$tmp" "$pkg") || ok=$?
+      fi
+      ;;
+    builder)
+      local gobin="$CACHE_DIR/src/builder-$version"
+      mkdir -p "$gobin"
+      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "go.opentelemetry.io/collector/cmd/builder@$version" || ok=$?
+      [[ $ok == 0 ]] && mv "$gobin/builder" "$tmp"
+      ;;
+    otelcol)
+      # The manifest's output_path is relative: generated sources and the binary land in ./build here.
+      local dir="$CACHE_DIR/src/otelcol-$version"
+      mkdir -p "$dir"
+      (cd "$dir" && "$builder" --config "$OTELCOL_MANIFEST") || ok=$?
+      [[ $ok == 0 ]] && mv "$dir/build/otelcol" "$tmp"
       ;;
   esac
   kill "$beat" 2>/dev/null || true
@@ -134,13 +199,19 @@ resolve() {
 }
 
 main() {
-  local names=("$@")
+  local names=() n path
+  for n in "$@"; do
+    case "$n" in
+      cluster) names+=("${CLUSTER[@]}") ;;
+      tracing) names+=("${TRACING[@]}") ;;
+      *) names+=("$n") ;;
+    esac
+  done
   # One build at a time per cache: concurrent callers (tests, cluster:up) wait, then reuse the result.
   mkdir -p "$BIN_DIR"
   exec 9>"$BIN_DIR/.lock"
   flock 9
-  [[ ${#names[@]} -eq 0 ]] && names=("${ALL[@]}")
-  local n path
+  [[ ${#names[@]} -eq 0 ]] && names=("${CLUSTER[@]}")
   for n in "${names[@]}"; do
     version_of "$n" >/dev/null
     # A plain assignment, so that a failure inside resolve stops the script (set -e).

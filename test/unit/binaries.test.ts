@@ -1,10 +1,22 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const script = fileURLToPath(new URL('../../scripts/binaries.sh', import.meta.url));
+const manifest = fileURLToPath(new URL('../../scripts/otelcol-builder.yaml', import.meta.url));
+// No Go on this PATH: a test that reaches a build fails fast with "Go is not installed" instead of compiling.
+const noGo = '/usr/bin:/bin';
+
+function pinned(name: string): string {
+  const match = readFileSync(script, 'utf8').match(new RegExp(`^${name}=(\\S+)$`, 'm'));
+  if (!match) throw new Error(`${name} is not set in scripts/binaries.sh`);
+  return match[1];
+}
+
+const manifestHash = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 12);
 
 // An empty cache, so nothing is found there and the script must use the environment or build.
 let dir: string;
@@ -18,12 +30,16 @@ function run(args: string[], env: Record<string, string>) {
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-function fakeBinary(name: string): string {
-  const path = join(dir, name);
+function fakeBinary(name: string, folder = dir): string {
+  mkdirSync(folder, { recursive: true });
+  const path = join(folder, name);
   writeFileSync(path, '#!/bin/sh\n');
   chmodSync(path, 0o755);
   return path;
 }
+
+// A binary already in the cache, where a build would have put it.
+const cached = (file: string) => fakeBinary(file, join(dir, 'cache', 'bin'));
 
 describe('scripts/binaries.sh', () => {
   test("reuses envtest's TEST_ASSET_* binaries instead of building", () => {
@@ -56,5 +72,111 @@ describe('scripts/binaries.sh', () => {
     const result = run(['kubelet'], {});
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain("unknown binary 'kubelet'");
+  });
+
+  test('builds the cluster set when no name is given, and nothing of the trace stack', () => {
+    const cluster = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'etcd', 'kwok', 'kwokctl'];
+    for (const name of cluster) fakeBinary(name);
+    const result = run([], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
+    expect(result.stdout).toBe(cluster.map((name) => `${name}=${join(dir, name)}\n`).join(''));
+    expect(result.code).toBe(0);
+  });
+
+  test('"tracing" names jaeger, hotrod and otelcol, each reused from TEST_ASSET_*', () => {
+    const jaeger = fakeBinary('my-jaeger');
+    const hotrod = fakeBinary('my-hotrod');
+    const otelcol = fakeBinary('my-otelcol');
+    const result = run(['tracing'], { TEST_ASSET_JAEGER: jaeger, TEST_ASSET_HOTROD: hotrod, TEST_ASSET_OTELCOL: otelcol, PATH: noGo });
+    expect(result.stdout).toBe(`jaeger=${jaeger}\nhotrod=${hotrod}\notelcol=${otelcol}\n`);
+    expect(result.code).toBe(0);
+  });
+
+  test('does not take trace binaries from KUBEBUILDER_ASSETS, which holds Kubernetes binaries', () => {
+    fakeBinary('jaeger');
+    const result = run(['jaeger'], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
+    expect(result.stdout).toBe('');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('Go is not installed');
+  });
+
+  test('says what to do when a trace binary from the environment is not executable', () => {
+    const result = run(['otelcol'], { TEST_ASSET_OTELCOL: join(dir, 'missing') });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(`otelcol from the environment is not an executable file: ${join(dir, 'missing')}`);
+  });
+
+  test('prints cached jaeger and hotrod without building them (no Go needed)', () => {
+    const version = pinned('JAEGER_VERSION');
+    const jaeger = cached(`jaeger-${version}`);
+    const hotrod = cached(`hotrod-${version}`);
+    const result = run(['jaeger', 'hotrod'], { PATH: noGo });
+    expect(result.stdout).toBe(`jaeger=${jaeger}\nhotrod=${hotrod}\n`);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  test("keys the cached otelcol by the Collector version and a hash of the builder manifest", () => {
+    const otelcol = cached(`otelcol-${pinned('OTELCOL_VERSION')}-${manifestHash(manifest)}`);
+    const result = run(['otelcol'], { PATH: noGo });
+    expect(result.stdout).toBe(`otelcol=${otelcol}\n`);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  test('rebuilds otelcol when the builder manifest changes', () => {
+    const before = cached(`otelcol-${pinned('OTELCOL_VERSION')}-${manifestHash(manifest)}`);
+    // A copy of the script beside an edited manifest, sharing the cache: a different component list.
+    const scripts = join(dir, 'scripts');
+    mkdirSync(scripts);
+    copyFileSync(script, join(scripts, 'binaries.sh'));
+    const edited = join(scripts, 'otelcol-builder.yaml');
+    writeFileSync(edited, readFileSync(manifest, 'utf8').replace(/^.*debugexporter.*\n/m, ''));
+    expect(manifestHash(edited)).not.toBe(manifestHash(manifest));
+    const runEdited = () => {
+      const result = spawnSync('bash', [join(scripts, 'binaries.sh'), 'otelcol'], {
+        env: { PATH: noGo, HOME: dir, WEBSITE_STACK_CACHE: join(dir, 'cache') },
+        encoding: 'utf8',
+      });
+      return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+    };
+
+    // Only the old manifest's binary is cached: it is not reused, a build is needed.
+    const missing = runEdited();
+    expect(missing.stdout).toBe('');
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('Go is not installed');
+
+    const after = cached(`otelcol-${pinned('OTELCOL_VERSION')}-${manifestHash(edited)}`);
+    const hit = runEdited();
+    expect(hit.stdout).toBe(`otelcol=${after}\n`);
+    expect(after).not.toBe(before);
+  });
+
+  test('builds otelcol from the trace stack\'s components, less the routing connector the proxy cannot supply', () => {
+    const modules = [...readFileSync(manifest, 'utf8').matchAll(/^\s*- gomod: (\S+) (\S+)$/gm)].map((m) => m[1].split('/').pop());
+    expect(modules.sort()).toEqual(
+      [
+        'otlpreceiver',
+        'batchprocessor',
+        'memorylimiterprocessor',
+        'filterprocessor',
+        'probabilisticsamplerprocessor',
+        'tailsamplingprocessor',
+        'attributesprocessor',
+        'otlpexporter',
+        'otlphttpexporter',
+        'debugexporter',
+        'healthcheckextension',
+        'bearertokenauthextension',
+        'basicauthextension',
+        'oauth2clientauthextension',
+        'oidcauthextension',
+        'envprovider',
+        'fileprovider',
+        'httpprovider',
+        'httpsprovider',
+        'yamlprovider',
+      ].sort(),
+    );
   });
 });
