@@ -152,8 +152,13 @@ restart_apiserver() {
   local -a cmd
   mapfile -d '' -t cmd <"/proc/$pid/cmdline"
   cwd=$(readlink "/proc/$pid/cwd")
+  # A graceful stop waits up to a minute for open watches to end; after 10 s, crash it instead.
   kill "$pid"
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  local waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    (( waited++ < 100 )) || kill -9 "$pid" 2>/dev/null || true
+    sleep 0.1
+  done
   log "kube-apiserver stopped; starting it again"
   (cd "$cwd" && exec setsid "${cmd[@]}" >>"$KWOK_WORKDIR/clusters/$NAME/logs/kube-apiserver.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
