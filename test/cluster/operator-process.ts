@@ -70,8 +70,9 @@ export class OperatorProcess {
   }
 
   /** Starts the operator and waits until its endpoints listen. */
-  static async start(identity: string, kubeconfig: string, env: Record<string, string> = {}): Promise<OperatorProcess> {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'lib/bin/operator.ts')], {
+  /** `entrypoint`: the TypeScript source by default; the image test passes the compiled one. */
+  static async start(identity: string, kubeconfig: string, env: Record<string, string> = {}, entrypoint = join(ROOT, 'lib/bin/operator.ts')): Promise<OperatorProcess> {
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', entrypoint], {
       env: {
         PATH: process.env.PATH,
         KUBECONFIG: kubeconfig,
