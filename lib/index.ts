@@ -12,3 +12,4 @@ export * from './operator/webhook-service.ts';
 export * from './operator/website-operator.ts';
 export * from './workload/page.ts';
 export * from './workload/website-workload.ts';
+export * from './shell-operator/shell-operator.ts';
