@@ -11,6 +11,9 @@
 //   the `service-accounts` flow schema (apiserver_flowcontrol_dispatched_requests_total), which in
 //   this cluster only the operator's ServiceAccount uses; the breakdown by verb and resource comes
 //   from apiserver_request_total over the same window.
+//
+// The local cluster's default Service range (10.0.0.0/24) holds 253 Services, so the bench adds a
+// ServiceCIDR, website-stack-bench (10.96.0.0/16), for a thousand Websites' Services to fit.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -62,6 +65,14 @@ async function ok(cluster: ClusterAccess, args: readonly string[], input?: strin
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A second Service range: the API server's default /24 runs out at 253 Services. */
+const BENCH_SERVICE_CIDR = {
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'ServiceCIDR',
+  metadata: { name: 'website-stack-bench' },
+  spec: { cidrs: ['10.96.0.0/16'] },
+};
 
 /** One line the shell operator logged, with the time (Date.now()) it arrived. */
 export interface LogLine {
@@ -231,6 +242,8 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
 
   await ok(cluster, ['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-crd.yaml')]);
   await ok(cluster, ['wait', '--for=condition=Established', '--timeout=60s', `crd/websites.${DEFAULT_GROUP}`]);
+  await ok(cluster, ['apply', '--server-side', '-f', '-'], JSON.stringify(BENCH_SERVICE_CIDR));
+  await ok(cluster, ['wait', '--for=condition=Ready', '--timeout=60s', `servicecidr/${BENCH_SERVICE_CIDR.metadata.name}`]);
   const ns = `bench-shell-${randomBytes(3).toString('hex')}`;
   await ok(cluster, ['create', 'namespace', ns]);
   // Everything but the operator's Deployment: its pod would be simulated, the script runs here.
@@ -278,10 +291,14 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     await operator.waitForCycles(first + steadyCycles, steadyCycles * cycleTimeout);
     const after = await scrape(cluster);
     const requests = requestsPerCycle(before, after, steadyCycles);
-    const cycleMs = operator
-      .cycles()
-      .slice(first, first + steadyCycles)
-      .map((l) => Number(/, (\d+) ms$/.exec(l.text)![1]));
+    const steady = operator.cycles().slice(first, first + steadyCycles);
+    const failed = steady.map((l) => Number(/, (\d+) failed, /.exec(l.text)![1]));
+    if (failed.some((f) => f > 0)) {
+      const since = operator.cycles()[first - 1].at;
+      const firstFailure = operator.lines.find((l) => l.at >= since && / website \S+: (apply failed|skipped): /.test(l.text)) ?? steady[0];
+      throw new Error(`N=${n}: Websites failed to apply in steady cycles (${failed.join(', ')}), so the figures would not be a baseline; first failure: ${firstFailure.text}`);
+    }
+    const cycleMs = steady.map((l) => Number(/, (\d+) ms$/.exec(l.text)![1]));
     const stopped = await operator.stop();
     if (stopped.code !== 0) throw new Error(`the shell operator exited with ${stopped.code} on SIGTERM`);
     return {
