@@ -7,10 +7,10 @@
 // Measures, for N Websites created across one interval:
 // - create → Deployment latency: from the moment a watch sees a Website to the moment a watch
 //   sees its Deployment (both watches in this process's kubectl children, so both clocks agree);
-// - API requests per steady-state cycle: the API server's own count of requests dispatched under
-//   the `service-accounts` flow schema (apiserver_flowcontrol_dispatched_requests_total), which in
-//   this cluster only the operator's ServiceAccount uses; the breakdown by verb and resource comes
-//   from apiserver_request_total over the same window.
+// - API requests per steady-state cycle: the API server's own count of the requests it dispatched
+//   (apiserver_flowcontrol_dispatched_requests_total) under FlowSchemas the bench adds for the
+//   operator's ServiceAccount alone, one per kind of request (list Websites, apply Deployments,
+//   apply Services, anything else), so no other client of the cluster is counted.
 //
 // The local cluster's default Service range (10.0.0.0/24) holds 253 Services, so the bench adds a
 // ServiceCIDR, website-stack-bench (10.96.0.0/16), for a thousand Websites' Services to fit.
@@ -147,36 +147,54 @@ function watchFirstSeen(cluster: ClusterAccess, resource: string, namespace: str
   return { firstSeen, process: child };
 }
 
-/** Counters of /metrics, by their full series name (metric name and labels). */
-async function scrape(cluster: ClusterAccess): Promise<Map<string, number>> {
-  const text = await ok(cluster, ['get', '--raw', '/metrics']);
-  const series = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_flowcontrol_dispatched_requests_total{') && !line.startsWith('apiserver_request_total{')) continue;
-    const space = line.lastIndexOf(' ');
-    series.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return series;
+/** The kinds of request the operator's FlowSchemas tell apart; a last one, `other`, catches the rest. */
+const REQUEST_KINDS = [
+  { kind: 'LIST websites', verbs: ['list'], apiGroups: [DEFAULT_GROUP], resources: ['websites'] },
+  { kind: 'APPLY deployments', verbs: ['patch'], apiGroups: ['apps'], resources: ['deployments'] },
+  { kind: 'APPLY services', verbs: ['patch'], apiGroups: [''], resources: ['services'] },
+] as const;
+
+/**
+ * API Priority and Fairness FlowSchemas that match only `namespace`'s website-shell-operator
+ * ServiceAccount, one per request kind plus `other`, in the priority level its requests get
+ * anyway: the API server then counts that client's requests by kind.
+ */
+function flowSchemas(namespace: string) {
+  const subjects = [{ kind: 'ServiceAccount', serviceAccount: { name: 'website-shell-operator', namespace } }];
+  const schema = (kind: string, precedence: number, rule: Record<string, unknown>) => ({
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    kind: 'FlowSchema',
+    metadata: { name: `${namespace}-${kind.toLowerCase().replace(' ', '-')}`, labels: { 'website-stack/bench': namespace } },
+    spec: { priorityLevelConfiguration: { name: 'workload-low' }, matchingPrecedence: precedence, distinguisherMethod: { type: 'ByUser' }, rules: [{ subjects, ...rule }] },
+  });
+  return [
+    ...REQUEST_KINDS.map(({ kind, ...rule }) => schema(kind, 500, { resourceRules: [{ ...rule, namespaces: ['*'] }] })),
+    schema('other', 501, {
+      resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }],
+      nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+    }),
+  ];
 }
 
-const OPERATOR_FLOW = 'apiserver_flowcontrol_dispatched_requests_total{flow_schema="service-accounts",priority_level="workload-low"}';
-
-/** Requests per cycle between two scrapes: the total of the operator's flow, and by verb and resource. */
-function requestsPerCycle(before: Map<string, number>, after: Map<string, number>, cycles: number) {
-  const delta = (key: string) => (after.get(key) ?? 0) - (before.get(key) ?? 0);
-  const byKind: Record<string, number> = {};
-  for (const key of after.keys()) {
-    if (!key.startsWith('apiserver_request_total{')) continue;
-    const label = (name: string) => new RegExp(`[{,]${name}="([^"]*)"`).exec(key)?.[1] ?? '';
-    const resource = label('resource');
-    // Only what the operator does: other clients do not APPLY Deployments or Services or LIST Websites here.
-    const mine = (label('verb') === 'APPLY' && ['deployments', 'services'].includes(resource)) || (label('verb') === 'LIST' && resource === 'websites');
-    const d = delta(key);
-    if (!mine || d === 0) continue;
-    const kind = `${label('verb')} ${resource} ${label('code')}`;
-    byKind[kind] = (byKind[kind] ?? 0) + d / cycles;
+/** Requests dispatched so far per FlowSchema, from the API server's /metrics. */
+async function scrape(cluster: ClusterAccess): Promise<Map<string, number>> {
+  const text = await ok(cluster, ['get', '--raw', '/metrics']);
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^apiserver_flowcontrol_dispatched_requests_total\{flow_schema="([^"]+)",[^}]*\} (\S+)$/gm)) {
+    counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2]));
   }
-  return { total: delta(OPERATOR_FLOW) / cycles, byKind };
+  return counts;
+}
+
+/** Requests per cycle between two scrapes, by kind and in total. */
+function requestsPerCycle(schemas: ReturnType<typeof flowSchemas>, before: Map<string, number>, after: Map<string, number>, cycles: number) {
+  const kinds = [...REQUEST_KINDS.map((k) => k.kind), 'other'];
+  const byKind: Record<string, number> = {};
+  schemas.forEach((schema, i) => {
+    const name = schema.metadata.name;
+    byKind[kinds[i]] = ((after.get(name) ?? 0) - (before.get(name) ?? 0)) / cycles;
+  });
+  return { total: Object.values(byKind).reduce((a, b) => a + b, 0), byKind };
 }
 
 /** Nearest-rank percentile of ascending `sorted`. */
@@ -219,7 +237,7 @@ export interface ShellOperatorBenchResult {
   readonly allDeploymentsMs: number;
   /** API requests the operator makes per cycle once every Website has its children. */
   readonly requestsPerCycle: number;
-  /** The same, by `VERB resource code` (LIST websites, APPLY deployments and services). */
+  /** The same by kind: LIST websites, APPLY deployments, APPLY services, other (discovery, ...). */
   readonly requestsPerCycleByKind: Readonly<Record<string, number>>;
   /** Duration of the steady-state cycles, in milliseconds (the operator's own log). */
   readonly cycleMs: readonly number[];
@@ -251,6 +269,10 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
   new ShellOperator(chart, 'shell', { namespace: ns, createNamespace: false, intervalSeconds: interval });
   const manifests = chart.toJson().filter((m) => m.kind !== 'Deployment');
   await ok(cluster, ['apply', '--server-side', '-f', '-'], manifests.map((m) => JSON.stringify(m)).join('\n'));
+  const schemas = flowSchemas(ns);
+  await ok(cluster, ['apply', '--server-side', '-f', '-'], schemas.map((m) => JSON.stringify(m)).join('\n'));
+  // The API server has taken a FlowSchema into its configuration once it reports it not dangling.
+  for (const schema of schemas) await ok(cluster, ['wait', '--for=condition=Dangling=False', '--timeout=60s', `flowschema/${schema.metadata.name}`]);
 
   const websitesSeen = watchFirstSeen(cluster, `websites.v1.${DEFAULT_GROUP}`, ns);
   const deploymentsSeen = watchFirstSeen(cluster, 'deployments.apps', ns);
@@ -290,7 +312,7 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     const before = await scrape(cluster);
     await operator.waitForCycles(first + steadyCycles, steadyCycles * cycleTimeout);
     const after = await scrape(cluster);
-    const requests = requestsPerCycle(before, after, steadyCycles);
+    const requests = requestsPerCycle(schemas, before, after, steadyCycles);
     const steady = operator.cycles().slice(first, first + steadyCycles);
     const failed = steady.map((l) => Number(/, (\d+) failed, /.exec(l.text)![1]));
     if (failed.some((f) => f > 0)) {
@@ -316,6 +338,7 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     websitesSeen.process.kill();
     deploymentsSeen.process.kill();
     log(`N=${n}: deleting namespace ${ns}`);
+    await kubectl(cluster, ['delete', 'flowschemas', '-l', `website-stack/bench=${ns}`]);
     // Waits, so the garbage collector's work does not load the next measurement.
     await kubectl(cluster, ['delete', 'namespace', ns, '--wait=true', '--timeout=600s']);
   }
