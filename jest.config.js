@@ -2,6 +2,8 @@
 // --experimental-vm-modules by scripts/test.sh.
 const base = {
   testEnvironment: 'node',
+  // The local clusters' state (etcd writes *.snap files, which jest would take for obsolete snapshots).
+  modulePathIgnorePatterns: ['<rootDir>/.cluster/'],
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.jest.json' }] },
   // Symbol.dispose in the test context, which undici's fetch (KubeClient) needs under Jest 29.

@@ -2,6 +2,7 @@ import { App, type AppProps, Chart, YamlOutputType } from 'cdk8s';
 import { argoSync } from './argocd.ts';
 import { OPERATOR_NAMESPACE } from './operator/names.ts';
 import { WebsiteOperator } from './operator/website-operator.ts';
+import { ShellOperator } from './shell-operator/shell-operator.ts';
 import { WebsiteCrd } from './website/website-crd.ts';
 import { Website } from './website/website.ts';
 
@@ -19,6 +20,11 @@ export function buildApp(props: AppProps = {}): App {
   new WebsiteCrd(crdChart, 'Website', { annotations: operator.crdAnnotations });
   argoSync(crdChart, { wave: SYNC_WAVES.crd });
   argoSync(operatorChart, { wave: SYNC_WAVES.operator });
+
+  // The alternative to website-operator, never deployed beside it (README: "The shell operator").
+  const shellOperatorChart = new Chart(app, 'website-shell-operator');
+  new ShellOperator(shellOperatorChart, 'ShellOperator');
+  argoSync(shellOperatorChart, { wave: SYNC_WAVES.operator });
 
   const samples = new Chart(app, 'website-samples', { namespace: OPERATOR_NAMESPACE });
   new Website(samples, 'hello', {

@@ -13,3 +13,4 @@ export * from './operator/cert-manager-webhook-certificate.ts';
 export * from './operator/website-operator.ts';
 export * from './workload/page.ts';
 export * from './workload/website-workload.ts';
+export * from './shell-operator/shell-operator.ts';

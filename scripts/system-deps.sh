@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the tests use from Debian: nginx (the web server the Website pods run, to check
-# the page locally), Chromium (to look at that page as a person would) and fonts for emoji and CJK
-# titles, so the screenshots show them as a person's browser would. Installs what is missing.
+# the page locally), Chromium (to look at that page as a person would), fonts for emoji and CJK
+# titles, so the screenshots show them as a person's browser would, and jq (the shell operator
+# renders every object with it). Installs what is missing.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -10,6 +11,7 @@ command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [[ -d /usr/share/fonts/truetype/noto ]] || missing+=(fonts-noto-color-emoji)
 [[ -d /usr/share/fonts/truetype/droid ]] || missing+=(fonts-droid-fallback)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]] && ! command -v sudo >/dev/null 2>&1; then

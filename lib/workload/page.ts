@@ -14,13 +14,20 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
 }
 
+/**
+ * Linear-light value (0 to 1) of one sRGB channel byte, the first step of WCAG relative luminance.
+ * The shell operator ships these 256 values precomputed, so its choice of text colour is the same
+ * arithmetic as textColorOn's, bit for bit.
+ */
+export function linearChannel(byte: number): number {
+  const c = byte / 255;
+  return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+}
+
 /** Black or white, whichever reads better on `color` (WCAG relative luminance). */
 export function textColorOn(color: string): '#000000' | '#ffffff' {
   const hex = color.length === 4 ? color.slice(1).replace(/./g, (c) => c + c) : color.slice(1);
-  const [r, g, b] = [0, 2, 4].map((i) => {
-    const c = parseInt(hex.slice(i, i + 2), 16) / 255;
-    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
-  });
+  const [r, g, b] = [0, 2, 4].map((i) => linearChannel(parseInt(hex.slice(i, i + 2), 16)));
   const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
   // Contrast against white is (1.05)/(L+0.05), against black (L+0.05)/0.05: pick the larger.
   return 1.05 / (luminance + 0.05) >= (luminance + 0.05) / 0.05 ? '#ffffff' : '#000000';
@@ -34,7 +41,21 @@ export function renderPage(title: string, color: string): string {
   if (!new RegExp(COLOR_PATTERN).test(color)) {
     throw new Error(`color must be a CSS hex colour such as #2196F3, got ${JSON.stringify(color)}`);
   }
-  const text = escapeHtml(title);
+  return pageHtml({ text: escapeHtml(title), background: color, foreground: textColorOn(color) });
+}
+
+/** What the page shows, ready to insert: renderPage escapes and validates, pageHtml only places. */
+export interface PageFields {
+  /** The title, already HTML-escaped. */
+  readonly text: string;
+  /** Background colour, a validated CSS hex colour. */
+  readonly background: string;
+  /** Text colour on that background. */
+  readonly foreground: string;
+}
+
+/** The page around fields that are already escaped and validated; use renderPage for a title. */
+export function pageHtml({ text, background, foreground }: PageFields): string {
   return [
     '<!doctype html>',
     '<html lang="en">',
@@ -44,7 +65,7 @@ export function renderPage(title: string, color: string): string {
     `<title>${text}</title>`,
     '<style>',
     'html, body { margin: 0; height: 100%; }',
-    `body { background: ${color}; color: ${textColorOn(color)}; font-family: system-ui, sans-serif;`,
+    `body { background: ${background}; color: ${foreground}; font-family: system-ui, sans-serif;`,
     '  display: flex; align-items: center; justify-content: center; }',
     'h1 { margin: 1rem; text-align: center; white-space: pre-wrap; overflow-wrap: anywhere; }',
     '</style>',

@@ -21,7 +21,7 @@ describe('the synthesized app', () => {
   const charts = Object.fromEntries(buildApp({ outdir: '/nonexistent' }).charts.map((c) => [c.node.id, c.toJson() as Manifest[]]));
 
   test('has one chart per concern with stable names', () => {
-    expect(Object.keys(charts).sort()).toEqual(['website-crd', 'website-operator', 'website-samples']);
+    expect(Object.keys(charts).sort()).toEqual(['website-crd', 'website-operator', 'website-samples', 'website-shell-operator']);
   });
 
   test('committed dist/ is exactly what the charts synthesize', () => {
@@ -34,6 +34,7 @@ describe('the synthesized app', () => {
     const waves = (id: string) => new Set(charts[id].map((m) => m.metadata.annotations['argocd.argoproj.io/sync-wave']));
     expect(waves('website-crd')).toEqual(new Set([String(SYNC_WAVES.crd)]));
     expect(waves('website-operator')).toEqual(new Set([String(SYNC_WAVES.operator)]));
+    expect(waves('website-shell-operator')).toEqual(new Set([String(SYNC_WAVES.operator)]));
     expect(waves('website-samples')).toEqual(new Set([String(SYNC_WAVES.samples)]));
     expect(SYNC_WAVES.crd).toBeLessThan(SYNC_WAVES.operator);
     expect(SYNC_WAVES.operator).toBeLessThan(SYNC_WAVES.samples);

@@ -1,0 +1,27 @@
+import { benchShellOperator, formatTable } from '../../bench/shell-operator.ts';
+import { KUBECONFIG, KUBECTL } from './env.ts';
+
+describe('the shell operator benchmark', () => {
+  test('measures every Website within one interval and cycle, and counts one list plus two applies per Website per cycle', async () => {
+    const n = 4;
+    const interval = 2;
+    const result = await benchShellOperator({ n, intervalSeconds: interval, cycles: 2, cluster: { kubeconfig: KUBECONFIG, kubectl: KUBECTL } });
+
+    expect(result).toMatchObject({ operator: 'shell', n, intervalSeconds: interval });
+    const { p50, p90, p99, max } = result.latencyMs;
+    expect(0).toBeLessThan(p50);
+    expect([p50, p90, p99]).toEqual([...[p50, p90, p99]].sort((a, b) => a - b));
+    expect(p99).toBeLessThanOrEqual(max);
+    // A Website waits at most for the rest of a sleep and one whole cycle.
+    expect(max).toBeLessThan(interval * 1000 + 2 * Math.max(...result.cycleMs) + 1000);
+    expect(result.cycleMs).toHaveLength(2);
+
+    // Steady state: discovery is cached, so one LIST and one server-side apply per child, nothing else.
+    expect(result.requestsPerCycleByKind).toEqual({ 'LIST websites': 1, 'APPLY deployments': n, 'APPLY services': n, other: 0 });
+    expect(result.requestsPerCycle).toBe(1 + 2 * n);
+
+    const table = formatTable([result]);
+    expect(table).toMatch(/^shell operator\s+N=4$/m);
+    expect(table).toMatch(/^API requests \/ cycle\s+\d+\.\d$/m);
+  });
+});
