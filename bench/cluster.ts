@@ -1,0 +1,232 @@
+// The benchmark's own local cluster (scripts/cluster.sh, in .cluster/bench) and what every
+// measurement needs from it: an administrator client, the CRD and the operator's RBAC from dist/,
+// watches that timestamp what they see, and emptying a namespace between runs.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { sleep } from '../lib/controller/backoff.ts';
+import { Informer } from '../lib/controller/informer.ts';
+import { DEPLOYMENTS, KubeClient, type KubeObject, type ResourceType, SERVICES } from '../lib/controller/kube-client.ts';
+import { type ClusterAccess, kubectlOk } from '../scripts/operator-process.ts';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export const CONFIGMAPS: ResourceType = { group: '', version: 'v1', resource: 'configmaps' };
+export const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods' };
+export const REPLICASETS: ResourceType = { group: 'apps', version: 'v1', resource: 'replicasets' };
+export const EVENTS_TYPE: ResourceType = { group: '', version: 'v1', resource: 'events' };
+export const NAMESPACES: ResourceType = { group: '', version: 'v1', resource: 'namespaces' };
+export const LEASES_TYPE: ResourceType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' };
+
+/** The benchmark's cluster: how kubectl and the administrator client reach it. */
+export interface BenchCluster extends ClusterAccess {
+  /** Administrator client without a meaningful client-side rate limit. */
+  readonly admin: KubeClient;
+  /** What scripts/cluster.sh was started with, for the report. */
+  readonly description: string;
+}
+
+export interface ClusterOptions {
+  /** Pods the cluster must be able to run at once (kwok nodes hold 110 each). */
+  readonly pods: number;
+  /** Extra component flags for kwokctl (`--extra-args component=flag=value`). */
+  readonly extraArgs: readonly string[];
+  readonly log: (message: string) => void;
+}
+
+const DIR = join(ROOT, '.cluster', 'bench');
+const PODS_PER_NODE = 110;
+
+function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    WEBSITE_STACK_CLUSTER_DIR: DIR,
+    WEBSITE_STACK_CLUSTER_NAME: 'website-stack-bench',
+    ...(nodes ? { WEBSITE_STACK_CLUSTER_NODES: String(nodes) } : {}),
+    WEBSITE_STACK_CLUSTER_EXTRA_ARGS: extraArgs.map((a) => `--extra-args ${a}`).join(' '),
+  };
+}
+
+function clusterScript(command: 'up' | 'down', env: NodeJS.ProcessEnv): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('bash', [join(ROOT, 'scripts/cluster.sh'), command], { env }, (error) =>
+      error ? reject(new Error(`scripts/cluster.sh ${command} failed: ${error.message}`)) : resolve(),
+    );
+    child.stderr!.pipe(process.stderr);
+  });
+}
+
+function adminClient(kubeconfig: string): KubeClient {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  return new KubeClient(kc, { qps: 100_000, burst: 100_000, userAgent: 'website-stack-bench', timeoutMs: 120_000 });
+}
+
+/** Starts (or reuses) the benchmark's cluster; recreates it when it has too few nodes for `pods`. */
+export async function clusterUp(options: ClusterOptions): Promise<BenchCluster> {
+  const nodes = Math.max(2, Math.ceil(options.pods / (PODS_PER_NODE - 10)));
+  const env = clusterEnv(nodes, options.extraArgs);
+  await clusterScript('up', env);
+  const access = { kubeconfig: join(DIR, 'kubeconfig'), kubectl: join(DIR, 'bin', 'kubectl') };
+  let admin = adminClient(access.kubeconfig);
+  const capacity = async () =>
+    (await admin.list<KubeObject>({ group: '', version: 'v1', resource: 'nodes' }, undefined)).items.reduce(
+      (sum, node) => sum + Number((node.status as { allocatable?: { pods?: string } } | undefined)?.allocatable?.pods ?? 0),
+      0,
+    );
+  if ((await capacity()) < options.pods) {
+    options.log(`the running bench cluster holds fewer than ${options.pods} pods: recreating it with ${nodes} nodes`);
+    await clusterScript('down', env);
+    await clusterScript('up', env);
+    admin = adminClient(access.kubeconfig);
+  }
+  return { ...access, admin, description: `${nodes} kwok nodes (${await capacity()} pods); ${options.extraArgs.join(', ') || 'stock component flags'}` };
+}
+
+export function clusterDown(): Promise<void> {
+  return clusterScript('down', clusterEnv());
+}
+
+/** dist/website-crd.yaml, and the RBAC objects of dist/website-operator.yaml (not its Deployment). */
+export async function installOperatorObjects(cluster: BenchCluster): Promise<void> {
+  const crd = join(ROOT, 'dist/website-crd.yaml');
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', crd]);
+  await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
+  const rbacKinds = ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
+  const rbac = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8'))
+    .map((d) => d.toJS())
+    .filter((m) => rbacKinds.includes(m?.kind));
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], rbac.map((m) => JSON.stringify(m)).join('\n'));
+}
+
+/**
+ * Room for N Services: the API server's default range (10.0.0.0/24) holds 254 ClusterIPs, and the
+ * 255th Service fails with "failed to allocate a serviceIP: range is full". A ServiceCIDR object
+ * (networking.k8s.io/v1) adds a /16 to the running cluster without a restart.
+ */
+export async function ensureServiceCidr(cluster: BenchCluster): Promise<void> {
+  const type: ResourceType = { group: 'networking.k8s.io', version: 'v1', resource: 'servicecidrs' };
+  await cluster.admin.apply(type, { apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'website-stack-bench' }, spec: { cidrs: ['10.100.0.0/16'] } }, 'website-stack-bench');
+  await waitFor(
+    'the benchmark ServiceCIDR to be ready',
+    async () => {
+      const cidr = await cluster.admin.get<KubeObject>(type, { name: 'website-stack-bench' });
+      return ((cidr?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+    },
+    30_000,
+  );
+}
+
+/** Runs `task` for every item, at most `limit` at once. */
+export async function inPool<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      await task(items[index], index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/** Polls `done` every `intervalMs`; fails after `timeoutMs` with `what` and, if given, `progress()`. */
+export async function waitFor(what: string, done: () => boolean | Promise<boolean>, timeoutMs: number, progress?: () => string, intervalMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${progress ? ` (${progress()})` : ''}`);
+    await sleep(intervalMs);
+  }
+}
+
+/**
+ * An informer in this process that timestamps (performance.now()) the first time it sees each
+ * object, and the first time `reached` holds for it.
+ */
+export class Watcher<T extends KubeObject = KubeObject> {
+  readonly firstSeen = new Map<string, number>();
+  readonly reachedAt = new Map<string, number>();
+  private readonly informer: Informer<T>;
+  private readonly stopping = new AbortController();
+  private readonly running: Promise<void>;
+
+  constructor(client: KubeClient, type: ResourceType, namespace: string, { labelSelector, reached }: { labelSelector?: string; reached?: (object: T) => boolean } = {}) {
+    this.informer = new Informer<T>({ client, type, namespace, labelSelector, resyncMs: Number.POSITIVE_INFINITY });
+    this.informer.on((event, object) => {
+      if (event === 'delete') return;
+      const now = performance.now();
+      const name = object.metadata!.name!;
+      if (!this.firstSeen.has(name)) this.firstSeen.set(name, now);
+      if (reached && !this.reachedAt.has(name) && reached(object)) this.reachedAt.set(name, now);
+    });
+    this.running = this.informer.run(this.stopping.signal);
+  }
+
+  synced(): Promise<void> {
+    return this.informer.waitForSync();
+  }
+
+  list(): T[] {
+    return this.informer.list();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.running;
+  }
+}
+
+/** A Deployment that has rolled out its template with every replica available. */
+export function deploymentAvailable(deployment: KubeObject): boolean {
+  const spec = deployment.spec as { replicas?: number } | undefined;
+  const status = (deployment.status ?? {}) as { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number };
+  const wanted = spec?.replicas ?? 1;
+  return (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 1) && (status.availableReplicas ?? 0) >= wanted && (status.updatedReplicas ?? 0) >= wanted;
+}
+
+export async function ensureNamespace(cluster: BenchCluster, name: string, labels: Record<string, string> = {}): Promise<void> {
+  await cluster.admin.apply(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } }, 'website-stack-bench');
+}
+
+/** Label of everything a run creates: Websites' children and their pods carry it, and so do the baselines' objects. */
+export const BENCH_SELECTOR = 'app.kubernetes.io/name=website';
+
+/**
+ * Empties `namespace` of what a run left (Websites without waiting for an operator, their
+ * children and pods, the baselines' objects, events), deleting directly rather than through the
+ * garbage collector, until the lists are empty, so the next run starts from nothing.
+ */
+export async function emptyNamespace(cluster: BenchCluster, namespace: string, websites?: ResourceType): Promise<void> {
+  const { admin } = cluster;
+  const labelSelector = BENCH_SELECTOR;
+  const collections = [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
+  const remaining = async () => {
+    let count = websites ? (await admin.list(websites, namespace, { limit: 1 })).items.length : 0;
+    for (const type of collections) count += (await admin.list(type, namespace, { labelSelector, limit: 1 })).items.length;
+    return count;
+  };
+  for (let attempt = 1; ; attempt++) {
+    if (websites) {
+      const items = (await admin.list<KubeObject>(websites, namespace)).items;
+      await inPool(items, 16, async (website) => {
+        if (!website.metadata?.finalizers?.length) return;
+        await admin.patch(websites, { namespace, name: website.metadata.name }, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+      });
+      await admin.request('DELETE', websites, { namespace });
+    }
+    // In this order: a ReplicaSet whose Deployment is gone creates no more pods.
+    for (const type of collections) {
+      await admin.request('DELETE', type, { namespace }, { query: { labelSelector, gracePeriodSeconds: type === PODS ? 0 : undefined } });
+    }
+    await admin.request('DELETE', EVENTS_TYPE, { namespace });
+    try {
+      // A controller acting on what it saw just before may create one more object: delete again.
+      await waitFor(`namespace ${namespace} to be empty`, async () => (await remaining()) === 0, 15_000);
+      return;
+    } catch (error) {
+      if (attempt === 20) throw error;
+    }
+  }
+}

@@ -1,0 +1,212 @@
+// The benchmark's arithmetic and its markdown: pure functions, unit-tested (test/unit/bench.test.ts).
+
+/** Nearest-rank percentile (p in 0..100) of `values`, in any order; NaN when there are none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** Middle value (the lower of the two middle ones for an even count); NaN when there are none. */
+export function median(values: readonly number[]): number {
+  return percentile(values, 50);
+}
+
+export type Unit = 'ms' | 'us' | 'bytes' | 'count';
+
+/** One measured number, with the baseline measured in the same run (the cell shows the ratio). */
+export interface Figure {
+  readonly value: number;
+  readonly unit: Unit;
+  /** Same unit as `value`. Without it the cell shows the value alone. */
+  readonly baseline?: number;
+  /** Said after the value, e.g. "2 016 reconciles in 2 periods". */
+  readonly detail?: string;
+}
+
+/** One run of one operator at one N: what becomes a column of the table. */
+export interface Column {
+  /** e.g. "website-operator QPS 200/400, N=1000". */
+  readonly title: string;
+  readonly figures: Readonly<Partial<Record<string, Figure>>>;
+  /** Counts worth a look (errors, conflicts, retries), shown below the table. */
+  readonly diagnostics?: readonly string[];
+}
+
+/** A row of the table: which figure, and what its baseline is. */
+export interface Row {
+  readonly key: string;
+  readonly label: string;
+  readonly baseline: string;
+}
+
+function thousands(integer: number): string {
+  return Math.round(integer).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+}
+
+/** A number in its unit, with about three significant digits. */
+export function formatValue(value: number, unit: Unit): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  switch (unit) {
+    case 'ms':
+      if (Math.abs(value) >= 10_000) return `${(value / 1000).toFixed(1)} s`;
+      if (Math.abs(value) >= 1000) return `${(value / 1000).toFixed(2)} s`;
+      if (Math.abs(value) >= 100) return `${value.toFixed(0)} ms`;
+      if (Math.abs(value) >= 10) return `${value.toFixed(1)} ms`;
+      return `${value.toFixed(2)} ms`;
+    case 'us':
+      if (Math.abs(value) >= 10_000) return formatValue(value / 1000, 'ms');
+      return Math.abs(value) >= 100 ? `${value.toFixed(0)} µs` : `${value.toFixed(1)} µs`;
+    case 'bytes': {
+      const mib = value / (1 << 20);
+      if (Math.abs(mib) >= 1) return `${mib.toFixed(1)} MiB`;
+      return `${(value / 1024).toFixed(1)} KiB`;
+    }
+    case 'count':
+      return Number.isInteger(value) ? thousands(value) : value.toFixed(1);
+  }
+}
+
+/** value / baseline, e.g. "3.4×"; "n/a" without a usable baseline. */
+export function formatRatio(value: number, baseline: number): string {
+  if (!Number.isFinite(value) || !Number.isFinite(baseline) || baseline === 0) return 'n/a';
+  const ratio = value / baseline;
+  if (ratio === 0) return '0×';
+  if (Math.abs(ratio) >= 100) return `${thousands(ratio)}×`;
+  if (Math.abs(ratio) >= 10) return `${ratio.toFixed(0)}×`;
+  if (Math.abs(ratio) >= 0.01) return `${ratio.toFixed(2)}×`;
+  return `${ratio.toPrecision(1)}×`;
+}
+
+/** "value (ratio× of baseline; detail)". */
+export function formatCell(figure: Figure | undefined): string {
+  if (!figure) return '–';
+  const parts: string[] = [];
+  if (figure.baseline !== undefined) parts.push(`${formatRatio(figure.value, figure.baseline)} of ${formatValue(figure.baseline, figure.unit)}`);
+  if (figure.detail) parts.push(figure.detail);
+  return parts.length ? `${formatValue(figure.value, figure.unit)} (${parts.join('; ')})` : formatValue(figure.value, figure.unit);
+}
+
+const escapeCell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+/** A markdown table; `header` and every row have the same number of cells. */
+export function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  for (const row of rows) {
+    if (row.length !== header.length) throw new Error(`a table row has ${row.length} cells, the header ${header.length}: ${row.join(' | ')}`);
+  }
+  const line = (cells: readonly string[]) => `| ${cells.map(escapeCell).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** Rows are figures, columns are runs; each cell is the run's figure against the run's baseline. */
+export function figuresTable(rows: readonly Row[], columns: readonly Column[]): string {
+  return markdownTable(
+    ['figure', 'baseline (same run)', ...columns.map((c) => c.title)],
+    rows.map((row) => [row.label, row.baseline, ...columns.map((c) => formatCell(c.figures[row.key]))]),
+  );
+}
+
+/** Counters from two scrapes of the same series: after minus before, by series. */
+export function counterDelta(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Map<string, number> {
+  const delta = new Map<string, number>();
+  for (const [series, value] of after) {
+    const d = value - (before.get(series) ?? 0);
+    if (d !== 0) delta.set(series, d);
+  }
+  return delta;
+}
+
+/** Every sample of the metrics `names` in a Prometheus text, by full series (`name{labels}`). */
+export function parseSeries(text: string, names: readonly string[]): Map<string, number> {
+  const series = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
+    if (!match || !names.includes(match[1])) continue;
+    series.set(`${match[1]}${match[2] ?? ''}`, Number(match[3]));
+  }
+  return series;
+}
+
+/** The labels of a series key made by parseSeries. */
+export function seriesLabels(series: string): Record<string, string> {
+  const braces = series.indexOf('{');
+  if (braces < 0) return {};
+  return Object.fromEntries([...series.slice(braces).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+}
+
+/** The baselines of one N, measured once and shared by every operator's column. */
+export interface Baselines {
+  readonly n: number;
+  /** Echo controller (see bench/baselines.ts): create sent → child seen, per object (ms). */
+  readonly echoCreateToChildMs: readonly number[];
+  /** Echo controller: first create sent → last child seen (ms). */
+  readonly echoAllChildrenMs: number;
+  /** N rendered Deployments created directly: first create sent → last one available (ms). */
+  readonly directAllAvailableMs: number;
+  /** renderWorkload, per Website (µs), measured in the bench process. */
+  readonly renderUs: number;
+}
+
+/**
+ * What one operator did with N Websites. Everything but the latencies is optional: an operator
+ * measured another way (a polling shell loop has no resync, no /metrics) leaves cells empty.
+ */
+export interface OperatorRun {
+  /** Operator and settings, e.g. "website-operator, QPS 200/400". */
+  readonly title: string;
+  readonly n: number;
+  /** Website create sent → its Deployment seen by a watch, per Website (ms). */
+  readonly createToDeploymentMs: readonly number[];
+  /** First Website create sent → last Deployment seen (ms). */
+  readonly allDeploymentsMs: number;
+  /** First Website create sent → last Website with status Ready True (ms). */
+  readonly allReadyMs?: number;
+  /** API writes (websites, deployments, services) from the first create until every Website was Ready. */
+  readonly createWrites?: number;
+  /** API writes by a freshly started operator's first pass over N existing Websites. */
+  readonly restartWrites?: number;
+  /** Idle resync: API writes and reconciles over a window of at least two resync periods. */
+  readonly idle?: { readonly writes: number; readonly reconciles: number; readonly windowMs: number; readonly resyncSeconds: number };
+  /** Operator RSS with no Website, after creating N, and in a restarted operator after the idle resyncs (bytes). */
+  readonly rss?: { readonly zero: number; readonly afterCreate: number; readonly idle?: number };
+  /** Operator CPU time from the first create until every Website was Ready, per Website (ms). */
+  readonly cpuMsPerWebsite?: number;
+  readonly diagnostics?: readonly string[];
+}
+
+/** The table's rows: each figure and what it is divided by. */
+export const ROWS: readonly Row[] = [
+  { key: 'p50', label: 'create → Deployment seen, p50', baseline: 'echo controller, p50' },
+  { key: 'p99', label: 'create → Deployment seen, p99', baseline: 'echo controller, p99' },
+  { key: 'allDeployments', label: 'all N Deployments seen', baseline: 'echo controller, all N children seen' },
+  { key: 'allReady', label: 'all N Websites Ready', baseline: 'N rendered Deployments created directly, all available' },
+  { key: 'idleWrites', label: 'API writes during idle resync (goal 0)', baseline: 'API writes to create the N Websites' },
+  { key: 'idleReconciles', label: 'reconciles during idle resync', baseline: 'N (a ratio ≥ 2 proves two full resyncs)' },
+  { key: 'restartWrites', label: 'API writes of a restart at N (goal 0)', baseline: 'API writes to create the N Websites' },
+  { key: 'rssCreate', label: 'operator RSS after creating N', baseline: 'same process with 0 Websites' },
+  { key: 'rssIdle', label: 'operator RSS at N, restarted, after idle resync', baseline: 'first process with 0 Websites' },
+  { key: 'cpu', label: 'operator CPU per Website created', baseline: 'renderWorkload per Website' },
+];
+
+/** One column of the table: the run's figures against the same N's baselines. */
+export function operatorColumn(run: OperatorRun, baselines: Baselines): Column {
+  const figures: Record<string, Figure> = {
+    p50: { value: percentile(run.createToDeploymentMs, 50), unit: 'ms', baseline: percentile(baselines.echoCreateToChildMs, 50) },
+    p99: { value: percentile(run.createToDeploymentMs, 99), unit: 'ms', baseline: percentile(baselines.echoCreateToChildMs, 99) },
+    allDeployments: { value: run.allDeploymentsMs, unit: 'ms', baseline: baselines.echoAllChildrenMs },
+  };
+  if (run.allReadyMs !== undefined) figures.allReady = { value: run.allReadyMs, unit: 'ms', baseline: baselines.directAllAvailableMs };
+  if (run.idle) {
+    const { writes, reconciles, windowMs, resyncSeconds } = run.idle;
+    figures.idleWrites = { value: writes, unit: 'count', baseline: run.createWrites, detail: `over ${formatValue(windowMs, 'ms')}, resync every ${resyncSeconds} s` };
+    figures.idleReconciles = { value: reconciles, unit: 'count', baseline: run.n };
+  }
+  if (run.restartWrites !== undefined) figures.restartWrites = { value: run.restartWrites, unit: 'count', baseline: run.createWrites };
+  if (run.rss) {
+    const perWebsite = (bytes: number) => `+${formatValue((bytes - run.rss!.zero) / run.n, 'bytes')} per Website`;
+    figures.rssCreate = { value: run.rss.afterCreate, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.afterCreate) };
+    if (run.rss.idle !== undefined) figures.rssIdle = { value: run.rss.idle, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.idle) };
+  }
+  if (run.cpuMsPerWebsite !== undefined) figures.cpu = { value: run.cpuMsPerWebsite, unit: 'ms', baseline: baselines.renderUs / 1000 };
+  return { title: `${run.title}, N=${run.n}`, figures, diagnostics: run.diagnostics };
+}

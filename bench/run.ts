@@ -1,0 +1,173 @@
+// `npm run bench`: the website operator at N = 100 and 1000 Websites on a local cluster of its own,
+// every figure against a baseline measured in the same run. Prints a markdown report and writes it
+// to bench/results/latest.md. See README "Benchmarks".
+//
+//   npm run bench -- --n 100,1000 [--full] [--resync 5] [--keep-cluster]
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { BASELINE_NS, CREATE_CONCURRENCY, directDeploymentsBaseline, echoBaseline, idleNodeRss } from './baselines.ts';
+import { type BenchCluster, ROOT, clusterDown, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
+import { DEFAULT_SETTINGS, FAST_SETTINGS, type OperatorSettings, benchWebsiteOperator, killOperators, measureRender } from './operator.ts';
+import { type Baselines, type Column, type OperatorRun, ROWS, figuresTable, formatRatio, formatValue, markdownTable, operatorColumn, percentile } from './report.ts';
+
+/** What every operator under test gets: the cluster, and where to say what it is doing. */
+export interface BenchContext {
+  readonly cluster: BenchCluster;
+  readonly log: (message: string) => void;
+}
+
+/**
+ * One operator (in one configuration) under test: a column per N. Another operator joins the
+ * table with one more entry in `subjects` below, e.g. the shell operator's
+ * `{ title: 'shell operator', run: (n, { cluster, log }) => benchShellOperator({ n, cluster, log }).then(toOperatorRun) }`.
+ */
+export interface Subject {
+  readonly title: string;
+  /** Skips N where this subject would take too long. @default every N */
+  readonly runsAt?: (n: number) => boolean;
+  run(n: number, context: BenchContext): Promise<OperatorRun>;
+}
+
+function websiteOperator(settings: OperatorSettings, options: { runsAt?: (n: number) => boolean; resyncSeconds: number; replicas: number }): Subject {
+  return {
+    title: `website-operator ${settings.label}`,
+    runsAt: options.runsAt,
+    run: (n, { cluster, log }) => benchWebsiteOperator({ cluster, n, settings, log, resyncSeconds: options.resyncSeconds, replicas: options.replicas }),
+  };
+}
+
+/** The local cluster's controller manager and scheduler, raised above their 20 QPS defaults so they are not what the figures measure. */
+const CLUSTER_ARGS = [
+  'kube-controller-manager=kube-api-qps=500',
+  'kube-controller-manager=kube-api-burst=1000',
+  'kube-scheduler=kube-api-qps=500',
+  'kube-scheduler=kube-api-burst=1000',
+];
+
+const log = (message: string) => process.stderr.write(`[bench] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      n: { type: 'string', default: '100,1000' },
+      full: { type: 'boolean', default: false },
+      resync: { type: 'string', default: '5' },
+      replicas: { type: 'string', default: '1' },
+      'keep-cluster': { type: 'boolean', default: false },
+    },
+  });
+  const ns = values.n.split(',').map((v) => Number(v.trim()));
+  if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--n takes positive whole numbers separated by commas, got ${JSON.stringify(values.n)}`);
+  const resyncSeconds = Number(values.resync);
+  const replicas = Number(values.replicas);
+  if (!(resyncSeconds >= 1)) throw new Error(`--resync takes seconds (at least 1), got ${JSON.stringify(values.resync)}`);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new Error(`--replicas takes 1 to 5 (the Website schema's bounds), got ${JSON.stringify(values.replicas)}`);
+  // At 20 QPS the client-side limit alone makes N = 1000 take minutes: by default only up to 100.
+  const defaultsUpTo = values.full ? Number.POSITIVE_INFINITY : 100;
+  const subjects: Subject[] = [
+    websiteOperator(DEFAULT_SETTINGS, { runsAt: (n) => n <= defaultsUpTo, resyncSeconds, replicas }),
+    websiteOperator(FAST_SETTINGS, { resyncSeconds, replicas }),
+  ];
+
+  const began = Date.now();
+  const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Node ${process.version}`;
+  log(`machine: ${machine}`);
+  log('render time per Website (in this process, before the cluster starts)');
+  const render = measureRender();
+  const nodeRss = await idleNodeRss();
+
+  const cluster = await clusterUp({ pods: Math.max(...ns) * replicas + 50, extraArgs: CLUSTER_ARGS, log });
+  let stopCluster = !values['keep-cluster'];
+  const interrupted = () => {
+    log('interrupted');
+    killOperators();
+    (stopCluster ? clusterDown() : Promise.resolve()).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  const columns: Column[] = [];
+  try {
+    await installOperatorObjects(cluster);
+    await ensureServiceCidr(cluster);
+    for (const n of ns) {
+      const context: BenchContext = { cluster, log };
+      log(`N=${n}: baseline: echo controller`);
+      const echo = await echoBaseline(cluster, n, DEFAULT_SETTINGS.concurrency);
+      log(`N=${n}: baseline: ${n} Deployments created directly`);
+      const direct = await directDeploymentsBaseline(cluster, n, replicas);
+      const baseline: Baselines = {
+        n,
+        echoCreateToChildMs: echo.createToChildMs,
+        echoAllChildrenMs: echo.allChildrenMs,
+        directAllAvailableMs: direct.allAvailableMs,
+        renderUs: render.renderUs,
+      };
+      log(`N=${n}: echo p50 ${formatValue(percentile(echo.createToChildMs, 50), 'ms')}, p99 ${formatValue(percentile(echo.createToChildMs, 99), 'ms')}; API round trip p50 ${formatValue(percentile(echo.createToSeenMs, 50), 'ms')}; direct Deployments all available after ${formatValue(direct.allAvailableMs, 'ms')}`);
+      for (const subject of subjects) {
+        if (subject.runsAt && !subject.runsAt(n)) {
+          log(`N=${n}: skipping ${subject.title} (--full runs it)`);
+          continue;
+        }
+        const run = await subject.run(n, context);
+        columns.push(operatorColumn(run, baseline));
+        process.stderr.write(`${figuresTable(ROWS, columns.slice(-1))}\n`);
+      }
+    }
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+    if (stopCluster) {
+      stopCluster = false;
+      await clusterDown();
+    }
+  }
+
+  const minutes = ((Date.now() - began) / 60_000).toFixed(1);
+  const report = [
+    `# Benchmark: the website operator at N = ${ns.join(', ')}`,
+    '',
+    `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${minutes} min. Machine: ${machine}.`,
+    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}.`,
+    `Operator: lib/bin/operator.ts as a process, as its ServiceAccount (token) under dist/'s Role; leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false; CONCURRENCY=${DEFAULT_SETTINGS.concurrency}.`,
+    `Settings: ${subjects.map((s) => s.title).join('; ')}${values.full ? '' : ` (the QPS 20/30 defaults only up to N=${defaultsUpTo}: at 20 requests/s and about 7 requests per new Website, N=1000 needs ≥ 350 s of client-side waiting alone; --full runs it)`}.`,
+    `Websites: ${replicas} replica each, created ${CREATE_CONCURRENCY} at a time by the benchmark (administrator client, no client-side limit); idle resync: the operator restarted with RESYNC_SECONDS=${resyncSeconds}.`,
+    '',
+    figuresTable(ROWS, columns),
+    '',
+    'Each cell: the figure (its ratio to the baseline of the same N, measured in the same run, and that baseline). Baselines:',
+    `- **echo controller**: ConfigMaps created exactly like the Websites; a controller in the benchmark process (the operator's own Informer and WorkQueue, ${DEFAULT_SETTINGS.concurrency} workers, no rate limit) creates a child ConfigMap for each; latency is create sent → child seen by a watch, as for Websites. The least any operator can do: one watch event, one create, one watch event.`,
+    `- **Deployments created directly**: the N Deployments the operator would render (renderWorkload, no owner reference), created by the benchmark at the same pace in namespace ${BASELINE_NS}, until each is available: the cluster's own time to run them.`,
+    '- **API writes**: CREATE/APPLY/PATCH/UPDATE/DELETE of websites (incl. status), deployments and services, from the operator\'s `rest_client_requests_total` (Lease renewals and events are counted in the diagnostics below).',
+    `- **RSS**: VmRSS of the operator process (/proc), median of three readings; the baseline is the same configuration with 0 Websites (caches synced, leading). An idle Node ${process.version} process (\`setInterval\`) has ${formatValue(nodeRss, 'bytes')}.`,
+    '- **CPU per Website**: the operator\'s process_cpu_seconds_total from the first create until all were Ready, over N; baseline: renderWorkload per Website (below).',
+    '',
+    '## Render time per Website (warm, in the benchmark process)',
+    '',
+    markdownTable(
+      ['what', 'per Website', 'vs. JSON round trip of the output'],
+      [
+        ['renderWorkload (WebsiteWorkload in a fresh App + Chart, toJson)', formatValue(render.renderUs, 'us'), formatRatio(render.renderUs, render.jsonRoundTripUs)],
+        ['empty App + Chart, toJson (cdk8s fixed cost)', formatValue(render.emptyChartUs, 'us'), formatRatio(render.emptyChartUs, render.jsonRoundTripUs)],
+        ['JSON.parse(JSON.stringify(Deployment + Service)) (baseline)', formatValue(render.jsonRoundTripUs, 'us'), '1×'],
+      ],
+    ),
+    '',
+    `Medians of 7 rounds of ${render.iterations / 7} Websites each, the three interleaved.`,
+    '',
+    '## Under load: requests, errors, retries, warnings',
+    '',
+    ...columns.flatMap((c) => [`**${c.title}**`, '', ...(c.diagnostics ?? []).map((d) => `- ${d}`), '']),
+  ].join('\n');
+  process.stdout.write(`${report}\n`);
+  const dir = join(ROOT, 'bench', 'results');
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'latest.md'), `${report}\n`);
+  log(`written to bench/results/latest.md (${minutes} min)`);
+}
+
+main().catch((error: Error) => {
+  log(`error: ${error.stack ?? error.message}`);
+  process.exit(1);
+});
