@@ -12,7 +12,7 @@ import { LEASE_NAME } from '../lib/operator/names.ts';
 import { OPERATOR_NS, OperatorProcess, RECONCILED_RESOURCES, WRITE_VERBS, serviceAccountKubeconfig } from '../scripts/operator-process.ts';
 import { CREATE_CONCURRENCY } from './baselines.ts';
 import { type BenchCluster, Watcher, emptyNamespace, inPool, waitFor } from './cluster.ts';
-import { type OperatorRun, counterDelta, median, parseSeries, seriesLabels } from './report.ts';
+import { type OperatorRun, counterDelta, latencySummary, median, parseSeries, seriesLabels } from './report.ts';
 
 /** How the operator process is configured for a run (its environment contract, lib/bin/config.ts). */
 export interface OperatorSettings {
@@ -283,7 +283,7 @@ export async function benchWebsiteOperator(options: WebsiteOperatorBenchOptions)
     return {
       title,
       n,
-      createToDeploymentMs: names.map((m) => deployments.firstSeen.get(`website-${m}`)! - sentAt.get(m)!),
+      latencyMs: latencySummary(names.map((m) => deployments.firstSeen.get(`website-${m}`)! - sentAt.get(m)!)),
       allDeploymentsMs: deploymentsAt - start,
       allReadyMs: Math.max(...names.map((m) => ready.reachedAt.get(m)!)) - start,
       createWrites,
