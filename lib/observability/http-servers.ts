@@ -1,4 +1,4 @@
-import { type Server, createServer } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OperatorMetrics } from './metrics.ts';
 
@@ -14,23 +14,38 @@ export interface Check {
   readonly ok: () => boolean;
 }
 
-async function listen(server: Server, port: number, host: string): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return (server.address() as AddressInfo).port;
-}
-
-export class MetricsServer {
+/** A plain-HTTP server on a port of its own (0 picks a free one, which `port` then tells). */
+class EndpointServer {
   private readonly server: Server;
   private boundPort = 0;
 
+  constructor(handler: (req: IncomingMessage, res: ServerResponse) => void) {
+    this.server = createServer(handler);
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  async start(port: number, host = '0.0.0.0'): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.boundPort = (this.server.address() as AddressInfo).port;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+export class MetricsServer extends EndpointServer {
   constructor(metrics: OperatorMetrics) {
-    this.server = createServer((req, res) => {
+    super((req, res) => {
       if (req.method !== 'GET' || req.url !== '/metrics') {
         res.writeHead(404).end('not found: metrics are at GET /metrics\n');
         return;
@@ -41,26 +56,11 @@ export class MetricsServer {
       );
     });
   }
-
-  get port(): number {
-    return this.boundPort;
-  }
-
-  async start(port: number, host = '0.0.0.0'): Promise<void> {
-    this.boundPort = await listen(this.server, port, host);
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
 }
 
-export class HealthServer {
-  private readonly server: Server;
-  private boundPort = 0;
-
+export class HealthServer extends EndpointServer {
   constructor(readiness: Check[]) {
-    this.server = createServer((req, res) => {
+    super((req, res) => {
       if (req.method !== 'GET') {
         res.writeHead(405).end();
       } else if (req.url === '/healthz') {
@@ -73,17 +73,5 @@ export class HealthServer {
         res.writeHead(404).end('not found: probes are /healthz and /readyz\n');
       }
     });
-  }
-
-  get port(): number {
-    return this.boundPort;
-  }
-
-  async start(port: number, host = '0.0.0.0'): Promise<void> {
-    this.boundPort = await listen(this.server, port, host);
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }
