@@ -124,10 +124,19 @@ up() {
 }
 
 # Processes of a cluster whose state directory is gone or unreadable (kill -9 of kwokctl itself).
+# An API server whose etcd is gone can hang in its graceful shutdown: after 10 s, kill -9.
 stop_leftovers() {
-  local pids
+  local pids waited=0
   pids=$(pgrep -f -- "$KWOK_WORKDIR/clusters/$NAME/" || true)
-  [[ -n $pids ]] && kill $pids 2>/dev/null || true
+  [[ -n $pids ]] || return 0
+  kill $pids 2>/dev/null || true
+  while pgrep -f -- "$KWOK_WORKDIR/clusters/$NAME/" >/dev/null; do
+    if (( waited++ >= 100 )); then
+      pkill -9 -f -- "$KWOK_WORKDIR/clusters/$NAME/" || true
+      break
+    fi
+    sleep 0.1
+  done
 }
 
 down() {
