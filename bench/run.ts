@@ -4,7 +4,7 @@
 //
 //   npm run bench -- [--n 100,1000] [--quick] [--resync 5] [--replicas 1] [--keep-cluster]
 //
-// About 17 minutes on 2 cores, of which 8 are the QPS 20/30 defaults at N=1000 (their client-side
+// About 15 minutes on 2 cores, of which 8 are the QPS 20/30 defaults at N=1000 (their client-side
 // rate limit: about 9 requests per new Website at 20 per second); --quick skips those above N=100.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, release, totalmem } from 'node:os';
