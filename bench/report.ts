@@ -219,7 +219,10 @@ export function operatorColumn(run: OperatorRun, baselines: Baselines): Column {
   }
   if (run.restartWrites !== undefined) figures.restartWrites = { value: run.restartWrites, unit: 'count', baseline: run.createWrites };
   if (run.rss) {
-    const perWebsite = (bytes: number) => `+${formatValue((bytes - run.rss!.zero) / run.n, 'bytes')} per Website`;
+    const perWebsite = (bytes: number) => {
+      const delta = (bytes - run.rss!.zero) / run.n;
+      return `${delta < 0 ? '−' : '+'}${formatValue(Math.abs(delta), 'bytes')} per Website`;
+    };
     figures.rssCreate = { value: run.rss.afterCreate, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.afterCreate) };
     if (run.rss.idle !== undefined) figures.rssIdle = { value: run.rss.idle, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.idle) };
   }

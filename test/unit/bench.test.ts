@@ -134,6 +134,12 @@ describe('markdown tables', () => {
     expect(column.diagnostics).toEqual(run.diagnostics);
   });
 
+  test('RSS below the baseline (V8 collected since) shows a negative change per Website', () => {
+    const column = operatorColumn({ ...run, rss: { zero: 100 * 2 ** 20, afterCreate: 99 * 2 ** 20 } }, baselines);
+    expect(formatCell(column.figures.rssCreate)).toBe('99.0 MiB (0.99× of 100.0 MiB; −256.0 KiB per Website)');
+    expect(column.figures.rssIdle).toBeUndefined();
+  });
+
   test('a run without resync or memory figures leaves those cells empty', () => {
     const shellLike: OperatorRun = { title: 'shell operator', n: 4, latencyMs: { p50: 2000, p99: 4000, max: 4000 }, allDeploymentsMs: 4000 };
     const table = figuresTable(ROWS, [operatorColumn(run, baselines), operatorColumn(shellLike, baselines)]);
