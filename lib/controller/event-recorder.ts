@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
 import { EVENTS, type KubeClient, type KubeObject } from './kube-client.ts';
+import { metaTime } from './time.ts';
 
 /**
  * Records core/v1 Events about an object (`kubectl describe` shows them). The operator's Role
@@ -47,7 +48,7 @@ export class EventRecorder {
     if (last !== undefined && now - last < dedupeWindowMs) return;
     this.recent.set(key, now);
     this.prune(now, dedupeWindowMs);
-    const timestamp = new Date(now).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const timestamp = metaTime(new Date(now));
     try {
       await client.create(EVENTS, {
         apiVersion: 'v1',

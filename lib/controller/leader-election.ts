@@ -2,6 +2,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { sleep } from './backoff.ts';
 import { type KubeClient, type KubeObject, LEASES, isConflict, isNotFound } from './kube-client.ts';
+import { microTime } from './time.ts';
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, the algorithm of client-go's leaderelection
@@ -40,11 +41,6 @@ interface Lease extends KubeObject {
     renewTime?: string;
     leaseTransitions?: number;
   };
-}
-
-/** metav1.MicroTime: RFC 3339 with microseconds. */
-function microTime(date = new Date()): string {
-  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
 export class LeaderElector {

@@ -1,4 +1,5 @@
 import type { KubeObject } from '../controller/kube-client.ts';
+import { metaTime } from '../controller/time.ts';
 import type { WebsiteCondition, WebsiteStatus, WebsiteV1 } from '../website/types.ts';
 
 /** Reasons of the Ready condition, as `kubectl get website -o yaml` shows them. */
@@ -48,7 +49,7 @@ export function failedCondition(website: WebsiteV1, message: string): Omit<Websi
 export function nextStatus(website: WebsiteV1, fields: Omit<WebsiteStatus, 'conditions'>, condition: Omit<WebsiteCondition, 'lastTransitionTime'>, now = new Date()): WebsiteStatus {
   const conditions = website.status?.conditions ?? [];
   const previous = conditions.find((c) => c.type === condition.type);
-  const lastTransitionTime = previous && previous.status === condition.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const lastTransitionTime = previous && previous.status === condition.status ? previous.lastTransitionTime : metaTime(now);
   return {
     ...website.status,
     ...fields,
