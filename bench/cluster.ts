@@ -2,24 +2,20 @@
 // measurement needs from it: an administrator client, the CRD and the operator's RBAC from dist/,
 // watches that timestamp what they see, and emptying a namespace between runs.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 import { sleep } from '../lib/controller/backoff.ts';
 import { Informer } from '../lib/controller/informer.ts';
-import { DEPLOYMENTS, KubeClient, type KubeObject, type ResourceType, SERVICES } from '../lib/controller/kube-client.ts';
-import { type ClusterAccess, kubectlOk } from '../scripts/operator-process.ts';
+import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES } from '../lib/controller/kube-client.ts';
+import { type ClusterAccess, kubectlOk, operatorRbacManifests } from '../scripts/operator-process.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export const CONFIGMAPS: ResourceType = { group: '', version: 'v1', resource: 'configmaps' };
 export const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods' };
 export const REPLICASETS: ResourceType = { group: 'apps', version: 'v1', resource: 'replicasets' };
-export const EVENTS_TYPE: ResourceType = { group: '', version: 'v1', resource: 'events' };
 export const NAMESPACES: ResourceType = { group: '', version: 'v1', resource: 'namespaces' };
-export const LEASES_TYPE: ResourceType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' };
 
 /** The benchmark's cluster: how kubectl and the administrator client reach it. */
 export interface BenchCluster extends ClusterAccess {
@@ -95,10 +91,7 @@ export async function installOperatorObjects(cluster: BenchCluster): Promise<voi
   const crd = join(ROOT, 'dist/website-crd.yaml');
   await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', crd]);
   await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
-  const rbacKinds = ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
-  const rbac = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8'))
-    .map((d) => d.toJS())
-    .filter((m) => rbacKinds.includes(m?.kind));
+  const rbac = operatorRbacManifests();
   await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], rbac.map((m) => JSON.stringify(m)).join('\n'));
 }
 
@@ -221,7 +214,7 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
     for (const type of collections) {
       await admin.request('DELETE', type, { namespace }, { query: { labelSelector, gracePeriodSeconds: type === PODS ? 0 : undefined } });
     }
-    await admin.request('DELETE', EVENTS_TYPE, { namespace });
+    await admin.request('DELETE', EVENTS, { namespace });
     try {
       // A controller acting on what it saw just before may create one more object: delete again.
       await waitFor(`namespace ${namespace} to be empty`, async () => (await remaining()) === 0, 15_000);

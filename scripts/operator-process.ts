@@ -2,16 +2,26 @@
 // operator's ServiceAccount under exactly the Role dist/ ships. Shared by the cluster tests
 // (test/cluster/operator-process.ts binds it to the test cluster) and the benchmark (bench/).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AddressInfo, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export const OPERATOR_NS = 'website-system';
+
+/** The operator's Namespace, ServiceAccount, Roles and bindings exactly as dist/website-operator.yaml ships them (not its Deployment). */
+export function operatorRbacManifests(): Array<Record<string, any>> {
+  const kinds = ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
+  return parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8'))
+    .map((document) => document.toJS())
+    .filter((manifest) => kinds.includes(manifest?.kind));
+}
 
 /** Where a cluster is and how to reach it as an administrator. */
 export interface ClusterAccess {

@@ -5,9 +5,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { ROOT } from './env.ts';
 import { eventually, getJson, kubectl, ok, website } from './kube.ts';
+import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { OPERATOR_NS as NS, OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
 
 let tree: string;
@@ -15,10 +15,7 @@ let operator: OperatorProcess | undefined;
 beforeAll(async () => {
   tree = mkdtempSync(join(tmpdir(), 'image-tree-'));
   execFileSync('bash', [join(ROOT, 'scripts/image-tree.sh'), tree], { stdio: 'inherit' });
-  const rbac = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8'))
-    .map((d) => d.toJS())
-    .filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding'].includes(m.kind));
-  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: rbac.map((m) => JSON.stringify(m)).join('\n') });
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: operatorRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
   await kubectl(['delete', 'lease', 'website-operator', '-n', NS, '--ignore-not-found']);
 }, 300_000);
 afterAll(async () => {

@@ -1,17 +1,15 @@
 // The operator end to end: the real entrypoint as a process, authenticated as its ServiceAccount
 // under exactly the Role dist/ ships, against the real local cluster (kwok pods become Ready).
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { parseAllDocuments } from 'yaml';
 import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
 import { CLUSTER_ENV, ROOT } from './env.ts';
 import { eventually, getJson, kubectl, ok, website } from './kube.ts';
+import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { OPERATOR_NS as NS, OperatorProcess, freePort, serviceAccountKubeconfig } from './operator-process.ts';
 
-const manifests = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
-const rbac = manifests.filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(m.kind));
-const role = rbac.find((m) => m.kind === 'Role');
+const rbac = operatorRbacManifests();
+const role = rbac.find((m) => m.kind === 'Role')!;
 const LABEL = 'website-stack/test=operator';
 const FINALIZER = 'websites.web.example.com/cleanup';
 

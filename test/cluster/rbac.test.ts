@@ -1,13 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { createCertificateAuthority } from '../../lib/webhook/certificates.ts';
-import { ROOT } from './env.ts';
+import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { createNamespace, deleteNamespace, kubectl, loadClusterInfo, ok, testDeployment, website } from './kube.ts';
 
 // The operator's ServiceAccount, Role, ClusterRole and their bindings exactly as dist/ ships them.
-const operatorManifests = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
-const NS = operatorManifests.find((m) => m.kind === 'Namespace').metadata.name;
+const rbac = operatorRbacManifests();
+const NS = rbac.find((m) => m.kind === 'Namespace')!.metadata.name;
 const USER = `system:serviceaccount:${NS}:website-operator`;
 const WEBHOOK_SECRET = 'website-operator-webhook-tls';
 const CRD = 'websites.web.example.com';
@@ -15,7 +12,6 @@ const CRD = 'websites.web.example.com';
 let token: string;
 let other: string;
 beforeAll(async () => {
-  const rbac = operatorManifests.filter((m) => ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(m.kind));
   await ok(['apply', '--server-side', '-f', '-'], { input: rbac.map((m) => JSON.stringify(m)).join('\n') });
   // Fixtures of an earlier, interrupted run in this fixed namespace.
   await kubectl(['delete', 'deployment,service', 'website-rbac', '-n', NS, '--ignore-not-found', '--wait']);
