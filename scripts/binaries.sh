@@ -19,9 +19,10 @@ shopt -s inherit_errexit
 KUBERNETES_VERSION=v1.36.4
 ETCD_VERSION=v3.6.14
 KWOK_VERSION=v0.8.0
-JAEGER_VERSION=v2.20.0
-# The Jaeger module has no /v2 suffix, so Go rejects its v2 tags: build the tag's commit.
-JAEGER_COMMIT=798e4b0fcf22609e381df764a01461affd813e1e
+JAEGER_VERSION=v2.13.0
+# The Jaeger module has no /v2 suffix, so Go rejects its v2 tags; each v2 release is also tagged
+# v1.(N+63).0 for Go (v2.13.0 = v1.76.0), the newest one the Go module proxy serves here.
+JAEGER_MODULE_VERSION=v1.76.0
 OTELCOL_VERSION=v0.159.0
 OTELCOL_MANIFEST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/otelcol-builder.yaml"
 
@@ -83,7 +84,7 @@ require_go() {
 # downloaded module, which applies them (and its go.sum) exactly as upstream's Makefile does.
 # Prints the module's directory and its commit time (UTC), one per line.
 jaeger_module() {
-  local mod="github.com/jaegertracing/jaeger@$JAEGER_COMMIT"
+  local mod="github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION"
   # From /, so that a go.mod or go.work around the caller's directory plays no part.
   (cd / && go mod download "$mod" && go list -m -f '{{.Dir}}{{"\n"}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$mod")
 }
@@ -159,9 +160,9 @@ build() {
       if [[ $ok == 0 ]]; then
         { read -r dir; read -r commit_time; } <<<"$module"
         if [[ $name == jaeger ]]; then
-          # Upstream's BUILD_INFO_V2 (scripts/makefiles/BuildInfo.mk), so `jaeger version` reports v2.20.0.
+          # Upstream's BUILD_INFO_V2 (scripts/makefiles/BuildInfo.mk), so `jaeger version` reports v2.13.0.
           pkg=./cmd/jaeger
-          for kv in "latestVersion=$JAEGER_VERSION" "commitSHA=$JAEGER_COMMIT" "date=$commit_time"; do
+          for kv in "latestVersion=$JAEGER_VERSION" "commitSHA=$JAEGER_MODULE_VERSION" "date=$commit_time"; do
             ld+=" -X github.com/jaegertracing/jaeger/internal/version.$kv"
           done
         fi
