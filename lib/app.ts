@@ -3,6 +3,8 @@ import { argoSync } from './argocd.ts';
 import { OPERATOR_NAMESPACE } from './operator/names.ts';
 import { WebsiteOperator } from './operator/website-operator.ts';
 import { ShellOperator } from './shell-operator/shell-operator.ts';
+import { DevelopmentTracingStack } from './tracing/development-tracing-stack.ts';
+import { ProductionTracingStack, type ProductionTracingStackProps } from './tracing/production-tracing-stack.ts';
 import { WebsiteCrd } from './website/website-crd.ts';
 import { Website } from './website/website.ts';
 
@@ -37,5 +39,34 @@ export function buildApp(props: AppProps = {}): App {
   });
   argoSync(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
 
+  // The trace stack: one of the three per cluster (README: "The trace stack").
+  new DevelopmentTracingStack(new Chart(app, 'tracing-dev'), 'Tracing');
+  new ProductionTracingStack(new Chart(app, 'tracing-production-elasticsearch'), 'Tracing', {
+    ...PRODUCTION_TRACING,
+    jaeger: {
+      ...PRODUCTION_TRACING.jaeger,
+      // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
+      storage: {
+        type: 'elasticsearch',
+        serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
+        caSecretName: 'elasticsearch-es-http-certs-public',
+        credentials: { secretName: 'jaeger-elasticsearch' },
+      },
+    },
+  });
+  new ProductionTracingStack(new Chart(app, 'tracing-production-cassandra'), 'Tracing', {
+    ...PRODUCTION_TRACING,
+    jaeger: { ...PRODUCTION_TRACING.jaeger, storage: { type: 'cassandra', servers: ['cassandra.tracing.svc:9042'], credentials: { secretName: 'jaeger-cassandra' } } },
+  });
+
   return app;
 }
+
+/**
+ * What both production charts share: mutual TLS between the collector gateway and Jaeger's
+ * collector, from Secrets cert-manager (or the user) fills (README: "The trace stack").
+ */
+const PRODUCTION_TRACING: Omit<ProductionTracingStackProps, 'jaeger'> & { jaeger: Omit<ProductionTracingStackProps['jaeger'], 'storage'> } = {
+  jaeger: { collectorTls: { secretName: 'jaeger-collector-tls' } },
+  collectorClientTlsSecret: 'otel-collector-client-tls',
+};

@@ -1,0 +1,48 @@
+import { k8s } from 'cdk8s-plus-34';
+import { Construct } from 'constructs';
+import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import { HotRod } from './hotrod.ts';
+import { JaegerAllInOne, type JaegerAllInOneProps } from './jaeger-all-in-one.ts';
+import { TRACING_NAMESPACE } from './names.ts';
+import { type CollectorSampling, OtelCollector } from './otel-collector.ts';
+
+export interface DevelopmentTracingStackProps {
+  /** @default 'tracing' */
+  readonly namespace?: string;
+  /** Create the namespace, labelled to enforce Pod Security `restricted`. @default true */
+  readonly createNamespace?: boolean;
+  /** Jaeger all-in-one's settings (storage, OTLP switch). @default in memory, OTLP on */
+  readonly jaeger?: Omit<JaegerAllInOneProps, 'namespace'>;
+  /** @default every trace: a developer wants to see each request */
+  readonly sampling?: CollectorSampling;
+  /** Deploy HotROD, sending through the collector. @default true */
+  readonly hotrod?: boolean;
+}
+
+/**
+ * The development trace stack: Jaeger all-in-one (in memory), an OpenTelemetry Collector in
+ * front of it, and HotROD sending to the collector. Applications set
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` to `collector.otlpHttpEndpoint`.
+ */
+export class DevelopmentTracingStack extends Construct {
+  public readonly jaeger: JaegerAllInOne;
+  public readonly collector: OtelCollector;
+  public readonly hotrod?: HotRod;
+
+  constructor(scope: Construct, id: string, props: DevelopmentTracingStackProps = {}) {
+    super(scope, id);
+    const namespace = props.namespace ?? TRACING_NAMESPACE;
+    if (props.createNamespace ?? true) {
+      new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } } });
+    }
+    this.jaeger = new JaegerAllInOne(this, 'Jaeger', { ...props.jaeger, namespace });
+    this.collector = new OtelCollector(this, 'Collector', {
+      namespace,
+      sampling: props.sampling ?? { mode: 'always' },
+      backends: [{ name: 'jaeger', endpoint: this.jaeger.otlpGrpcAddress }],
+    });
+    if (props.hotrod ?? true) {
+      this.hotrod = new HotRod(this, 'HotRod', { namespace, otlpEndpoint: this.collector.otlpHttpEndpoint, jaegerUiUrl: this.jaeger.queryUrl });
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import { Construct } from 'constructs';
+import { HOTROD_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost } from './names.ts';
+import { type TracingResources, TracingWorkload } from './tracing-workload.ts';
+
+export const DEFAULT_HOTROD_RESOURCES: TracingResources = { cpuRequest: '50m', memoryRequest: '64Mi', memoryLimit: '256Mi' };
+
+export interface HotRodProps {
+  /**
+   * Base URL of the OTLP/HTTP endpoint HotROD sends spans to (`OTEL_EXPORTER_OTLP_ENDPOINT`),
+   * e.g. an OtelCollector's `otlpHttpEndpoint`.
+   */
+  readonly otlpEndpoint: string;
+  /** Jaeger's UI, for HotROD's "find trace" links. */
+  readonly jaegerUiUrl: string;
+  /** @default 'tracing' */
+  readonly namespace?: string;
+  /** @default 'hotrod' */
+  readonly name?: string;
+  /** @default 'jaegertracing/example-hotrod:1.76.0' */
+  readonly image?: string;
+  /** @default DEFAULT_HOTROD_RESOURCES */
+  readonly resources?: TracingResources;
+}
+
+/**
+ * HotROD, the reference workload (spec §1.10): frontend, customer, driver and route in one
+ * process (`hotrod all`); `GET /dispatch?customer=123` on the frontend produces one trace across
+ * all four. Only the frontend is exposed.
+ */
+export class HotRod extends Construct {
+  public readonly workload: TracingWorkload;
+  /** `http://<service>.<namespace>.svc:8080`. */
+  public readonly frontendUrl: string;
+
+  constructor(scope: Construct, id: string, props: HotRodProps) {
+    super(scope, id);
+    if (!/^https?:\/\/[^/]+$/.test(props.otlpEndpoint)) {
+      throw new Error(`HotRod at '${this.node.path}': otlpEndpoint must be a base URL with scheme, host and port and no path (http://otel-collector.tracing.svc:4318), got '${props.otlpEndpoint}'`);
+    }
+    const namespace = props.namespace ?? TRACING_NAMESPACE;
+    const name = props.name ?? 'hotrod';
+    this.workload = new TracingWorkload(this, 'Workload', {
+      namespace,
+      name,
+      component: 'example-app',
+      image: props.image ?? TRACING_IMAGES.hotrod,
+      args: ['all', `--jaeger-ui=${props.jaegerUiUrl}`],
+      env: [
+        { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: props.otlpEndpoint },
+      ],
+      ports: { ...HOTROD_PORTS },
+      servicePorts: ['frontend'],
+      health: { path: '/', port: 'frontend' },
+      resources: props.resources ?? DEFAULT_HOTROD_RESOURCES,
+    });
+    this.frontendUrl = `http://${serviceHost(name, namespace)}:${HOTROD_PORTS.frontend}`;
+  }
+}

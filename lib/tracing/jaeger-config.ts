@@ -1,0 +1,168 @@
+// Jaeger v2's configuration document (the OpenTelemetry Collector's shape with Jaeger's extensions):
+// one builder for the all-in-one, the collector and the query roles, so the three never drift.
+import { JAEGER_PORTS } from './names.ts';
+
+/** In-memory storage: lost on restart (spec §1.5), bounded so it cannot exhaust the pod's memory. */
+export interface MemoryStorage {
+  readonly type: 'memory';
+  readonly maxTraces: number;
+}
+
+/** Badger on a local directory (a PersistentVolumeClaim): a restart keeps traces for `spanTtl`. */
+export interface BadgerStorage {
+  readonly type: 'badger';
+  readonly directory: string;
+  /** Go duration, e.g. '168h'. */
+  readonly spanTtl: string;
+}
+
+/** Elasticsearch (or OpenSearch) at external URLs; the password is read from a mounted file. */
+export interface ElasticsearchStorage {
+  readonly type: 'elasticsearch';
+  readonly serverUrls: readonly string[];
+  readonly indexPrefix: string;
+  readonly username?: string;
+  readonly passwordFile?: string;
+  readonly caFile?: string;
+}
+
+/** Cassandra at external contact points; `traceTtl` is the retention. The password comes from the environment. */
+export interface CassandraStorage {
+  readonly type: 'cassandra';
+  readonly servers: readonly string[];
+  readonly keyspace: string;
+  /** Go duration, e.g. '168h'. */
+  readonly traceTtl: string;
+  /** Create the keyspace and tables when missing. */
+  readonly createSchema: boolean;
+  readonly datacenter?: string;
+  readonly username?: string;
+  /** Name of the environment variable holding the password. */
+  readonly passwordEnv?: string;
+  readonly caFile?: string;
+}
+
+export type JaegerStorage = MemoryStorage | BadgerStorage | ElasticsearchStorage | CassandraStorage;
+
+/** TLS on the OTLP receivers; with `clientCaFile`, clients need a certificate it signed (mutual TLS). */
+export interface JaegerReceiverTls {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly clientCaFile?: string;
+}
+
+export interface JaegerConfigOptions {
+  readonly storage: JaegerStorage;
+  /**
+   * Span intake. `otlp` is the spec's COLLECTOR_OTLP_ENABLED: without it only the Jaeger Thrift
+   * receivers listen. Omitted for a query-only process.
+   */
+  readonly ingest?: { readonly otlp: boolean; readonly thrift: boolean; readonly tls?: JaegerReceiverTls };
+  /** Serve the UI and API; `localOnly` binds them to 127.0.0.1 (behind an authenticating proxy). */
+  readonly query?: { readonly localOnly?: boolean };
+  /** service.name of Jaeger's own telemetry. */
+  readonly serviceName: string;
+  readonly logLevel?: 'debug' | 'info' | 'warn' | 'error';
+}
+
+const STORE = 'main';
+
+function storageBackend(storage: JaegerStorage): Record<string, unknown> {
+  switch (storage.type) {
+    case 'memory':
+      return { memory: { max_traces: storage.maxTraces } };
+    case 'badger':
+      return { badger: { directories: { keys: `${storage.directory}/keys`, values: `${storage.directory}/values` }, ephemeral: false, ttl: { spans: storage.spanTtl } } };
+    case 'elasticsearch':
+      return {
+        elasticsearch: {
+          server_urls: [...storage.serverUrls],
+          indices: { index_prefix: storage.indexPrefix },
+          ...(storage.username ? { auth: { basic: { username: storage.username, ...(storage.passwordFile ? { password_file: storage.passwordFile } : {}) } } } : {}),
+          ...(storage.caFile ? { tls: { ca_file: storage.caFile } } : {}),
+        },
+      };
+    case 'cassandra':
+      return {
+        cassandra: {
+          schema: { keyspace: storage.keyspace, create: storage.createSchema, trace_ttl: storage.traceTtl, ...(storage.datacenter ? { datacenter: storage.datacenter } : {}) },
+          connection: {
+            servers: [...storage.servers],
+            ...(storage.datacenter ? { local_dc: storage.datacenter } : {}),
+            ...(storage.username ? { auth: { basic: { username: storage.username, password: `\${env:${storage.passwordEnv}}` } } } : {}),
+            tls: storage.caFile ? { ca_file: storage.caFile } : { insecure: true },
+          },
+        },
+      };
+  }
+}
+
+/** Jaeger v2's configuration for the roles `options` asks for; every listener on all interfaces. */
+export function jaegerConfig(options: JaegerConfigOptions): Record<string, unknown> {
+  const any = (port: number) => `0.0.0.0:${port}`;
+  const extensions: Record<string, unknown> = {
+    healthcheckv2: { use_v2: true, http: { endpoint: any(JAEGER_PORTS.health), status: { enabled: true, path: '/status' } } },
+    jaeger_storage: { backends: { [STORE]: storageBackend(options.storage) } },
+  };
+  const serviceExtensions = ['jaeger_storage', 'healthcheckv2'];
+  if (options.query) {
+    const host = options.query.localOnly ? '127.0.0.1' : '0.0.0.0';
+    extensions.jaeger_query = {
+      storage: { traces: STORE },
+      http: { endpoint: `${host}:${JAEGER_PORTS.query}` },
+      grpc: { endpoint: `${host}:${JAEGER_PORTS['query-grpc']}` },
+    };
+    serviceExtensions.push('jaeger_query');
+  }
+
+  const receivers: Record<string, unknown> = {};
+  let pipeline: Record<string, unknown>;
+  const exporters: Record<string, unknown> = {};
+  const processors: Record<string, unknown> = {};
+  if (options.ingest) {
+    const { otlp, thrift, tls } = options.ingest;
+    if (!otlp && !thrift) throw new Error('jaegerConfig: ingest needs OTLP, Thrift or both');
+    if (otlp) {
+      const tlsConfig = tls ? { tls: { cert_file: tls.certFile, key_file: tls.keyFile, ...(tls.clientCaFile ? { client_ca_file: tls.clientCaFile } : {}), min_version: '1.2' } } : {};
+      receivers.otlp = {
+        protocols: {
+          grpc: { endpoint: any(JAEGER_PORTS['otlp-grpc']), ...tlsConfig },
+          http: { endpoint: any(JAEGER_PORTS['otlp-http']), ...tlsConfig },
+        },
+      };
+    }
+    if (thrift) {
+      receivers.jaeger = {
+        protocols: {
+          thrift_http: { endpoint: any(JAEGER_PORTS['thrift-http']) },
+          thrift_compact: { endpoint: any(JAEGER_PORTS['thrift-compact']) },
+          thrift_binary: { endpoint: any(JAEGER_PORTS['thrift-binary']) },
+        },
+      };
+    }
+    processors.batch = { timeout: '1s', send_batch_size: 1024 };
+    exporters.jaeger_storage_exporter = { trace_storage: STORE };
+    pipeline = { receivers: Object.keys(receivers), processors: ['batch'], exporters: ['jaeger_storage_exporter'] };
+  } else {
+    // A pipeline is mandatory; a query-only process has one that neither receives nor writes.
+    receivers.nop = {};
+    exporters.nop = {};
+    pipeline = { receivers: ['nop'], exporters: ['nop'] };
+  }
+
+  return {
+    service: {
+      extensions: serviceExtensions,
+      pipelines: { traces: pipeline },
+      telemetry: {
+        resource: { 'service.name': options.serviceName },
+        metrics: { level: 'detailed', readers: [{ pull: { exporter: { prometheus: { host: '0.0.0.0', port: JAEGER_PORTS.metrics } } } }] },
+        logs: { level: options.logLevel ?? 'info', encoding: 'json' },
+      },
+    },
+    extensions,
+    receivers,
+    ...(Object.keys(processors).length > 0 ? { processors } : {}),
+    exporters,
+  };
+}

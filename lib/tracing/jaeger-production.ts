@@ -1,0 +1,318 @@
+import { k8s } from 'cdk8s-plus-34';
+import { Construct } from 'constructs';
+import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
+import { JAEGER_CONFIG_DIR, JAEGER_CONFIG_FILE } from './jaeger-all-in-one.ts';
+import { type JaegerReceiverTls, type JaegerStorage, jaegerConfig } from './jaeger-config.ts';
+import { JAEGER_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost, tracingLabels } from './names.ts';
+import type { SecretKeyRef } from './otel-collector.ts';
+import { type SecretMount, type TracingResources, TracingWorkload } from './tracing-workload.ts';
+
+/** A Secret with keys `username` and `password`. */
+export interface CredentialsSecret {
+  readonly secretName: string;
+}
+
+export interface ElasticsearchProps {
+  readonly type: 'elasticsearch';
+  /** URLs of the cluster's HTTP endpoints. */
+  readonly serverUrls: readonly string[];
+  /** @default 'jaeger' */
+  readonly indexPrefix?: string;
+  /** @default no authentication */
+  readonly credentials?: CredentialsSecret;
+  /** A Secret with `ca.crt` to verify https server URLs. @default the system's roots */
+  readonly caSecretName?: string;
+  /** Days of indices the daily index cleaner keeps. @default 7 */
+  readonly retentionDays?: number;
+  /** When the index cleaner runs (cron, UTC). @default '55 23 * * *' */
+  readonly indexCleanerSchedule?: string;
+}
+
+export interface CassandraProps {
+  readonly type: 'cassandra';
+  /** Contact points, host or host:port. */
+  readonly servers: readonly string[];
+  /** @default 'jaeger_v1_dc1' */
+  readonly keyspace?: string;
+  /** @default the driver's choice */
+  readonly datacenter?: string;
+  /** @default no authentication */
+  readonly credentials?: CredentialsSecret;
+  /** A Secret with `ca.crt` for TLS to Cassandra. @default plaintext */
+  readonly caSecretName?: string;
+  /** How long traces live (Cassandra TTL, Go duration). @default '168h' (7 days) */
+  readonly traceTtl?: string;
+  /** The collector creates the keyspace and tables when missing. @default true */
+  readonly createSchema?: boolean;
+}
+
+/** OIDC in front of the UI and query API: oauth2-proxy beside Jaeger, which then listens on localhost only. */
+export interface QueryOidcProps {
+  readonly issuerUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: SecretKeyRef;
+  /** 16, 24 or 32 random bytes, base64: encrypts the session cookie. */
+  readonly cookieSecret: SecretKeyRef;
+  /** Email domains allowed in. @default ['*'] (anyone the issuer authenticates) */
+  readonly emailDomains?: readonly string[];
+}
+
+export const DEFAULT_JAEGER_COLLECTOR_RESOURCES: TracingResources = { cpuRequest: '250m', memoryRequest: '256Mi', memoryLimit: '1Gi' };
+export const DEFAULT_JAEGER_QUERY_RESOURCES: TracingResources = { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: '512Mi' };
+
+export interface JaegerProductionProps {
+  /** @default 'tracing' */
+  readonly namespace?: string;
+  /** Prefix of every object's name: `<name>-collector`, `<name>-query`. @default 'jaeger' */
+  readonly name?: string;
+  readonly storage: ElasticsearchProps | CassandraProps;
+  /** @default 'jaegertracing/jaeger:2.13.0' */
+  readonly image?: string;
+  /** The spec's COLLECTOR_OTLP_ENABLED. @default true */
+  readonly otlpEnabled?: boolean;
+  /** The collector scales between these on CPU (HorizontalPodAutoscaler). @default { min: 2, max: 10, targetCpuUtilization: 70 } */
+  readonly collectorScaling?: { readonly min: number; readonly max: number; readonly targetCpuUtilization: number };
+  /**
+   * TLS on the collector's OTLP receivers from a Secret with `tls.crt`, `tls.key` and `ca.crt`;
+   * with `requireClientCertificate` (the default) only clients with a certificate signed by `ca.crt`
+   * connect (mutual TLS).
+   * @default plaintext
+   */
+  readonly collectorTls?: { readonly secretName: string; readonly requireClientCertificate?: boolean };
+  /** @default no authentication in front of the UI */
+  readonly oidc?: QueryOidcProps;
+  /** @default 2 */
+  readonly queryReplicas?: number;
+  /** @default DEFAULT_JAEGER_COLLECTOR_RESOURCES */
+  readonly collectorResources?: TracingResources;
+  /** @default DEFAULT_JAEGER_QUERY_RESOURCES */
+  readonly queryResources?: TracingResources;
+  /** @default 'jaegertracing/jaeger-es-index-cleaner:1.76.0' */
+  readonly indexCleanerImage?: string;
+  /** @default 'quay.io/oauth2-proxy/oauth2-proxy:v7.12.0' */
+  readonly oauth2ProxyImage?: string;
+}
+
+const STORAGE_DIR = '/etc/jaeger/storage';
+const TLS_DIR = '/etc/jaeger/tls';
+const OAUTH2_PROXY_PORT = 4180;
+
+/**
+ * Jaeger v2 for production (spec §1.6): the collector and query as separate Deployments on
+ * Elasticsearch or Cassandra at external endpoints, credentials from Secrets only, 7-day
+ * retention by default, a collector that scales horizontally, and as options mutual TLS on the
+ * collector's OTLP receivers and OIDC in front of the UI.
+ */
+export class JaegerProduction extends Construct {
+  public readonly collector: TracingWorkload;
+  public readonly query: TracingWorkload;
+  public readonly collectorConfig: Record<string, unknown>;
+  public readonly queryConfig: Record<string, unknown>;
+  public readonly autoscaler: k8s.KubeHorizontalPodAutoscalerV2;
+  public readonly indexCleaner?: k8s.KubeCronJob;
+  /** `<name>-collector.<namespace>.svc:4317`. */
+  public readonly otlpGrpcAddress: string;
+
+  constructor(scope: Construct, id: string, props: JaegerProductionProps) {
+    super(scope, id);
+    const where = `JaegerProduction at '${this.node.path}'`;
+    const namespace = props.namespace ?? TRACING_NAMESPACE;
+    const name = props.name ?? 'jaeger';
+    const image = props.image ?? TRACING_IMAGES.jaeger;
+    const otlp = props.otlpEnabled ?? true;
+    const scaling = props.collectorScaling ?? { min: 2, max: 10, targetCpuUtilization: 70 };
+    if (!(Number.isInteger(scaling.min) && scaling.min >= 1 && scaling.max >= scaling.min)) {
+      throw new Error(`${where}: collectorScaling needs 1 <= min <= max, got min ${scaling.min}, max ${scaling.max}`);
+    }
+
+    // Storage, and what each pod needs for it: env vars from the Secret, mounted files.
+    const storageEnv: k8s.EnvVar[] = [];
+    const storageMounts: SecretMount[] = [];
+    const s = props.storage;
+    const credentialEnv = (variable: string, key: 'username' | 'password') => ({ name: variable, valueFrom: { secretKeyRef: { name: s.credentials!.secretName, key } } });
+    if (s.caSecretName) storageMounts.push({ secretName: s.caSecretName, mountPath: `${STORAGE_DIR}/ca`, keys: ['ca.crt'] });
+    const caFile = s.caSecretName ? `${STORAGE_DIR}/ca/ca.crt` : undefined;
+    let storage: (role: 'collector' | 'query') => JaegerStorage;
+    if (s.type === 'elasticsearch') {
+      if (s.serverUrls.length === 0) throw new Error(`${where}: storage.serverUrls needs at least one URL`);
+      for (const url of s.serverUrls) if (!/^https?:\/\/[^/]+/.test(url)) throw new Error(`${where}: storage.serverUrls: '${url}' is not an http(s) URL`);
+      if (s.credentials) {
+        storageEnv.push(credentialEnv('ES_USERNAME', 'username'));
+        // The password as a file Jaeger re-reads when the Secret changes, not an environment variable.
+        storageMounts.push({ secretName: s.credentials.secretName, mountPath: `${STORAGE_DIR}/credentials`, keys: ['password'] });
+      }
+      storage = () => ({
+        type: 'elasticsearch',
+        serverUrls: s.serverUrls,
+        indexPrefix: s.indexPrefix ?? 'jaeger',
+        ...(s.credentials ? { username: '${env:ES_USERNAME}', passwordFile: `${STORAGE_DIR}/credentials/password` } : {}),
+        ...(caFile ? { caFile } : {}),
+      });
+    } else {
+      if (s.servers.length === 0) throw new Error(`${where}: storage.servers needs at least one contact point`);
+      const traceTtl = s.traceTtl ?? '168h';
+      if (!/^(\d+(h|m|s))+$/.test(traceTtl)) throw new Error(`${where}: storage.traceTtl must be a Go duration such as 168h, got '${traceTtl}'`);
+      if (s.credentials) storageEnv.push(credentialEnv('CASSANDRA_USERNAME', 'username'), credentialEnv('CASSANDRA_PASSWORD', 'password'));
+      storage = (role) => ({
+        type: 'cassandra',
+        servers: s.servers,
+        keyspace: s.keyspace ?? 'jaeger_v1_dc1',
+        traceTtl,
+        // Only the collector creates the schema, so two processes never race to.
+        createSchema: role === 'collector' && (s.createSchema ?? true),
+        ...(s.datacenter ? { datacenter: s.datacenter } : {}),
+        ...(s.credentials ? { username: '${env:CASSANDRA_USERNAME}', passwordEnv: 'CASSANDRA_PASSWORD' } : {}),
+        ...(caFile ? { caFile } : {}),
+      });
+    }
+
+    // Collector: intake and writes, no UI.
+    let tls: JaegerReceiverTls | undefined;
+    const collectorMounts = [...storageMounts];
+    if (props.collectorTls) {
+      const mutual = props.collectorTls.requireClientCertificate ?? true;
+      collectorMounts.push({ secretName: props.collectorTls.secretName, mountPath: TLS_DIR, keys: mutual ? ['tls.crt', 'tls.key', 'ca.crt'] : ['tls.crt', 'tls.key'] });
+      tls = { certFile: `${TLS_DIR}/tls.crt`, keyFile: `${TLS_DIR}/tls.key`, ...(mutual ? { clientCaFile: `${TLS_DIR}/ca.crt` } : {}) };
+    }
+    this.collectorConfig = jaegerConfig({ storage: storage('collector'), ingest: { otlp, thrift: true, ...(tls ? { tls } : {}) }, serviceName: `${name}-collector` });
+    const p = JAEGER_PORTS;
+    this.collector = new TracingWorkload(this, 'Collector', {
+      namespace,
+      name: `${name}-collector`,
+      component: 'collector',
+      image,
+      args: [`--config=${JAEGER_CONFIG_DIR}/${JAEGER_CONFIG_FILE}`],
+      ports: {
+        ...(otlp ? { 'otlp-grpc': p['otlp-grpc'], 'otlp-http': p['otlp-http'] } : {}),
+        'thrift-http': p['thrift-http'],
+        'thrift-compact': p['thrift-compact'],
+        'thrift-binary': p['thrift-binary'],
+        health: p.health,
+        metrics: p.metrics,
+      },
+      config: { fileName: JAEGER_CONFIG_FILE, document: this.collectorConfig, dir: JAEGER_CONFIG_DIR },
+      env: storageEnv,
+      secretMounts: collectorMounts,
+      health: { path: '/status', port: 'health' },
+      resources: props.collectorResources ?? DEFAULT_JAEGER_COLLECTOR_RESOURCES,
+      replicas: scaling.min,
+    });
+    const collectorName = `${name}-collector`;
+    this.autoscaler = new k8s.KubeHorizontalPodAutoscalerV2(this, 'CollectorAutoscaler', {
+      metadata: { name: collectorName, namespace, labels: tracingLabels(collectorName, 'collector') },
+      spec: {
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: collectorName },
+        minReplicas: scaling.min,
+        maxReplicas: scaling.max,
+        metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: scaling.targetCpuUtilization } } }],
+      },
+    });
+    if (scaling.min > 1) {
+      new k8s.KubePodDisruptionBudget(this, 'CollectorDisruptionBudget', {
+        metadata: { name: collectorName, namespace, labels: tracingLabels(collectorName, 'collector') },
+        spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), selector: { matchLabels: { 'app.kubernetes.io/name': collectorName, 'app.kubernetes.io/component': 'collector' } } },
+      });
+    }
+
+    // Query: the UI and API, reading the same storage; behind oauth2-proxy when OIDC is on.
+    const oidc = props.oidc;
+    this.queryConfig = jaegerConfig({ storage: storage('query'), query: { localOnly: oidc !== undefined }, serviceName: `${name}-query` });
+    const sidecars: k8s.Container[] = [];
+    if (oidc) {
+      const q = k8s.Quantity.fromString;
+      sidecars.push({
+        name: 'oauth2-proxy',
+        image: props.oauth2ProxyImage ?? TRACING_IMAGES.oauth2Proxy,
+        imagePullPolicy: 'IfNotPresent',
+        args: [
+          '--provider=oidc',
+          `--oidc-issuer-url=${oidc.issuerUrl}`,
+          `--client-id=${oidc.clientId}`,
+          `--upstream=http://127.0.0.1:${p.query}`,
+          `--http-address=0.0.0.0:${OAUTH2_PROXY_PORT}`,
+          ...(oidc.emailDomains ?? ['*']).map((d) => `--email-domain=${d}`),
+          '--reverse-proxy=true',
+          '--skip-provider-button=true',
+          '--cookie-secure=true',
+          '--ping-path=/ping',
+        ],
+        env: [
+          { name: 'OAUTH2_PROXY_CLIENT_SECRET', valueFrom: { secretKeyRef: { name: oidc.clientSecret.secretName, key: oidc.clientSecret.key } } },
+          { name: 'OAUTH2_PROXY_COOKIE_SECRET', valueFrom: { secretKeyRef: { name: oidc.cookieSecret.secretName, key: oidc.cookieSecret.key } } },
+        ],
+        ports: [{ name: 'query', containerPort: OAUTH2_PROXY_PORT, protocol: 'TCP' }],
+        readinessProbe: { httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') }, periodSeconds: 10 },
+        resources: { requests: { cpu: q('20m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
+        securityContext: restrictedContainerSecurityContext(),
+      });
+    }
+    this.query = new TracingWorkload(this, 'Query', {
+      namespace,
+      name: `${name}-query`,
+      component: 'query',
+      image,
+      args: [`--config=${JAEGER_CONFIG_DIR}/${JAEGER_CONFIG_FILE}`],
+      // With OIDC, Jaeger's own UI port is reachable only through the proxy, which takes its name.
+      ports: oidc ? { health: p.health, metrics: p.metrics } : { query: p.query, 'query-grpc': p['query-grpc'], health: p.health, metrics: p.metrics },
+      ...(oidc ? { sidecars, sidecarPorts: { query: OAUTH2_PROXY_PORT }, servicePorts: ['metrics'] } : {}),
+      config: { fileName: JAEGER_CONFIG_FILE, document: this.queryConfig, dir: JAEGER_CONFIG_DIR },
+      env: storageEnv,
+      secretMounts: storageMounts,
+      health: { path: '/status', port: 'health' },
+      resources: props.queryResources ?? DEFAULT_JAEGER_QUERY_RESOURCES,
+      replicas: props.queryReplicas ?? 2,
+    });
+
+    if (s.type === 'elasticsearch') {
+      const days = s.retentionDays ?? 7;
+      if (!Number.isInteger(days) || days < 1) throw new Error(`${where}: storage.retentionDays must be a whole number of days >= 1, got ${days}`);
+      const cleanerName = `${name}-es-index-cleaner`;
+      const labels = tracingLabels(cleanerName, 'index-cleaner');
+      const env: k8s.EnvVar[] = [
+        { name: 'INDEX_PREFIX', value: s.indexPrefix ?? 'jaeger' },
+        ...(s.credentials ? [credentialEnv('ES_USERNAME', 'username'), credentialEnv('ES_PASSWORD', 'password')] : []),
+        ...(caFile ? [{ name: 'ES_TLS_ENABLED', value: 'true' }, { name: 'ES_TLS_CA', value: caFile }] : []),
+      ];
+      const q = k8s.Quantity.fromString;
+      this.indexCleaner = new k8s.KubeCronJob(this, 'IndexCleaner', {
+        metadata: { name: cleanerName, namespace, labels },
+        spec: {
+          schedule: s.indexCleanerSchedule ?? '55 23 * * *',
+          timeZone: 'Etc/UTC',
+          concurrencyPolicy: 'Forbid',
+          successfulJobsHistoryLimit: 1,
+          failedJobsHistoryLimit: 3,
+          jobTemplate: {
+            spec: {
+              backoffLimit: 3,
+              ttlSecondsAfterFinished: 86400,
+              template: {
+                metadata: { labels },
+                spec: {
+                  restartPolicy: 'OnFailure',
+                  automountServiceAccountToken: false,
+                  securityContext: restrictedPodSecurityContext(),
+                  ...(caFile ? { volumes: [{ name: 'ca', secret: { secretName: s.caSecretName!, defaultMode: 0o440, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] } : {}),
+                  containers: [
+                    {
+                      name: 'index-cleaner',
+                      image: props.indexCleanerImage ?? TRACING_IMAGES.esIndexCleaner,
+                      imagePullPolicy: 'IfNotPresent',
+                      // Deletes the daily indices older than `days` days.
+                      args: [String(days), s.serverUrls[0]],
+                      env,
+                      resources: { requests: { cpu: q('10m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
+                      securityContext: restrictedContainerSecurityContext(),
+                      ...(caFile ? { volumeMounts: [{ name: 'ca', mountPath: `${STORAGE_DIR}/ca`, readOnly: true }] } : {}),
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        },
+      });
+    }
+    this.otlpGrpcAddress = `${serviceHost(collectorName, namespace)}:${p['otlp-grpc']}`;
+  }
+}

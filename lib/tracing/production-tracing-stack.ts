@@ -1,0 +1,59 @@
+import { k8s } from 'cdk8s-plus-34';
+import { Construct } from 'constructs';
+import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import { JaegerProduction, type JaegerProductionProps } from './jaeger-production.ts';
+import { TRACING_NAMESPACE } from './names.ts';
+import { type CollectorBackend, type CollectorReceiverSecurity, type CollectorSampling, OtelCollector } from './otel-collector.ts';
+
+export interface ProductionTracingStackProps {
+  /** @default 'tracing' */
+  readonly namespace?: string;
+  /** Create the namespace, labelled to enforce Pod Security `restricted`. @default true */
+  readonly createNamespace?: boolean;
+  /** Jaeger's storage, TLS, OIDC and scaling. */
+  readonly jaeger: Omit<JaegerProductionProps, 'namespace'>;
+  /**
+   * A Secret with `ca.crt`, `tls.crt` and `tls.key`: the collector's client certificate for
+   * Jaeger's mutual TLS. Required when `jaeger.collectorTls` requires client certificates.
+   * @default plaintext to Jaeger
+   */
+  readonly collectorClientTlsSecret?: string;
+  /** @default tail-based: errors, slower than 1 s, 1 % of the rest (spec §8) */
+  readonly sampling?: CollectorSampling;
+  /** Further backends the collector also exports to (a second Jaeger, a vendor). @default none */
+  readonly extraBackends?: readonly CollectorBackend[];
+  /** @default open receivers inside the cluster */
+  readonly receiverSecurity?: CollectorReceiverSecurity;
+}
+
+/**
+ * The production trace stack: Jaeger's collector and query split over Elasticsearch or
+ * Cassandra, and an OpenTelemetry Collector gateway in front doing tail-based sampling.
+ */
+export class ProductionTracingStack extends Construct {
+  public readonly jaeger: JaegerProduction;
+  public readonly collector: OtelCollector;
+
+  constructor(scope: Construct, id: string, props: ProductionTracingStackProps) {
+    super(scope, id);
+    const namespace = props.namespace ?? TRACING_NAMESPACE;
+    if (props.createNamespace ?? true) {
+      new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } } });
+    }
+    const mutual = props.jaeger.collectorTls && (props.jaeger.collectorTls.requireClientCertificate ?? true);
+    if (mutual && !props.collectorClientTlsSecret) {
+      throw new Error(`ProductionTracingStack at '${this.node.path}': Jaeger's collector requires client certificates; set collectorClientTlsSecret to the Secret holding the collector's`);
+    }
+    this.jaeger = new JaegerProduction(this, 'Jaeger', { ...props.jaeger, namespace });
+    const tls = props.collectorClientTlsSecret ?? (props.jaeger.collectorTls ? props.jaeger.collectorTls.secretName : undefined);
+    this.collector = new OtelCollector(this, 'Collector', {
+      namespace,
+      sampling: props.sampling ?? { mode: 'tail', percentage: 1 },
+      backends: [
+        { name: 'jaeger', endpoint: this.jaeger.otlpGrpcAddress, ...(tls ? { tls: { secretName: tls, clientCertificate: props.collectorClientTlsSecret !== undefined } } : {}) },
+        ...(props.extraBackends ?? []),
+      ],
+      ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
+    });
+  }
+}

@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import { Yaml } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-34';
+import { Construct } from 'constructs';
+import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
+import { tracingLabels } from './names.ts';
+
+/** CPU and memory of one container, as Kubernetes quantities; no CPU limit, so bursts are not throttled. */
+export interface TracingResources {
+  readonly cpuRequest: string;
+  readonly memoryRequest: string;
+  readonly memoryLimit: string;
+}
+
+/** A Secret mounted as files (TLS material, password files): read-only, readable by the pod's group only. */
+export interface SecretMount {
+  readonly secretName: string;
+  readonly mountPath: string;
+  /** Keys to mount; every key when omitted. */
+  readonly keys?: readonly string[];
+}
+
+export interface TracingWorkloadProps {
+  readonly namespace: string;
+  /** Name of the Deployment, Service and ConfigMap. */
+  readonly name: string;
+  /** `app.kubernetes.io/component`: what the workload is (collector, query, all-in-one, ...). */
+  readonly component: string;
+  readonly image: string;
+  readonly args?: readonly string[];
+  /** Container ports by name; every one is also a Service port unless `servicePorts` says otherwise. */
+  readonly ports: Readonly<Record<string, number>>;
+  /** Names of the ports the Service exposes. @default every port */
+  readonly servicePorts?: readonly string[];
+  /** A YAML configuration file in a ConfigMap named like the workload, mounted at `configDir`. */
+  readonly config?: { readonly fileName: string; readonly document: object; readonly dir: string };
+  readonly env?: readonly k8s.EnvVar[];
+  readonly secretMounts?: readonly SecretMount[];
+  /** Extra volumes and their mounts in the main container (a PersistentVolumeClaim, an emptyDir). */
+  readonly volumes?: readonly { readonly volume: k8s.Volume; readonly mountPath: string }[];
+  /** HTTP GET on a named port for readiness and liveness. */
+  readonly health?: { readonly path: string; readonly port: string };
+  readonly resources: TracingResources;
+  /** @default 1 */
+  readonly replicas?: number;
+  /** Extra containers in the pod (an authenticating proxy). */
+  readonly sidecars?: readonly k8s.Container[];
+  /** Ports of the sidecars, by name, that the Service exposes too. */
+  readonly sidecarPorts?: Readonly<Record<string, number>>;
+  /** Deployment strategy; Recreate for a single-writer volume. @default RollingUpdate */
+  readonly strategy?: 'RollingUpdate' | 'Recreate';
+}
+
+/**
+ * A Deployment and its Service, and the ConfigMap holding its configuration: the shape every
+ * trace-stack component shares. Pods pass Pod Security `restricted` with a read-only root; a
+ * changed configuration rolls the pods (its hash is a pod annotation).
+ */
+export class TracingWorkload extends Construct {
+  public readonly configMap?: k8s.KubeConfigMap;
+  public readonly deployment: k8s.KubeDeployment;
+  public readonly service: k8s.KubeService;
+  /** The configuration file's text, exactly as the ConfigMap holds it. */
+  public readonly configText?: string;
+
+  constructor(scope: Construct, id: string, props: TracingWorkloadProps) {
+    super(scope, id);
+    const labels = tracingLabels(props.name, props.component);
+    const selector = { 'app.kubernetes.io/name': props.name, 'app.kubernetes.io/component': props.component };
+    const metadata = { name: props.name, namespace: props.namespace, labels };
+    const q = k8s.Quantity.fromString;
+
+    const volumes: k8s.Volume[] = [{ name: 'tmp', emptyDir: { sizeLimit: q('64Mi') } }];
+    const mounts: k8s.VolumeMount[] = [{ name: 'tmp', mountPath: '/tmp' }];
+    const annotations: Record<string, string> = {};
+    if (props.config) {
+      this.configText = Yaml.stringify(props.config.document);
+      this.configMap = new k8s.KubeConfigMap(this, 'Config', { metadata, data: { [props.config.fileName]: this.configText } });
+      volumes.push({ name: 'config', configMap: { name: props.name } });
+      mounts.push({ name: 'config', mountPath: props.config.dir, readOnly: true });
+      annotations['website-stack.dev/config-hash'] = createHash('sha256').update(this.configText).digest('hex').slice(0, 16);
+    }
+    props.secretMounts?.forEach((mount, i) => {
+      const name = `secret-${i}`;
+      const items = mount.keys?.map((key) => ({ key, path: key }));
+      // A whole-Secret volume (not subPath, which the kubelet never refreshes), so rotations reach the files.
+      volumes.push({ name, secret: { secretName: mount.secretName, defaultMode: 0o440, ...(items ? { items } : {}) } });
+      mounts.push({ name, mountPath: mount.mountPath, readOnly: true });
+    });
+    props.volumes?.forEach(({ volume, mountPath }) => {
+      volumes.push(volume);
+      mounts.push({ name: volume.name, mountPath });
+    });
+
+    const probe = (initialDelaySeconds: number): k8s.Probe | undefined =>
+      props.health
+        ? { httpGet: { path: props.health.path, port: k8s.IntOrString.fromString(props.health.port) }, initialDelaySeconds, periodSeconds: 10, failureThreshold: 3 }
+        : undefined;
+
+    this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
+      metadata,
+      spec: {
+        replicas: props.replicas ?? 1,
+        selector: { matchLabels: selector },
+        strategy: { type: props.strategy ?? 'RollingUpdate' },
+        template: {
+          metadata: { labels, ...(Object.keys(annotations).length > 0 ? { annotations } : {}) },
+          spec: {
+            automountServiceAccountToken: false,
+            securityContext: restrictedPodSecurityContext(),
+            volumes,
+            containers: [
+              {
+                name: props.component,
+                image: props.image,
+                imagePullPolicy: 'IfNotPresent',
+                ...(props.args ? { args: [...props.args] } : {}),
+                ...(props.env && props.env.length > 0 ? { env: [...props.env] } : {}),
+                ports: Object.entries(props.ports).map(([name, containerPort]) => ({ name, containerPort, protocol: portProtocol(name) })),
+                ...(props.health ? { readinessProbe: probe(0), livenessProbe: probe(10) } : {}),
+                resources: {
+                  requests: { cpu: q(props.resources.cpuRequest), memory: q(props.resources.memoryRequest) },
+                  limits: { memory: q(props.resources.memoryLimit) },
+                },
+                securityContext: restrictedContainerSecurityContext(),
+                volumeMounts: mounts,
+              },
+              ...(props.sidecars ?? []),
+            ],
+          },
+        },
+      },
+    });
+
+    const allPorts = { ...props.ports, ...props.sidecarPorts };
+    const exposed = [...(props.servicePorts ?? Object.keys(props.ports)), ...Object.keys(props.sidecarPorts ?? {})];
+    for (const name of exposed) {
+      if (!(name in allPorts)) throw new Error(`TracingWorkload at '${this.node.path}': servicePorts names '${name}', which is not one of its ports (${Object.keys(allPorts).join(', ')})`);
+    }
+    this.service = new k8s.KubeService(this, 'Service', {
+      metadata,
+      spec: {
+        selector,
+        ports: exposed.map((name) => ({ name, port: allPorts[name], targetPort: k8s.IntOrString.fromString(name), protocol: portProtocol(name) })),
+      },
+    });
+  }
+}
+
+/** Jaeger's Thrift compact and binary receivers are UDP; every other port is TCP. */
+function portProtocol(name: string): 'TCP' | 'UDP' {
+  return /^thrift-(compact|binary)$/.test(name) ? 'UDP' : 'TCP';
+}

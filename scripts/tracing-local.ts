@@ -1,0 +1,285 @@
+// Runs the trace stack's pods from a dist/ chart as local processes with the real Jaeger,
+// Collector and HotROD binaries: each Deployment's container, with its args, environment and
+// ConfigMap exactly as synthesized. The one change is `localize`: cluster addresses (Service DNS
+// names, 0.0.0.0 listeners, mounted files) become local ones. Shared by `npm run tracing:up` and
+// the trace tests.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments, stringify } from 'yaml';
+import { freePort } from './operator-process.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** The binaries scripts/binaries.sh builds for the trace stack. */
+export interface TracingBinaries {
+  readonly jaeger: string;
+  readonly otelcol: string;
+  readonly hotrod: string;
+}
+
+/** Builds (once, cached) and locates the trace stack's binaries. */
+export function tracingBinaries(): TracingBinaries {
+  const out = execFileSync('bash', [join(ROOT, 'scripts/binaries.sh'), 'tracing'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const paths = Object.fromEntries(out.trim().split('\n').map((line) => line.split('=', 2) as [string, string]));
+  return { jaeger: paths.jaeger, otelcol: paths.otelcol, hotrod: paths.hotrod };
+}
+
+/**
+ * Replaces cluster addresses by local ones in a configuration document, an argument or an
+ * environment value. `addresses` maps `host:port` (a listener such as `0.0.0.0:4317`, or a Service
+ * such as `jaeger.tracing.svc:4317`) or an absolute file path to its local counterpart. A key
+ * matches whole: `jaeger.tracing.svc:4317` does not match inside `jaeger.tracing.svc:43170`, nor
+ * `/etc/a` inside `/etc/ab`. Objects of the form `{ host, port }` (the Collector's Prometheus
+ * reader) are matched as `host:port`. Nothing else changes.
+ */
+export function localize<T>(value: T, addresses: Readonly<Record<string, string>>): T {
+  const keys = Object.keys(addresses).sort((a, b) => b.length - a.length);
+  if (keys.length === 0) return value;
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const pattern = new RegExp(`(?<![A-Za-z0-9.-])(${keys.map(escape).join('|')})(?![A-Za-z0-9_-]|\\.[A-Za-z0-9])`, 'g');
+  const visit = (v: unknown): unknown => {
+    if (typeof v === 'string') return v.replace(pattern, (key) => addresses[key]);
+    if (Array.isArray(v)) return v.map(visit);
+    if (v !== null && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      if (typeof o.host === 'string' && typeof o.port === 'number' && `${o.host}:${o.port}` in addresses) {
+        const [host, port] = splitHostPort(addresses[`${o.host}:${o.port}`]);
+        return { ...o, host, port };
+      }
+      return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, visit(x)]));
+    }
+    return v;
+  };
+  return visit(value) as T;
+}
+
+function splitHostPort(address: string): [string, number] {
+  const i = address.lastIndexOf(':');
+  return [address.slice(0, i), Number(address.slice(i + 1))];
+}
+
+type Manifest = Record<string, any>;
+
+/** The manifests of a dist/ chart (`tracing-dev`), or of any YAML text. */
+export function chartManifests(chartOrYaml: string): Manifest[] {
+  const text = chartOrYaml.includes('\n') ? chartOrYaml : readFileSync(join(ROOT, 'dist', `${chartOrYaml}.yaml`), 'utf8');
+  return parseAllDocuments(text).map((d) => d.toJS()).filter(Boolean);
+}
+
+/** One Deployment of a chart, resolved for running locally. */
+export interface LocalPod {
+  readonly name: string;
+  readonly image: string;
+  /** Container port name → the local port it listens on. */
+  readonly ports: Readonly<Record<string, number>>;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** The configuration file, localized, when the pod has one. */
+  readonly config?: { readonly path: string; readonly document: unknown };
+}
+
+/** Values for the Secrets a chart references: secret name → key → value. */
+export type SecretValues = Readonly<Record<string, Readonly<Record<string, string>>>>;
+
+export interface PlanOptions {
+  /** Where localized configs and mounted Secrets are written. */
+  readonly dir: string;
+  readonly secrets?: SecretValues;
+  /** Local ports to prefer for `<deployment>/<port name>` (used when free). */
+  readonly preferredPorts?: Readonly<Record<string, number>>;
+  /** Extra addresses every pod sees (a Service outside the chart, run by the caller). */
+  readonly extraAddresses?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Every Deployment of `manifests` as a local process plan: a free local port per container port,
+ * each Service's DNS names mapped to its pod's local ports, listeners moved to 127.0.0.1, mounted
+ * ConfigMaps and Secrets written under `dir`.
+ */
+export async function planPods(manifests: Manifest[], options: PlanOptions): Promise<LocalPod[]> {
+  const deployments = manifests.filter((m) => m.kind === 'Deployment');
+  const configMaps = new Map(manifests.filter((m) => m.kind === 'ConfigMap').map((m) => [m.metadata.name, m]));
+  const taken = new Set<number>();
+  const localPort = async (key: string): Promise<number> => {
+    const preferred = options.preferredPorts?.[key];
+    if (preferred !== undefined && !taken.has(preferred) && (await isFree(preferred))) {
+      taken.add(preferred);
+      return preferred;
+    }
+    let port = await freePort();
+    while (taken.has(port)) port = await freePort();
+    taken.add(port);
+    return port;
+  };
+
+  // Local ports of every container port, by deployment.
+  const ports = new Map<string, Record<string, { container: number; local: number }>>();
+  for (const d of deployments) {
+    const byName: Record<string, { container: number; local: number }> = {};
+    for (const c of d.spec.template.spec.containers) {
+      for (const p of c.ports ?? []) byName[p.name] = { container: p.containerPort, local: await localPort(`${d.metadata.name}/${p.name}`) };
+    }
+    ports.set(d.metadata.name, byName);
+  }
+  // Services: <name>.<namespace>.svc[.cluster.local]:<port> → the selected pod's local port.
+  const services: Record<string, string> = {};
+  for (const s of manifests.filter((m) => m.kind === 'Service')) {
+    const target = deployments.find((d) => Object.entries(s.spec.selector).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
+    if (!target) continue;
+    const ns = s.metadata.namespace;
+    for (const p of s.spec.ports) {
+      const local = ports.get(target.metadata.name)![p.targetPort ?? p.name];
+      if (!local) continue;
+      for (const host of [`${s.metadata.name}.${ns}.svc`, `${s.metadata.name}.${ns}.svc.cluster.local`, `${s.metadata.name}.${ns}`, s.metadata.name]) {
+        services[`${host}:${p.port}`] = `127.0.0.1:${local.local}`;
+      }
+    }
+  }
+
+  const pods: LocalPod[] = [];
+  for (const d of deployments) {
+    const name = d.metadata.name;
+    const spec = d.spec.template.spec;
+    const container = spec.containers[0];
+    const own = ports.get(name)!;
+    const addresses: Record<string, string> = { ...services, ...options.extraAddresses };
+    // The pod's own listeners, on every interface or loopback (behind a sidecar): here, loopback.
+    for (const p of Object.values(own)) {
+      addresses[`0.0.0.0:${p.container}`] = `127.0.0.1:${p.local}`;
+      addresses[`127.0.0.1:${p.container}`] = `127.0.0.1:${p.local}`;
+    }
+    // Volumes: ConfigMaps and Secrets as files under dir/<pod>/<volume>.
+    const podDir = join(options.dir, name);
+    let configFile: { path: string; mountPath: string; key: string } | undefined;
+    for (const mount of container.volumeMounts ?? []) {
+      const volume = spec.volumes.find((v: Manifest) => v.name === mount.name);
+      const local = join(podDir, mount.name);
+      if (volume.configMap) {
+        const data = configMaps.get(volume.configMap.name)?.data ?? {};
+        for (const key of Object.keys(data)) configFile = { path: join(local, key), mountPath: `${mount.mountPath}/${key}`, key };
+      } else if (volume.secret) {
+        const values = options.secrets?.[volume.secret.secretName];
+        if (!values) throw new Error(`${name} mounts Secret '${volume.secret.secretName}': pass its keys in secrets`);
+        mkdirSync(local, { recursive: true, mode: 0o700 });
+        for (const key of (volume.secret.items ?? Object.keys(values).map((k) => ({ key: k, path: k }))).map((i: Manifest) => i.key)) {
+          if (values[key] === undefined) throw new Error(`${name} mounts key '${key}' of Secret '${volume.secret.secretName}': pass it in secrets`);
+          writeFileSync(join(local, key), values[key], { mode: 0o600 });
+          addresses[`${mount.mountPath}/${key}`] = join(local, key);
+        }
+      } else if (volume.emptyDir || volume.persistentVolumeClaim) {
+        mkdirSync(local, { recursive: true });
+        addresses[mount.mountPath] = local;
+      }
+    }
+    const env: Record<string, string> = {};
+    for (const e of container.env ?? []) {
+      if (e.value !== undefined) env[e.name] = localize(e.value, addresses);
+      else if (e.valueFrom?.secretKeyRef) {
+        const { name: secret, key } = e.valueFrom.secretKeyRef;
+        const value = options.secrets?.[secret]?.[key];
+        if (value === undefined) throw new Error(`${name} reads key '${key}' of Secret '${secret}' into ${e.name}: pass it in secrets`);
+        env[e.name] = value;
+      }
+    }
+    let config: LocalPod['config'];
+    if (configFile) {
+      const cm = configMaps.get(spec.volumes.find((v: Manifest) => v.configMap)!.configMap.name)!;
+      const document = localize(parseAllDocuments(cm.data[configFile.key])[0].toJS(), addresses);
+      mkdirSync(join(configFile.path, '..'), { recursive: true });
+      writeFileSync(configFile.path, stringify(document));
+      addresses[configFile.mountPath] = configFile.path;
+      config = { path: configFile.path, document };
+    }
+    pods.push({
+      name,
+      image: container.image,
+      ports: Object.fromEntries(Object.entries(own).map(([n, p]) => [n, p.local])),
+      args: localize(container.args ?? [], addresses),
+      env,
+      ...(config ? { config } : {}),
+    });
+  }
+  return pods;
+}
+
+async function isFree(port: number): Promise<boolean> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** The binary and extra arguments that run `pod`'s image locally. */
+export function localCommand(pod: LocalPod, binaries: TracingBinaries): { command: string; args: string[] } {
+  const image = pod.image.split(':')[0];
+  if (image.endsWith('/jaeger')) return { command: binaries.jaeger, args: [...pod.args] };
+  if (image.includes('opentelemetry-collector')) return { command: binaries.otelcol, args: [...pod.args] };
+  if (image.endsWith('/example-hotrod')) {
+    // HotROD's four services listen on fixed ports unless told: the local ones.
+    const flag = (service: string) => `--${service}-service-port=${pod.ports[service]}`;
+    return { command: binaries.hotrod, args: [...pod.args, flag('frontend'), flag('customer'), flag('driver'), flag('route')] };
+  }
+  throw new Error(`no local binary for image ${pod.image} (pod ${pod.name})`);
+}
+
+/** A pod running as a local process; its output goes to `logFile`. */
+export interface RunningPod {
+  readonly pod: LocalPod;
+  readonly process: ChildProcess;
+  readonly logFile: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `pod`; `detached` leaves it running after this process exits (`tracing:up`). */
+export function startPod(pod: LocalPod, binaries: TracingBinaries, options: { logDir: string; detached?: boolean }): RunningPod {
+  const { command, args } = localCommand(pod, binaries);
+  mkdirSync(options.logDir, { recursive: true });
+  const logFile = join(options.logDir, `${pod.name}.log`);
+  const fd = openSync(logFile, 'a');
+  const child = spawn(command, args, { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...pod.env }, stdio: ['ignore', fd, fd], detached: options.detached ?? false });
+  closeSync(fd);
+  if (options.detached) child.unref();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    pod,
+    process: child,
+    logFile,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Polls `url` until it answers 2xx, or fails with the pod's log tail. */
+export async function waitHealthy(running: RunningPod, url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (running.process.exitCode !== null) break;
+    try {
+      const response = await fetch(url);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const tail = readFileSync(running.logFile, 'utf8').split('\n').slice(-20).join('\n');
+  throw new Error(`${running.pod.name} did not become healthy at ${url} (exit code ${running.process.exitCode ?? 'none'}); log tail:\n${tail}`);
+}
+
+/** The URL that says `pod` is up: its health port, or HotROD's frontend. */
+export function healthUrl(pod: LocalPod): string {
+  if (pod.ports.health !== undefined) {
+    const jaeger = pod.image.split(':')[0].endsWith('/jaeger');
+    return `http://127.0.0.1:${pod.ports.health}${jaeger ? '/status' : '/'}`;
+  }
+  return `http://127.0.0.1:${pod.ports.frontend}/`;
+}

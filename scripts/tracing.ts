@@ -1,0 +1,94 @@
+// `npm run tracing:up` / `npm run tracing:down`: the development trace stack (dist/tracing-dev.yaml:
+// Jaeger all-in-one, the OpenTelemetry Collector, HotROD) as local processes, with exactly the
+// synthesized configuration (scripts/tracing-local.ts). Endpoints go to .tracing/endpoints.env.
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chartManifests, healthUrl, planPods, startPod, tracingBinaries, waitHealthy } from './tracing-local.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const STATE = join(ROOT, '.tracing');
+const PIDS = join(STATE, 'pids.json');
+
+/** Standard ports when they are free, so the usual URLs work; others otherwise. */
+const PREFERRED_PORTS = {
+  'otel-collector/otlp-grpc': 4317,
+  'otel-collector/otlp-http': 4318,
+  'jaeger/query': 16686,
+  'hotrod/frontend': 8080,
+};
+
+const log = (message: string) => process.stderr.write(`[tracing] ${message}\n`);
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function down(): Promise<void> {
+  if (!existsSync(PIDS)) {
+    log('not running (no .tracing/pids.json)');
+    return;
+  }
+  const pids: Record<string, number> = JSON.parse(readFileSync(PIDS, 'utf8'));
+  for (const [name, pid] of Object.entries(pids)) {
+    if (!alive(pid)) continue;
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 10_000;
+    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (alive(pid)) process.kill(pid, 'SIGKILL');
+    log(`stopped ${name} (pid ${pid})`);
+  }
+  rmSync(PIDS);
+  rmSync(join(STATE, 'endpoints.env'), { force: true });
+}
+
+async function up(): Promise<void> {
+  if (existsSync(PIDS)) {
+    const pids: Record<string, number> = JSON.parse(readFileSync(PIDS, 'utf8'));
+    if (Object.values(pids).some(alive)) throw new Error('the trace stack is already running: `npm run tracing:down` first');
+  }
+  const binaries = tracingBinaries();
+  rmSync(join(STATE, 'run'), { recursive: true, force: true });
+  mkdirSync(STATE, { recursive: true });
+  const pods = await planPods(chartManifests('tracing-dev'), { dir: join(STATE, 'run'), preferredPorts: PREFERRED_PORTS });
+  // Backends before the collector before HotROD, so no span is sent to nobody.
+  const order = ['jaeger', 'otel-collector', 'hotrod'];
+  pods.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+  const pids: Record<string, number> = {};
+  try {
+    for (const pod of pods) {
+      const running = startPod(pod, binaries, { logDir: join(STATE, 'logs'), detached: true });
+      pids[pod.name] = running.process.pid!;
+      writeFileSync(PIDS, `${JSON.stringify(pids, null, 2)}\n`);
+      await waitHealthy(running, healthUrl(pod));
+      log(`${pod.name} is up (pid ${running.process.pid}, log ${running.logFile})`);
+    }
+  } catch (error) {
+    await down();
+    throw error;
+  }
+  const port = (pod: string, name: string) => pods.find((p) => p.name === pod)!.ports[name];
+  const endpoints = {
+    COLLECTOR_OTLP_HTTP: `http://127.0.0.1:${port('otel-collector', 'otlp-http')}`,
+    COLLECTOR_OTLP_GRPC: `127.0.0.1:${port('otel-collector', 'otlp-grpc')}`,
+    JAEGER_QUERY: `http://127.0.0.1:${port('jaeger', 'query')}`,
+    HOTROD: `http://127.0.0.1:${port('hotrod', 'frontend')}`,
+  };
+  const text = Object.entries(endpoints).map(([k, v]) => `${k}=${v}`).join('\n');
+  writeFileSync(join(STATE, 'endpoints.env'), `${text}\n`);
+  process.stdout.write(`${text}\n`);
+  log(`written to .tracing/endpoints.env; point an application at it with OTEL_EXPORTER_OTLP_ENDPOINT=${endpoints.COLLECTOR_OTLP_HTTP}`);
+}
+
+const command = process.argv[2];
+if (command === 'up') await up();
+else if (command === 'down') await down();
+else {
+  process.stderr.write('usage: node scripts/tracing.ts up|down\n');
+  process.exit(2);
+}
