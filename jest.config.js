@@ -23,5 +23,7 @@ export default {
       globalSetup: '<rootDir>/test/cluster/global-setup.ts',
       globalTeardown: '<rootDir>/test/cluster/global-teardown.ts',
     },
+    // The trace stack with the real Jaeger, Collector and HotROD binaries, as local processes.
+    { ...base, displayName: 'trace', testMatch: ['<rootDir>/test/trace/**/*.test.ts'], globalSetup: '<rootDir>/test/trace/global-setup.ts' },
   ],
 };

@@ -1,0 +1,204 @@
+// What the trace tests share: run a chart's pods as local processes (scripts/tracing-local.ts),
+// build OTLP/JSON traces, and read traces back from Jaeger's HTTP API.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Chart } from 'cdk8s';
+import {
+  type LocalPod,
+  type PlanOptions,
+  type RunningPod,
+  chartManifests,
+  healthUrl,
+  planPods,
+  startPod,
+  tracingBinaries,
+  waitHealthy,
+} from '../../scripts/tracing-local.ts';
+
+export { tracingBinaries };
+
+/** A chart's pods running locally. */
+export interface LocalStack {
+  readonly pods: readonly LocalPod[];
+  readonly running: readonly RunningPod[];
+  /** Local port of `<pod>`'s container port `name`. */
+  port(pod: string, name: string): number;
+  url(pod: string, name: string): string;
+  stop(): Promise<void>;
+}
+
+/** Starts every Deployment of `chart` (a dist/ chart name, or YAML), backends first, and waits until each is healthy. */
+export async function startStack(chart: string, options: Omit<PlanOptions, 'dir'> & { order?: readonly string[] } = {}): Promise<LocalStack> {
+  const dir = mkdtempSync(join(tmpdir(), 'trace-stack-'));
+  const pods = await planPods(chartManifests(chart), { ...options, dir });
+  const order = options.order ?? [];
+  const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
+  const sorted = [...pods].sort((a, b) => rank(a.name) - rank(b.name));
+  const binaries = tracingBinaries();
+  const running: RunningPod[] = [];
+  const stack: LocalStack = {
+    pods,
+    running,
+    port(pod, name) {
+      const found = pods.find((p) => p.name === pod);
+      if (!found || found.ports[name] === undefined) throw new Error(`no port '${name}' on pod '${pod}' (pods: ${pods.map((p) => `${p.name}[${Object.keys(p.ports)}]`).join(', ')})`);
+      return found.ports[name];
+    },
+    url(pod, name) {
+      return `http://127.0.0.1:${stack.port(pod, name)}`;
+    },
+    async stop() {
+      await Promise.all(running.map((r) => r.stop()));
+    },
+  };
+  try {
+    for (const pod of sorted) {
+      const r = startPod(pod, binaries, { logDir: join(dir, 'logs') });
+      running.push(r);
+      await waitHealthy(r, healthUrl(pod));
+    }
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
+  return stack;
+}
+
+/** YAML of the charts a test builds with the package's constructs, as dist/ would hold it. */
+export function synthYaml(build: (chart: Chart) => void): string {
+  const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'trace-synth-')) });
+  build(new Chart(app, 'test'));
+  return `${app.synthYaml()}\n`;
+}
+
+export const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** One span of a test trace. */
+export interface TestSpan {
+  readonly name: string;
+  readonly spanId?: string;
+  readonly parentSpanId?: string;
+  /** Milliseconds. @default 5 */
+  readonly durationMs?: number;
+  readonly error?: boolean;
+  readonly kind?: number;
+  readonly attributes?: Readonly<Record<string, string | number | boolean>>;
+}
+
+const attribute = ([key, value]: [string, string | number | boolean]) => ({
+  key,
+  value: typeof value === 'string' ? { stringValue: value } : typeof value === 'boolean' ? { boolValue: value } : Number.isInteger(value) ? { intValue: String(value) } : { doubleValue: value },
+});
+
+/** An OTLP/JSON ExportTraceServiceRequest: `traces` of `service`, each a trace id and its spans ending now. */
+export function otlpRequest(service: string, traces: readonly { traceId: string; spans: readonly TestSpan[] }[], resource: Readonly<Record<string, string>> = {}) {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  return {
+    resourceSpans: [
+      {
+        resource: { attributes: Object.entries({ 'service.name': service, ...resource }).map(attribute) },
+        scopeSpans: [
+          {
+            scope: { name: 'website-stack-tests' },
+            spans: traces.flatMap(({ traceId, spans }) =>
+              spans.map((s) => ({
+                traceId,
+                spanId: s.spanId ?? hex(8),
+                ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}),
+                name: s.name,
+                kind: s.kind ?? 2,
+                startTimeUnixNano: String(now - BigInt(Math.round((s.durationMs ?? 5) * 1_000_000))),
+                endTimeUnixNano: String(now),
+                attributes: Object.entries(s.attributes ?? {}).map(attribute),
+                status: s.error ? { code: 2, message: 'failed' } : { code: 0 },
+              })),
+            ),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** POSTs an OTLP/JSON request to `<base>/v1/traces`; returns the HTTP status. */
+export async function sendOtlpJson(base: string, request: unknown, headers: Record<string, string> = {}): Promise<number> {
+  const response = await fetch(`${base}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(request) });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+/** A trace as Jaeger's HTTP API returns it. */
+export interface JaegerTrace {
+  traceID: string;
+  spans: Array<{
+    traceID: string;
+    spanID: string;
+    operationName: string;
+    references: Array<{ refType: string; traceID: string; spanID: string }>;
+    processID: string;
+    tags: Array<{ key: string; type: string; value: unknown }>;
+    logs: Array<{ timestamp: number; fields: Array<{ key: string; value: unknown }> }>;
+    duration: number;
+  }>;
+  processes: Record<string, { serviceName: string; tags: Array<{ key: string; value: unknown }> }>;
+}
+
+/** Traces of `service` in Jaeger (up to `limit`, which must stay below the storage's max_traces), or [] when it has none. */
+export async function jaegerTraces(queryBase: string, service: string, limit = 20_000): Promise<JaegerTrace[]> {
+  const response = await fetch(`${queryBase}/api/traces?service=${encodeURIComponent(service)}&limit=${limit}&lookback=1h`);
+  if (!response.ok) throw new Error(`Jaeger /api/traces answered ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { data: JaegerTrace[] | null }).data ?? [];
+}
+
+/** One trace by id, or undefined when Jaeger does not have it. */
+export async function jaegerTrace(queryBase: string, traceId: string): Promise<JaegerTrace | undefined> {
+  const response = await fetch(`${queryBase}/api/traces/${traceId}`);
+  if (response.status === 404) return undefined;
+  if (!response.ok) throw new Error(`Jaeger /api/traces/${traceId} answered ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { data: JaegerTrace[] }).data[0];
+}
+
+/** Polls `probe` until it returns a value that is not undefined, or fails after `timeoutMs` with `what`. */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+}
+
+/** A CA, and server and client certificates it signed, made with openssl: PEM texts. */
+export interface TestPki {
+  readonly ca: string;
+  readonly serverCert: string;
+  readonly serverKey: string;
+  readonly clientCert: string;
+  readonly clientKey: string;
+}
+
+/** A fresh CA, a server certificate for `dnsNames` and 127.0.0.1, and a client certificate. */
+export function testPki(dnsNames: readonly string[]): TestPki {
+  const dir = mkdtempSync(join(tmpdir(), 'pki-'));
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const read = (file: string) => execFileSync('cat', [join(dir, file)], { encoding: 'utf8' });
+  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca');
+  const issue = (name: string, ext: string) => {
+    writeFileSync(join(dir, `${name}.ext`), ext);
+    ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', '-extfile', `${name}.ext`);
+  };
+  const sans = [...dnsNames.map((n) => `DNS:${n}`), 'IP:127.0.0.1'].join(',');
+  issue('server', `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n`);
+  issue('client', 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n');
+  return { ca: read('ca.crt'), serverCert: read('server.crt'), serverKey: read('server.key'), clientCert: read('client.crt'), clientKey: read('client.key') };
+}
