@@ -57,12 +57,13 @@ export interface CollectorBackend {
   /** @default 'grpc' */
   readonly protocol?: 'grpc' | 'http';
   /**
-   * TLS to the backend from a Secret with `ca.crt`, and `tls.crt`/`tls.key` when the backend wants
-   * a client certificate (mutual TLS). Plaintext when omitted.
+   * TLS to a gRPC backend (an HTTP backend follows its URL's scheme): `secretName` names a Secret
+   * with `ca.crt` for a private CA (the system's roots otherwise), and with `tls.crt`/`tls.key`
+   * when `clientCertificate` is set (mutual TLS). Plaintext when omitted.
    * @default plaintext
    */
-  readonly tls?: { readonly secretName: string; readonly clientCertificate?: boolean };
-  /** @default none */
+  readonly tls?: { readonly secretName?: string; readonly clientCertificate?: boolean };
+  /** Credentials travel over TLS only: a backend with auth needs `tls` (gRPC) or an https URL. @default none */
   readonly auth?: ForwardingAuth;
 }
 
@@ -155,12 +156,23 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
     if (exporterIds.has(backend.name)) throw new Error(`${where}: two backends are named '${backend.name}'`);
     const id = `${backend.protocol === 'http' ? 'otlp_http' : 'otlp_grpc'}/${backend.name}`;
     exporterIds.set(backend.name, id);
-    let tls: ClientTlsConfig = { insecure: true };
+    const http = backend.protocol === 'http';
+    if (http && !/^https?:\/\/[^/]+/.test(backend.endpoint)) throw new Error(`${where}: backend '${backend.name}' speaks OTLP/HTTP: its endpoint must be an http(s):// base URL, got '${backend.endpoint}'`);
+    const encrypted = http ? backend.endpoint.startsWith('https://') : backend.tls !== undefined;
+    if (backend.auth && !encrypted) {
+      throw new Error(`${where}: backend '${backend.name}' would send its ${backend.auth.type} credentials in clear text; ${http ? 'use an https:// endpoint' : 'set tls (with secretName for a private CA)'}`);
+    }
+    if (http && backend.tls && !encrypted) throw new Error(`${where}: backend '${backend.name}' has tls settings but an http:// endpoint; use https://`);
+    if (backend.tls?.clientCertificate && !backend.tls.secretName) throw new Error(`${where}: backend '${backend.name}' wants a client certificate: name the Secret holding tls.crt and tls.key in tls.secretName`);
+    let tls: ClientTlsConfig | undefined = http ? undefined : { insecure: true };
     if (backend.tls) {
-      const dir = `${COLLECTOR_TLS_DIR}/${backend.name}`;
       const client = backend.tls.clientCertificate ?? false;
-      secretMounts.push({ secretName: backend.tls.secretName, mountPath: dir, keys: client ? ['ca.crt', 'tls.crt', 'tls.key'] : ['ca.crt'] });
-      tls = { ca_file: `${dir}/ca.crt`, ...(client ? { cert_file: `${dir}/tls.crt`, key_file: `${dir}/tls.key` } : {}), min_version: '1.2' };
+      tls = { min_version: '1.2' };
+      if (backend.tls.secretName) {
+        const dir = `${COLLECTOR_TLS_DIR}/${backend.name}`;
+        secretMounts.push({ secretName: backend.tls.secretName, mountPath: dir, keys: client ? ['ca.crt', 'tls.crt', 'tls.key'] : ['ca.crt'] });
+        tls = { ca_file: `${dir}/ca.crt`, ...(client ? { cert_file: `${dir}/tls.crt`, key_file: `${dir}/tls.key` } : {}), min_version: '1.2' };
+      }
     }
     let auth: { authenticator: string } | undefined;
     if (backend.auth) {
@@ -187,7 +199,7 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
         auth = { authenticator: `oauth2client/${backend.name}` };
       }
     }
-    exporters[id] = { endpoint: backend.endpoint, tls, ...(auth ? { auth } : {}), retry_on_failure: { enabled: true, max_elapsed_time: '300s' }, sending_queue: { enabled: true, queue_size: 5000 } };
+    exporters[id] = { endpoint: backend.endpoint, ...(tls ? { tls } : {}), ...(auth ? { auth } : {}), retry_on_failure: { enabled: true, max_elapsed_time: '300s' }, sending_queue: { enabled: true, queue_size: 5000 } };
   }
 
   // Receivers: gRPC and HTTP on every interface, with the same TLS and authentication.

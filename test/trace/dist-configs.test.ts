@@ -19,7 +19,7 @@ const configs = readdirSync('dist')
     return manifests
       .filter((m) => m.kind === 'ConfigMap')
       .map((cm) => {
-        const image: string = manifests.find((m) => m.kind === 'Deployment' && m.metadata.name === cm.metadata.name).spec.template.spec.containers[0].image;
+        const image: string = manifests.find((m) => m.kind === 'Deployment' && m.metadata.name === cm.metadata.name)!.spec.template.spec.containers[0].image;
         const binary = image.includes('opentelemetry-collector') ? binaries.otelcol : binaries.jaeger;
         return [chart, cm.metadata.name as string, binary, cm.data['config.yaml'] as string] as const;
       });

@@ -98,7 +98,7 @@ describe('health-check spans (dist/tracing-dev.yaml, which keeps every other tra
 
   test('never reach Jaeger, under current and older HTTP conventions; other spans of the same service do', async () => {
     const base = stack.url('otel-collector', 'otlp-http');
-    const probes = [
+    const probes: Record<string, string>[] = [
       { 'url.path': '/healthz' },
       { 'url.path': '/readyz' },
       { 'url.path': '/livez/' },
