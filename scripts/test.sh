@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 
 echo "[test] system packages (nginx, Chromium, fonts)"
 bash scripts/system-deps.sh
+bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
 echo "[test] type-check (tsc --noEmit)"
 tsc --noEmit
 echo "[test] jest"
