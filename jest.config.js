@@ -16,7 +16,6 @@ export default {
   testTimeout: 120_000,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
-    { ...base, displayName: 'trace', testMatch: ['<rootDir>/test/trace/**/*.test.ts'] },
     {
       ...base,
       displayName: 'cluster',
