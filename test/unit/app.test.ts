@@ -21,7 +21,15 @@ describe('the synthesized app', () => {
   const charts = Object.fromEntries(buildApp({ outdir: '/nonexistent' }).charts.map((c) => [c.node.id, c.toJson() as Manifest[]]));
 
   test('has one chart per concern with stable names', () => {
-    expect(Object.keys(charts).sort()).toEqual(['website-crd', 'website-operator', 'website-samples', 'website-shell-operator']);
+    expect(Object.keys(charts).sort()).toEqual([
+      'tracing-dev',
+      'tracing-production-cassandra',
+      'tracing-production-elasticsearch',
+      'website-crd',
+      'website-operator',
+      'website-samples',
+      'website-shell-operator',
+    ]);
   });
 
   test('committed dist/ is exactly what the charts synthesize', () => {

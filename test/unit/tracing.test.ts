@@ -1,0 +1,259 @@
+import { Chart, Testing } from 'cdk8s';
+import { type CollectorConfig, collectorConfigProblems } from '../../lib/tracing/collector-config.ts';
+import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
+import { HotRod } from '../../lib/tracing/hotrod.ts';
+import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
+import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
+import { OtelCollector, collectorConfig } from '../../lib/tracing/otel-collector.ts';
+import { ProductionTracingStack } from '../../lib/tracing/production-tracing-stack.ts';
+import { localize } from '../../scripts/tracing-local.ts';
+
+const chart = () => new Chart(Testing.app(), 'test');
+const byKind = (objects: any[], kind: string) => objects.filter((o) => o.kind === kind);
+const JAEGER = { name: 'jaeger', endpoint: 'jaeger.tracing.svc:4317' };
+
+describe('the collector configuration (spec §2 "Collector configuration shape")', () => {
+  test("the defaults are the spec's sample: OTLP on 0.0.0.0:4317/4318, batch 1s/1024, 1 % probabilistic, export over gRPC", () => {
+    const { config } = collectorConfig({ backends: [JAEGER] });
+    expect(config.receivers.otlp.protocols).toEqual({ grpc: { endpoint: '0.0.0.0:4317' }, http: { endpoint: '0.0.0.0:4318' } });
+    expect(config.processors!.batch).toEqual({ timeout: '1s', send_batch_size: 1024 });
+    expect(config.processors!.probabilistic_sampler).toEqual({ sampling_percentage: 1, mode: 'proportional' });
+    expect(config.exporters['otlp_grpc/jaeger']).toMatchObject({ endpoint: 'jaeger.tracing.svc:4317', tls: { insecure: true } });
+    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'filter/health-checks', 'batch', 'probabilistic_sampler']);
+  });
+
+  test('tail sampling keeps errors, traces over the threshold and a percentage of the rest, and decides before batching', () => {
+    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 } });
+    expect(config.processors!.tail_sampling).toEqual({
+      decision_wait: '10s',
+      num_traces: 50000,
+      policies: [
+        { name: 'errors', type: 'status_code', status_code: { status_codes: ['ERROR'] } },
+        { name: 'slow', type: 'latency', latency: { threshold_ms: 1000 } },
+        { name: 'rest', type: 'probabilistic', probabilistic: { sampling_percentage: 1 } },
+      ],
+    });
+    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'filter/health-checks', 'tail_sampling', 'batch']);
+  });
+
+  test.each([-1, 100.5, Number.NaN])('a sampling percentage of %p fails at synth, saying the range', (percentage) => {
+    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'probabilistic', percentage } })).toThrow(
+      /processors\.probabilistic_sampler\.sampling_percentage: .* is outside 0\.\.100/,
+    );
+  });
+
+  test('a pipeline naming an undefined component fails with the names that are defined', () => {
+    const config: CollectorConfig = {
+      receivers: { otlp: { protocols: { grpc: { endpoint: '0.0.0.0:4317' } } } },
+      processors: { batch: { timeout: '1s', send_batch_size: 1024 } },
+      exporters: { 'otlp_grpc/jaeger': { endpoint: 'jaeger:4317' } },
+      service: { pipelines: { traces: { receivers: ['otlp'], processors: ['batch', 'probabilistic_sampler'], exporters: ['otlp_grpc/jaeger', 'otlp_grpc/other'] } } },
+    };
+    expect(collectorConfigProblems(config)).toEqual([
+      "service.pipelines.traces.processors: 'probabilistic_sampler' is not defined under processors (defined: batch)",
+      "service.pipelines.traces.exporters: 'otlp_grpc/other' is not defined under exporters (defined: otlp_grpc/jaeger)",
+    ]);
+  });
+
+  test('other mistakes are each named: unknown types, unused components, bad endpoints and durations', () => {
+    const config = {
+      receivers: { otlp: { protocols: { http: { endpoint: 'localhost' } } } },
+      processors: { batch: { timeout: 'soon', send_batch_size: 0 }, 'routing/x': {} },
+      exporters: { 'otlp_grpc/a': { endpoint: 'http://jaeger:4317' }, 'otlp_http/b': { endpoint: 'jaeger:4318' } },
+      service: { pipelines: { traces: { receivers: ['otlp'], processors: ['batch'], exporters: ['otlp_grpc/a'] } } },
+    } as unknown as CollectorConfig;
+    expect(collectorConfigProblems(config)).toEqual([
+      "processors: 'routing/x' is of type 'routing', which this collector does not have (it has memory_limiter, batch, filter, probabilistic_sampler, tail_sampling, attributes)",
+      "receivers.otlp.protocols.http.endpoint: 'localhost' is not host:port (a pod needs 0.0.0.0:<port>)",
+      "processors.batch.timeout: 'soon' is not a duration such as 1s or 200ms",
+      'processors.batch.send_batch_size: 0 is not a positive whole number',
+      'processors.routing/x: defined but in no pipeline (remove it, or add it to one)',
+      'exporters.otlp_http/b: defined but in no pipeline (remove it, or add it to one)',
+      "exporters.otlp_grpc/a.endpoint: 'http://jaeger:4317' is not host:port (gRPC exporters take no scheme)",
+      "exporters.otlp_http/b.endpoint: 'jaeger:4318' is not an http(s):// base URL",
+    ]);
+  });
+
+  test('credentials come from Secrets as environment variables, never inline, and only over TLS', () => {
+    const { config, env } = collectorConfig({
+      backends: [
+        { name: 'vendor', endpoint: 'otlp.vendor.example:443', tls: {}, auth: { type: 'bearer-token', token: { secretName: 'vendor', key: 'token' } } },
+        { name: 'central', endpoint: 'https://otlp.central.example', protocol: 'http', auth: { type: 'basic', username: 'tracing', password: { secretName: 'central', key: 'password' } } },
+        { name: 'idp', endpoint: 'otlp.idp.example:443', tls: { secretName: 'idp-ca' }, auth: { type: 'oauth2-client-credentials', tokenUrl: 'https://idp.example/token', clientId: 'collector', clientSecret: { secretName: 'idp', key: 'secret' } } },
+      ],
+      sampling: { mode: 'always' },
+    });
+    expect(config.extensions).toMatchObject({
+      'bearertokenauth/vendor': { token: '${env:VENDOR_BEARER_TOKEN}' },
+      'basicauth/central': { client_auth: { username: 'tracing', password: '${env:CENTRAL_PASSWORD}' } },
+      'oauth2client/idp': { client_id: 'collector', client_secret: '${env:IDP_CLIENT_SECRET}', token_url: 'https://idp.example/token' },
+    });
+    expect(env).toEqual([
+      { name: 'VENDOR_BEARER_TOKEN', valueFrom: { secretKeyRef: { name: 'vendor', key: 'token' } } },
+      { name: 'CENTRAL_PASSWORD', valueFrom: { secretKeyRef: { name: 'central', key: 'password' } } },
+      { name: 'IDP_CLIENT_SECRET', valueFrom: { secretKeyRef: { name: 'idp', key: 'secret' } } },
+    ]);
+    expect(config.service.extensions).toEqual(['health_check', 'bearertokenauth/vendor', 'basicauth/central', 'oauth2client/idp']);
+    expect(() => collectorConfig({ backends: [{ ...JAEGER, auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } } }] })).toThrow(
+      /backend 'jaeger' would send its bearer-token credentials in clear text; set tls/,
+    );
+    expect(() => collectorConfig({ backends: [{ name: 'h', protocol: 'http', endpoint: 'http://x:4318', auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } } }] })).toThrow(/use an https:\/\/ endpoint/);
+  });
+
+  test('routing by attribute: one pipeline per backend, each dropping what is not its own', () => {
+    const { config } = collectorConfig({
+      backends: [JAEGER, { name: 'eu', endpoint: 'jaeger.eu.svc:4317' }],
+      sampling: { mode: 'always' },
+      routing: { attribute: 'region', routes: [{ value: 'eu', backends: ['eu'] }], defaultBackends: ['jaeger'] },
+    });
+    expect(Object.keys(config.service.pipelines)).toEqual(['traces/eu', 'traces/jaeger']);
+    expect(config.processors!['filter/route-eu']).toEqual({ error_mode: 'ignore', traces: { span: ['not (resource.attributes["region"] == "eu")'] } });
+    expect(config.processors!['filter/route-jaeger']).toEqual({
+      error_mode: 'ignore',
+      traces: { span: ['not ((resource.attributes["region"] == nil or not (resource.attributes["region"] == "eu")))'] },
+    });
+    expect(() => collectorConfig({ backends: [JAEGER], routing: { attribute: 'a', routes: [{ value: 'x', backends: ['nope'] }], defaultBackends: ['jaeger'] } })).toThrow(
+      /routing names backend 'nope', which is not among the backends \(jaeger\)/,
+    );
+  });
+
+  test('tail sampling with several replicas is refused: traces would be split', () => {
+    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 }, replicas: 2 })).toThrow(/tail sampling with 2 replicas would split traces/);
+  });
+});
+
+describe('the trace-stack workloads', () => {
+  test('every pod passes Pod Security restricted, pins its image and rolls on a config change', () => {
+    const c = chart();
+    new DevelopmentTracingStack(c, 'dev');
+    const deployments = byKind(Testing.synth(c), 'Deployment');
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(['hotrod', 'jaeger', 'otel-collector']);
+    for (const d of deployments) {
+      const pod = d.spec.template.spec;
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      for (const container of pod.containers) {
+        expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+        expect(container.image).toMatch(/:[0-9v][^:]*$/);
+        expect(container.resources.limits.memory).toBeDefined();
+      }
+    }
+    const collector = deployments.find((d) => d.metadata.name === 'otel-collector');
+    expect(collector.spec.template.metadata.annotations['website-stack.dev/config-hash']).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  test("HotROD finds the collector through OTEL_EXPORTER_OTLP_ENDPOINT, the collector's base URL", () => {
+    const c = chart();
+    new DevelopmentTracingStack(c, 'dev');
+    const hotrod = byKind(Testing.synth(c), 'Deployment').find((d) => d.metadata.name === 'hotrod');
+    expect(hotrod.spec.template.spec.containers[0].env).toEqual([{ name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.tracing.svc:4318' }]);
+    expect(() => new HotRod(chart(), 'h', { otlpEndpoint: 'otel-collector:4318', jaegerUiUrl: 'http://j' })).toThrow(/base URL with scheme, host and port/);
+  });
+
+  test('Jaeger all-in-one: memory bounded by max_traces; Badger on a claim with a span TTL and one writer at a time', () => {
+    const memory = new JaegerAllInOne(chart(), 'j');
+    expect((memory.config as any).extensions.jaeger_storage.backends.main).toEqual({ memory: { max_traces: 50000 } });
+    const c = chart();
+    const badger = new JaegerAllInOne(c, 'j', { storage: { type: 'badger', spanTtl: '72h', size: '5Gi' } });
+    expect((badger.config as any).extensions.jaeger_storage.backends.main.badger).toMatchObject({ ttl: { spans: '72h' }, directories: { keys: '/var/lib/jaeger/keys' } });
+    const objects = Testing.synth(c);
+    expect(byKind(objects, 'PersistentVolumeClaim')[0].spec.resources.requests.storage).toBe('5Gi');
+    expect(byKind(objects, 'Deployment')[0].spec.strategy.type).toBe('Recreate');
+    expect(() => new JaegerAllInOne(chart(), 'j', { storage: { type: 'badger', spanTtl: '7 days' } })).toThrow(/spanTtl must be a Go duration/);
+  });
+
+  test('Jaeger all-in-one with OTLP off has only the Thrift receivers, and no OTLP ports', () => {
+    const c = chart();
+    const j = new JaegerAllInOne(c, 'j', { otlpEnabled: false });
+    expect((j.config as any).service.pipelines.traces.receivers).toEqual(['jaeger']);
+    const service = byKind(Testing.synth(c), 'Service')[0];
+    expect(service.spec.ports.map((p: any) => p.name)).not.toContain('otlp-grpc');
+    expect(service.spec.ports.filter((p: any) => p.protocol === 'UDP').map((p: any) => p.port)).toEqual([6831, 6832]);
+  });
+});
+
+describe('Jaeger for production', () => {
+  const es = { type: 'elasticsearch' as const, serverUrls: ['https://es.example:9200'], credentials: { secretName: 'es' }, caSecretName: 'es-ca' };
+
+  test('collector and query are separate Deployments; the collector scales on CPU and keeps one replica through disruptions', () => {
+    const c = chart();
+    new JaegerProduction(c, 'j', { storage: es });
+    const objects = Testing.synth(c);
+    expect(byKind(objects, 'Deployment').map((d) => [d.metadata.name, d.spec.replicas])).toEqual([['jaeger-collector', 2], ['jaeger-query', 2]]);
+    expect(byKind(objects, 'HorizontalPodAutoscaler')[0].spec).toMatchObject({ minReplicas: 2, maxReplicas: 10, scaleTargetRef: { name: 'jaeger-collector' } });
+    expect(byKind(objects, 'PodDisruptionBudget')[0].spec.maxUnavailable).toBe(1);
+  });
+
+  test('Elasticsearch credentials come from the Secret (password as a re-read file), and a daily cleaner keeps 7 days', () => {
+    const c = chart();
+    const j = new JaegerProduction(c, 'j', { storage: es });
+    expect((j.collectorConfig as any).extensions.jaeger_storage.backends.main.elasticsearch).toEqual({
+      server_urls: ['https://es.example:9200'],
+      indices: { index_prefix: 'jaeger' },
+      auth: { basic: { username: '${env:ES_USERNAME}', password_file: '/etc/jaeger/storage/credentials/password' } },
+      tls: { ca_file: '/etc/jaeger/storage/ca/ca.crt' },
+    });
+    const text = JSON.stringify(Testing.synth(c));
+    expect(text).not.toMatch(/"password":"[^$]/);
+    const cleaner = byKind(Testing.synth(c), 'CronJob')[0];
+    expect(cleaner.spec.schedule).toBe('55 23 * * *');
+    const container = cleaner.spec.jobTemplate.spec.template.spec.containers[0];
+    expect(container.args).toEqual(['7', 'https://es.example:9200']);
+    expect(container.env).toEqual(expect.arrayContaining([{ name: 'ES_PASSWORD', valueFrom: { secretKeyRef: { name: 'es', key: 'password' } } }, { name: 'INDEX_PREFIX', value: 'jaeger' }]));
+  });
+
+  test('Cassandra keeps traces 7 days by TTL; only the collector creates the schema', () => {
+    const j = new JaegerProduction(chart(), 'j', { storage: { type: 'cassandra', servers: ['cassandra:9042'], credentials: { secretName: 'c' } } });
+    const schema = (config: any) => config.extensions.jaeger_storage.backends.main.cassandra.schema;
+    expect(schema(j.collectorConfig)).toEqual({ keyspace: 'jaeger_v1_dc1', create: true, trace_ttl: '168h' });
+    expect(schema(j.queryConfig).create).toBe(false);
+    expect((j.collectorConfig as any).extensions.jaeger_storage.backends.main.cassandra.connection.auth.basic).toEqual({ username: '${env:CASSANDRA_USERNAME}', password: '${env:CASSANDRA_PASSWORD}' });
+  });
+
+  test('mutual TLS on the collector: OTLP receivers need client certificates signed by the Secret\'s CA', () => {
+    const j = new JaegerProduction(chart(), 'j', { storage: es, collectorTls: { secretName: 'tls' } });
+    expect((j.collectorConfig as any).receivers.otlp.protocols.grpc.tls).toEqual({ cert_file: '/etc/jaeger/tls/tls.crt', key_file: '/etc/jaeger/tls/tls.key', client_ca_file: '/etc/jaeger/tls/ca.crt', min_version: '1.2' });
+  });
+
+  test('OIDC puts oauth2-proxy in front: Jaeger listens on localhost, the Service reaches only the proxy', () => {
+    const c = chart();
+    const j = new JaegerProduction(c, 'j', {
+      storage: es,
+      oidc: { issuerUrl: 'https://idp.example', clientId: 'jaeger', clientSecret: { secretName: 'oidc', key: 'client-secret' }, cookieSecret: { secretName: 'oidc', key: 'cookie-secret' } },
+    });
+    expect((j.queryConfig as any).extensions.jaeger_query.http.endpoint).toBe('127.0.0.1:16686');
+    const objects = Testing.synth(c);
+    const query = byKind(objects, 'Deployment').find((d) => d.metadata.name === 'jaeger-query');
+    const proxy = query.spec.template.spec.containers.find((x: any) => x.name === 'oauth2-proxy');
+    expect(proxy.args).toEqual(expect.arrayContaining(['--provider=oidc', '--oidc-issuer-url=https://idp.example', '--upstream=http://127.0.0.1:16686']));
+    expect(proxy.env.every((e: any) => e.valueFrom?.secretKeyRef)).toBe(true);
+    const service = byKind(objects, 'Service').find((s) => s.metadata.name === 'jaeger-query');
+    expect(service.spec.ports.map((p: any) => [p.name, p.port])).toEqual([['metrics', 8888], ['query', 4180]]);
+  });
+
+  test('the production stack refuses mutual TLS without a client certificate for its collector', () => {
+    expect(() => new ProductionTracingStack(chart(), 's', { jaeger: { storage: es, collectorTls: { secretName: 'tls' } } })).toThrow(/set collectorClientTlsSecret/);
+  });
+});
+
+describe('localize (cluster addresses → local ones, the only change the tests make to dist/ configs)', () => {
+  const addresses = { 'jaeger.tracing.svc:4317': '127.0.0.1:5001', '0.0.0.0:4318': '127.0.0.1:5002', '/etc/otelcol/tls/ca.crt': '/tmp/x/ca.crt', '0.0.0.0:8888': '127.0.0.1:5003' };
+
+  test('replaces whole addresses and paths wherever they appear, and nothing else', () => {
+    const doc = {
+      a: 'jaeger.tracing.svc:4317',
+      b: 'http://jaeger.tracing.svc:4317/v1',
+      c: ['0.0.0.0:4318', '0.0.0.0:43180', 'xjaeger.tracing.svc:4317', 'jaeger.tracing.svc:4317.example'],
+      d: { ca_file: '/etc/otelcol/tls/ca.crt', other: '/etc/otelcol/tls/ca.crt.bak' },
+      e: { prometheus: { host: '0.0.0.0', port: 8888 } },
+      f: 42,
+    };
+    expect(localize(doc, addresses)).toEqual({
+      a: '127.0.0.1:5001',
+      b: 'http://127.0.0.1:5001/v1',
+      c: ['127.0.0.1:5002', '0.0.0.0:43180', 'xjaeger.tracing.svc:4317', 'jaeger.tracing.svc:4317.example'],
+      d: { ca_file: '/tmp/x/ca.crt', other: '/etc/otelcol/tls/ca.crt.bak' },
+      e: { prometheus: { host: '127.0.0.1', port: 5003 } },
+      f: 42,
+    });
+  });
+});
