@@ -7,7 +7,8 @@
 #
 # Groups: cluster = kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
 # (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
-# Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml).
+# Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml), and tracegen
+# (Jaeger's OTLP load generator, for `npm run bench:collector`).
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
@@ -44,11 +45,11 @@ version_of() {
     kube-*|kubectl) echo "$KUBERNETES_VERSION" ;;
     etcd) echo "$ETCD_VERSION" ;;
     kwok|kwokctl) echo "$KWOK_VERSION" ;;
-    jaeger|hotrod) echo "$JAEGER_VERSION" ;;
+    jaeger|hotrod|tracegen) echo "$JAEGER_VERSION" ;;
     builder) echo "$OTELCOL_VERSION" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder; groups: cluster, tracing)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen; groups: cluster, tracing)" ;;
   esac
 }
 
@@ -154,11 +155,12 @@ build() {
       CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@$version" || ok=$?
       [[ $ok == 0 ]] && mv "$gobin/$name" "$tmp"
       ;;
-    jaeger|hotrod)
+    jaeger|hotrod|tracegen)
       local module dir commit_time kv pkg=./examples/hotrod ld="-s -w"
       module=$(jaeger_module) || ok=$?
       if [[ $ok == 0 ]]; then
         { read -r dir; read -r commit_time; } <<<"$module"
+        [[ $name == tracegen ]] && pkg=./cmd/tracegen
         if [[ $name == jaeger ]]; then
           # Upstream's BUILD_INFO_V2 (scripts/makefiles/BuildInfo.mk), so `jaeger version` reports v2.13.0.
           pkg=./cmd/jaeger
