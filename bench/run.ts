@@ -49,7 +49,7 @@ function shellOperator(options: { runsAt?: (n: number) => boolean; replicas: num
   return {
     title: 'shell operator (10 s interval)',
     runsAt: options.runsAt,
-    run: async (n, { cluster, log }) => shellOperatorRun(await benchShellOperator({ n, cluster, log, replicas: options.replicas })),
+    run: async (n, { cluster, log }) => shellOperatorRun(await benchShellOperator({ n, cluster, log: (m) => log(`shell operator, ${m}`), replicas: options.replicas })),
   };
 }
 
