@@ -185,6 +185,8 @@ export interface OperatorRun {
   readonly rss?: { readonly zero: number; readonly afterCreate: number; readonly idle?: number };
   /** Operator CPU time from the first create until every Website was Ready, per Website (ms). */
   readonly cpuMsPerWebsite?: number;
+  /** A polling operator: API requests per cycle once every Website has its children (it repeats them every cycle). */
+  readonly requestsPerCycle?: number;
   readonly diagnostics?: readonly string[];
 }
 
@@ -195,6 +197,7 @@ export const ROWS: readonly Row[] = [
   { key: 'max', label: 'create → Deployment seen, max', baseline: 'echo controller, max' },
   { key: 'allDeployments', label: 'all N Deployments seen', baseline: 'echo controller, all N children seen' },
   { key: 'allReady', label: 'all N Websites Ready', baseline: 'N rendered Deployments created directly, all available' },
+  { key: 'requestsPerCycle', label: 'API requests per cycle, steady state', baseline: 'N' },
   { key: 'idleWrites', label: 'API writes during idle resync (goal 0)', baseline: 'API writes to create the N Websites' },
   { key: 'idleReconciles', label: 'reconciles during idle resync', baseline: 'N (a ratio ≥ 2 proves two full resyncs)' },
   { key: 'restartWrites', label: 'API writes of a restart at N (goal 0)', baseline: 'API writes to create the N Websites' },
@@ -217,6 +220,7 @@ export function operatorColumn(run: OperatorRun, baselines: Baselines): Column {
     figures.idleWrites = { value: writes, unit: 'count', baseline: run.createWrites, detail: `over ${formatValue(windowMs, 'ms')}, resync every ${resyncSeconds} s` };
     figures.idleReconciles = { value: reconciles, unit: 'count', baseline: run.n };
   }
+  if (run.requestsPerCycle !== undefined) figures.requestsPerCycle = { value: run.requestsPerCycle, unit: 'count', baseline: run.n };
   if (run.restartWrites !== undefined) figures.restartWrites = { value: run.restartWrites, unit: 'count', baseline: run.createWrites };
   if (run.rss) {
     const perWebsite = (bytes: number) => {

@@ -1,11 +1,13 @@
-// `npm run bench`: the website operator at N = 100 and 1000 Websites on a local cluster of its own,
-// every figure against a baseline measured in the same run. Prints a markdown report and writes it
-// to bench/results/latest.md. See README "Benchmarks".
+// `npm run bench`: the website operator and the shell operator side by side at N = 10, 100 and 1000
+// Websites on a local cluster of its own, every figure against a baseline measured in the same run.
+// Prints a markdown report and writes it to bench/results/latest.md. See README "Benchmarks".
 //
-//   npm run bench -- [--n 100,1000] [--quick] [--resync 5] [--replicas 1] [--keep-cluster]
+//   npm run bench -- [--n 10,100,1000] [--quick] [--resync 5] [--replicas 1] [--keep-cluster]
 //
-// About 15 minutes on 2 cores, of which 8 are the QPS 20/30 defaults at N=1000 (their client-side
-// rate limit: about 9 requests per new Website at 20 per second); --quick skips those above N=100.
+// At N=1000 the QPS 20/30 defaults take about 8 minutes (their client-side rate limit: about 9
+// requests per new Website at 20 per second) and the shell operator several more (a cycle of 1000
+// Websites takes 92 to 99 s, and it is measured over three of them); --quick runs both only up to
+// N=100.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { BASELINE_NS, CREATE_CONCURRENCY, directDeploymentsBaseline, echoBaseline, idleNodeRss } from './baselines.ts';
 import { type BenchCluster, ROOT, clusterDown, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
 import { DEFAULT_SETTINGS, FAST_SETTINGS, type OperatorSettings, benchWebsiteOperator, killOperators, measureRender } from './operator.ts';
+import { benchShellOperator, shellOperatorRun, stopShellOperatorBench } from './shell-operator.ts';
 import { type Baselines, type Column, type OperatorRun, ROWS, figuresTable, formatRatio, formatValue, latencySummary, markdownTable, operatorColumn, percentile } from './report.ts';
 
 /** What every operator under test gets: the cluster, and where to say what it is doing. */
@@ -23,17 +26,8 @@ export interface BenchContext {
 
 /**
  * One operator (in one configuration) under test: a column per N. Another operator joins the
- * table with one more entry in `subjects` below, e.g. the shell operator (bench/shell-operator.ts):
- *
- *   {
- *     title: 'shell operator',
- *     run: async (n, { cluster, log }) => {
- *       const r = await benchShellOperator({ n, cluster, log });
- *       return { title: 'shell operator', n, latencyMs: r.latencyMs, allDeploymentsMs: r.allDeploymentsMs };
- *     },
- *   }
- *
- * Figures a subject does not report stay empty in its column.
+ * table with one more entry in `subjects` below, as the shell operator (bench/shell-operator.ts)
+ * did. Figures a subject does not report stay empty in its column.
  */
 export interface Subject {
   readonly title: string;
@@ -50,6 +44,15 @@ function websiteOperator(settings: OperatorSettings, options: { runsAt?: (n: num
   };
 }
 
+/** The shell operator as a user runs it (scripts/shell-operator.sh), at its default 10 s interval. */
+function shellOperator(options: { runsAt?: (n: number) => boolean; replicas: number }): Subject {
+  return {
+    title: 'shell operator (10 s interval)',
+    runsAt: options.runsAt,
+    run: async (n, { cluster, log }) => shellOperatorRun(await benchShellOperator({ n, cluster, log: (m) => log(`shell operator, ${m}`), replicas: options.replicas })),
+  };
+}
+
 /** The local cluster's controller manager and scheduler, raised above their 20 QPS defaults so they are not what the figures measure. */
 const CLUSTER_ARGS = [
   'kube-controller-manager=kube-api-qps=500',
@@ -63,7 +66,7 @@ const log = (message: string) => process.stderr.write(`[bench] ${new Date().toIS
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      n: { type: 'string', default: '100,1000' },
+      n: { type: 'string', default: '10,100,1000' },
       quick: { type: 'boolean', default: false },
       resync: { type: 'string', default: '5' },
       replicas: { type: 'string', default: '1' },
@@ -76,11 +79,13 @@ async function main(): Promise<void> {
   const replicas = Number(values.replicas);
   if (!(resyncSeconds >= 1)) throw new Error(`--resync takes seconds (at least 1), got ${JSON.stringify(values.resync)}`);
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new Error(`--replicas takes 1 to 5 (the Website schema's bounds), got ${JSON.stringify(values.replicas)}`);
-  // At 20 QPS the client-side limit alone makes N = 1000 take 8 minutes: --quick stops at 100.
-  const defaultsUpTo = values.quick ? 100 : Number.POSITIVE_INFINITY;
+  // At N = 1000 the client-side limit alone makes the QPS 20 defaults take 8 minutes, and the
+  // shell operator's cycles take about 95 s each: --quick runs those two only up to 100.
+  const slowUpTo = values.quick ? 100 : Number.POSITIVE_INFINITY;
   const subjects: Subject[] = [
-    websiteOperator(DEFAULT_SETTINGS, { runsAt: (n) => n <= defaultsUpTo, resyncSeconds, replicas }),
+    websiteOperator(DEFAULT_SETTINGS, { runsAt: (n) => n <= slowUpTo, resyncSeconds, replicas }),
     websiteOperator(FAST_SETTINGS, { resyncSeconds, replicas }),
+    shellOperator({ runsAt: (n) => n <= slowUpTo, replicas }),
   ];
 
   const began = Date.now();
@@ -95,6 +100,7 @@ async function main(): Promise<void> {
   const interrupted = () => {
     log('interrupted');
     killOperators();
+    stopShellOperatorBench();
     (stopCluster ? clusterDown() : Promise.resolve()).finally(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
@@ -138,13 +144,14 @@ async function main(): Promise<void> {
 
   const minutes = ((Date.now() - began) / 60_000).toFixed(1);
   const report = [
-    `# Benchmark: the website operator at N = ${ns.join(', ')}`,
+    `# Benchmark: the website operator and the shell operator at N = ${ns.join(', ')}`,
     '',
     `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${minutes} min. Machine: ${machine}.`,
     `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}.`,
     `Operator: lib/bin/operator.ts as a process, as its ServiceAccount (token) under dist/'s Role; leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false; CONCURRENCY=${DEFAULT_SETTINGS.concurrency}.`,
-    `Settings: ${subjects.map((s) => s.title).join('; ')}${values.quick ? ` (--quick: the QPS 20/30 defaults only up to N=${defaultsUpTo})` : ''}. At the defaults the client-side limit bounds throughput: about 9 requests per new Website (see below) at 20 per second is ≥ 450 s for N=1000; QPS 200/400 shows the operator's own cost.`,
-    `Websites: ${replicas} replica each, created ${CREATE_CONCURRENCY} at a time by the benchmark (administrator client, no client-side limit); idle resync: the operator restarted with RESYNC_SECONDS=${resyncSeconds}.`,
+    "Shell operator: lib/shell-operator/'s script run by scripts/shell-operator.sh, as its ServiceAccount (token) under the ShellOperator construct's Role, in a fresh namespace per N.",
+    `Settings: ${subjects.map((s) => s.title).join('; ')}${values.quick ? ` (--quick: the QPS 20/30 defaults and the shell operator only up to N=${slowUpTo})` : ''}. At the defaults the client-side limit bounds throughput: about 9 requests per new Website (see below) at 20 per second is ≥ 450 s for N=1000; QPS 200/400 shows the operator's own cost.`,
+    `Websites: ${replicas} replica each. For the website operator, created ${CREATE_CONCURRENCY} at a time by the benchmark (administrator client, no client-side limit); idle resync: the operator restarted with RESYNC_SECONDS=${resyncSeconds}. For the shell operator, created in 10 batches spread across one 10 s interval, so creations fall at every point of its cycle.`,
     '',
     figuresTable(ROWS, columns),
     '',
@@ -154,6 +161,7 @@ async function main(): Promise<void> {
     '- **API writes**: CREATE/APPLY/PATCH/UPDATE/DELETE of websites (incl. status), deployments and services, from the operator\'s `rest_client_requests_total` (Lease renewals and events are counted in the diagnostics below).',
     `- **RSS**: VmRSS of the operator process (/proc), median of three readings; the baseline is the same configuration with 0 Websites (caches synced, leading). A reading depends on when V8 last collected garbage: at small N the change per Website is noise. An idle Node ${process.version} process (\`setInterval\`) has ${formatValue(nodeRss, 'bytes')}.`,
     '- **CPU per Website**: the operator\'s process_cpu_seconds_total from the first create until all were Ready, over N; baseline: renderWorkload per Website (below).',
+    '- **API requests per cycle** (the shell operator, which repeats its work every cycle; the website operator\'s counterpart is its idle resync): requests the API server dispatched for the operator\'s ServiceAccount (`apiserver_flowcontrol_dispatched_requests_total` under FlowSchemas of its own), averaged over two cycles once every Website has its children; baseline: N. The shell operator\'s latency starts when a watch sees the Website rather than when its create is sent: one API round trip later (a few tens of ms here).',
     '',
     '## Render time per Website (warm, in the benchmark process)',
     '',

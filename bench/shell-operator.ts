@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util';
 import { App, Chart } from 'cdk8s';
 import { ShellOperator } from '../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
+import { type OperatorRun, formatValue, percentile } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -74,6 +75,23 @@ const BENCH_SERVICE_CIDR = {
   spec: { cidrs: ['10.96.0.0/16'] },
 };
 
+/** Child processes still running (operators, watches), for stopShellOperatorBench(). */
+const children = new Set<ChildProcess>();
+
+function tracked(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+
+/**
+ * SIGTERM to every shell operator and watch this module started that is still running: an
+ * interrupted benchmark would otherwise leave a loop retrying against a cluster that is gone.
+ */
+export function stopShellOperatorBench(): void {
+  for (const child of children) child.kill('SIGTERM');
+}
+
 /** One line the shell operator logged, with the time (Date.now()) it arrived. */
 export interface LogLine {
   readonly at: number;
@@ -101,10 +119,12 @@ export interface ShellOperatorProcess {
  * `env` adds INTERVAL, ONCE, ... (see the script's header).
  */
 export function startShellOperator(cluster: ClusterAccess, namespace: string, env: Record<string, string> = {}): ShellOperatorProcess {
-  const child = spawn('bash', [join(ROOT, 'scripts/shell-operator.sh')], {
-    env: { ...process.env, KUBECONFIG: cluster.kubeconfig, KUBECTL: cluster.kubectl, NAMESPACE: namespace, ...env },
-    stdio: ['ignore', 'inherit', 'pipe'],
-  });
+  const child = tracked(
+    spawn('bash', [join(ROOT, 'scripts/shell-operator.sh')], {
+      env: { ...process.env, KUBECONFIG: cluster.kubeconfig, KUBECTL: cluster.kubectl, NAMESPACE: namespace, ...env },
+      stdio: ['ignore', 'inherit', 'pipe'],
+    }),
+  );
   const lines: LogLine[] = [];
   createInterface({ input: child.stderr! }).on('line', (text) => lines.push({ at: Date.now(), text }));
   let exitCode: number | null | undefined;
@@ -136,9 +156,11 @@ export function startShellOperator(cluster: ClusterAccess, namespace: string, en
 
 /** `kubectl get <resource> --watch -o name`, remembering when each object was first seen. */
 function watchFirstSeen(cluster: ClusterAccess, resource: string, namespace: string): { firstSeen: Map<string, number>; process: ChildProcess } {
-  const child = spawn(cluster.kubectl, ['--kubeconfig', cluster.kubeconfig, 'get', resource, '-n', namespace, '--watch', '-o', 'name'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = tracked(
+    spawn(cluster.kubectl, ['--kubeconfig', cluster.kubeconfig, 'get', resource, '-n', namespace, '--watch', '-o', 'name'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   const firstSeen = new Map<string, number>();
   createInterface({ input: child.stdout! }).on('line', (line) => {
     const name = line.slice(line.indexOf('/') + 1);
@@ -197,11 +219,6 @@ function requestsPerCycle(schemas: ReturnType<typeof flowSchemas>, before: Map<s
   return { total: Object.values(byKind).reduce((a, b) => a + b, 0), byKind };
 }
 
-/** Nearest-rank percentile of ascending `sorted`. */
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
 export interface ShellOperatorBenchOptions {
   /** Websites created, in 10 batches spread evenly across one interval. */
   readonly n: number;
@@ -220,6 +237,11 @@ export interface ShellOperatorBenchOptions {
    * @default 2
    */
   readonly cycles?: number;
+  /**
+   * `spec.replicas` of every Website.
+   * @default 1
+   */
+  readonly replicas?: number;
   /**
    * Progress messages.
    * @default none
@@ -251,6 +273,7 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
   const cluster = options.cluster ?? localCluster();
   const interval = options.intervalSeconds ?? 10;
   const steadyCycles = options.cycles ?? 2;
+  const replicas = options.replicas ?? 1;
   const log = options.log ?? (() => {});
   const n = options.n;
   if (!Number.isInteger(n) || n < 1) throw new Error(`n must be a positive whole number of Websites, got ${n}`);
@@ -291,7 +314,7 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
         apiVersion: `${DEFAULT_GROUP}/v1`,
         kind: 'Website',
         metadata: { name, namespace: ns },
-        spec: { title: `Website ${name}`, replicas: 1 },
+        spec: { title: `Website ${name}`, replicas },
       }));
       await ok(cluster, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
     }
@@ -342,6 +365,28 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     // Waits, so the garbage collector's work does not load the next measurement.
     await kubectl(cluster, ['delete', 'namespace', ns, '--wait=true', '--timeout=600s']);
   }
+}
+
+/**
+ * One result as a column of `npm run bench`'s table (bench/run.ts): the latencies, all Deployments
+ * seen and the requests per cycle; the rest goes below the table.
+ */
+export function shellOperatorRun(result: ShellOperatorBenchResult): OperatorRun {
+  const interval = result.intervalSeconds;
+  const kinds = Object.entries(result.requestsPerCycleByKind).map(([kind, count]) => `${kind} ${formatValue(count, 'count')}`);
+  return {
+    title: `shell operator (${interval} s interval)`,
+    n: result.n,
+    latencyMs: { p50: result.latencyMs.p50, p99: result.latencyMs.p99, max: result.latencyMs.max },
+    allDeploymentsMs: result.allDeploymentsMs,
+    requestsPerCycle: result.requestsPerCycle,
+    diagnostics: [
+      `Websites created in 10 batches across one ${interval} s interval; latency from a watch seeing the Website (not from its create sent) to a watch seeing its Deployment`,
+      `create → Deployment p90: ${formatValue(result.latencyMs.p90, 'ms')}`,
+      `API requests per steady-state cycle, by kind: ${kinds.join(', ')}`,
+      `steady-state cycles: ${result.cycleMs.map((ms) => formatValue(ms, 'ms')).join(', ')}, each followed by the ${interval} s sleep`,
+    ],
+  };
 }
 
 /** The results side by side, one column per N. */

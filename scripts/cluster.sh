@@ -11,6 +11,9 @@
 #
 # WEBSITE_STACK_CLUSTER_DIR (default <repo>/.cluster) holds the kubeconfig, bin/kubectl and kwok's
 # state; WEBSITE_STACK_CLUSTER_NAME (default website-stack) names the cluster. Tests use their own.
+# WEBSITE_STACK_CLUSTER_AUDIT_POLICY (default none) is an audit policy file: the API server then logs
+# the requests it selects to $DIR/kwok/clusters/$NAME/logs/audit.log. A running cluster started
+# with another policy (or none) is replaced.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
 shopt -s inherit_errexit
@@ -18,6 +21,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${WEBSITE_STACK_CLUSTER_DIR:-$ROOT/.cluster}
 NAME=${WEBSITE_STACK_CLUSTER_NAME:-website-stack}
 NODES=${WEBSITE_STACK_CLUSTER_NODES:-2}
+AUDIT_POLICY=${WEBSITE_STACK_CLUSTER_AUDIT_POLICY:-}
 KUBECONFIG_FILE=$DIR/kubeconfig
 export KWOK_WORKDIR=$DIR/kwok
 
@@ -63,6 +67,12 @@ healthy() {
   [[ $(kubectl_ get nodes --request-timeout=5s -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True) -ge 1 ]]
 }
 
+# The running cluster has the audit policy asked for (kwokctl keeps a copy as audit.yaml), or neither has one.
+same_audit_policy() {
+  local copy=$KWOK_WORKDIR/clusters/$NAME/audit.yaml
+  if [[ -n $AUDIT_POLICY ]]; then cmp -s "$AUDIT_POLICY" "$copy"; else [[ ! -e $copy ]]; fi
+}
+
 usage_hint() {
   cat >&2 <<MSG
 [cluster] '$NAME' is up. Use it with:
@@ -86,19 +96,26 @@ up() {
   binaries
   mkdir -p "$DIR/bin"
   ln -sf "$KUBECTL" "$DIR/bin/kubectl"
+  [[ -z $AUDIT_POLICY || -f $AUDIT_POLICY ]] || die "no audit policy file at $AUDIT_POLICY (WEBSITE_STACK_CLUSTER_AUDIT_POLICY)"
+  local replacing="found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
   if healthy; then
-    log "reusing the running cluster '$NAME'"
-    usage_hint
-    return
+    if same_audit_policy; then
+      log "reusing the running cluster '$NAME'"
+      usage_hint
+      return
+    fi
+    replacing="the running cluster '$NAME' has another audit policy than WEBSITE_STACK_CLUSTER_AUDIT_POLICY asks for: replacing it"
   fi
   if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
-    log "found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
+    log "$replacing"
     "$KWOKCTL" --name "$NAME" delete cluster >/dev/null 2>&1 || true
     stop_leftovers
     rm -rf "$KWOK_WORKDIR/clusters/$NAME"
   fi
   rm -f "$KUBECONFIG_FILE"
   local start=$SECONDS
+  local -a audit=()
+  [[ -z $AUDIT_POLICY ]] || audit=(--kube-audit-policy "$AUDIT_POLICY")
   log "creating cluster '$NAME' (Kubernetes $KWOK_KUBE_VERSION, etcd $KWOK_ETCD_VERSION, binary runtime)"
   # One controller manager and one scheduler: without leader election they survive an API server
   # restart (with it they exit when they cannot renew their lease, and nothing restarts them here).
@@ -112,6 +129,7 @@ up() {
     --etcd-binary "$ETCD" \
     --extra-args kube-controller-manager=leader-elect=false \
     --extra-args kube-scheduler=leader-elect=false \
+    "${audit[@]}" \
     --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 \
     || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create the cluster (full log: $DIR/kwokctl.log; component logs: $KWOK_WORKDIR/clusters/$NAME/logs)"; }
   "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >>"$DIR/kwokctl.log" 2>&1 \

@@ -16,3 +16,24 @@ export function only(manifests: Manifest[], kind: string, name?: string): Manife
   if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` '${name}'` : ''}, found ${found.length}`);
   return found[0];
 }
+
+/**
+ * Website titles that stay text: each would run `touch <marker(n)>` if the shell operator ever let
+ * one reach shell or jq code, and the rest are quotes, escapes, markup, tabs, flags and the longest
+ * title the schema allows. The page shows each as renderPage escapes it.
+ */
+export function hostileTitles(marker: (n: number) => string): string[] {
+  return [
+    `$(touch ${marker(0)})`,
+    `\`touch ${marker(1)}\``,
+    `"; touch ${marker(2)}; echo "`,
+    `'; touch ${marker(3)}; echo '`,
+    `first line\ntouch ${marker(4)}\n$(touch ${marker(5)})`,
+    `\\"$(touch ${marker(6)})\\" \\(env) \\u0000 back\\slash \\n \${HOME} $HOME %s %n`,
+    '<script>alert("x")</script> & &amp; <b>bold</b>',
+    'tab\tand emoji 🚀🌈, ünïcödé, 中文',
+    '\t\tleading tabs',
+    '--server-side --dry-run=server -o yaml',
+    '#'.repeat(4096),
+  ];
+}

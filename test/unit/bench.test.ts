@@ -17,6 +17,7 @@ import {
   percentile,
   seriesLabels,
 } from '../../bench/report.ts';
+import { type ShellOperatorBenchResult, shellOperatorRun } from '../../bench/shell-operator.ts';
 import { reconcileWrites, sumMetric } from '../../scripts/operator-process.ts';
 
 describe('percentile', () => {
@@ -140,16 +141,40 @@ describe('markdown tables', () => {
     expect(column.figures.rssIdle).toBeUndefined();
   });
 
-  test('a run without resync or memory figures leaves those cells empty', () => {
-    const shellLike: OperatorRun = { title: 'shell operator', n: 4, latencyMs: { p50: 2000, p99: 4000, max: 4000 }, allDeploymentsMs: 4000 };
-    const table = figuresTable(ROWS, [operatorColumn(run, baselines), operatorColumn(shellLike, baselines)]);
+  const shell: ShellOperatorBenchResult = {
+    operator: 'shell',
+    n: 4,
+    intervalSeconds: 10,
+    latencyMs: { p50: 2000, p90: 3500, p99: 4000, max: 4000 },
+    allDeploymentsMs: 4000,
+    requestsPerCycle: 9,
+    requestsPerCycleByKind: { 'LIST websites': 1, 'APPLY deployments': 4, 'APPLY services': 4, other: 0 },
+    cycleMs: [1450, 1520],
+  };
+
+  test("the shell operator's column: latencies, all Deployments and requests per cycle, the rest below the table", () => {
+    const shellRun = shellOperatorRun(shell);
+    expect(shellRun).toMatchObject({ title: 'shell operator (10 s interval)', n: 4, latencyMs: { p50: 2000, p99: 4000, max: 4000 }, allDeploymentsMs: 4000, requestsPerCycle: 9 });
+    expect(shellRun.diagnostics).toEqual([
+      'Websites created in 10 batches across one 10 s interval; latency from a watch seeing the Website (not from its create sent) to a watch seeing its Deployment',
+      'create → Deployment p90: 3.50 s',
+      'API requests per steady-state cycle, by kind: LIST websites 1, APPLY deployments 4, APPLY services 4, other 0',
+      'steady-state cycles: 1.45 s, 1.52 s, each followed by the 10 s sleep',
+    ]);
+    expect(operatorColumn(shellRun, baselines).figures.requestsPerCycle).toEqual({ value: 9, unit: 'count', baseline: 4 });
+  });
+
+  test('a figure a run does not report leaves its cell empty', () => {
+    const table = figuresTable(ROWS, [operatorColumn(run, baselines), operatorColumn(shellOperatorRun(shell), baselines)]);
     const lines = table.split('\n');
-    expect(lines[0]).toBe('| figure | baseline (same run) | website-operator QPS 200/400, N=4 | shell operator, N=4 |');
+    expect(lines[0]).toBe('| figure | baseline (same run) | website-operator QPS 200/400, N=4 | shell operator (10 s interval), N=4 |');
     expect(lines).toHaveLength(2 + ROWS.length);
     expect(lines.find((l) => l.startsWith('| create → Deployment seen, p50 |'))).toBe(
       '| create → Deployment seen, p50 | echo controller, p50 | 300 ms (2.73× of 110 ms) | 2.00 s (18× of 110 ms) |',
     );
     expect(lines.find((l) => l.startsWith('| API writes during idle resync'))).toMatch(/\| 0 \(0× of 28; over 10\.3 s, resync every 5 s\) \| – \|$/);
+    expect(lines.find((l) => l.startsWith('| API requests per cycle'))).toBe('| API requests per cycle, steady state | N | – | 9 (2.25× of 4) |');
+    expect(lines.filter((l) => l.endsWith(' | – |'))).toHaveLength(ROWS.length - 5);
   });
 });
 

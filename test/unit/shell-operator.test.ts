@@ -1,10 +1,10 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { type Manifest, only, synth } from '../helpers.ts';
+import { type Manifest, hostileTitles, only, synth } from '../helpers.ts';
 import {
   DEFAULT_SHELL_OPERATOR_IMAGE,
   SHELL_OPERATOR_FILES,
@@ -23,11 +23,11 @@ function shellOperator(props?: ShellOperatorProps): Manifest[] {
   return synth((chart) => new ShellOperator(chart, 'shell', props));
 }
 
-function site(name: string, spec: Partial<WebsiteV1['spec']> = {}, metadata: Record<string, unknown> = {}): WebsiteV1 {
+function site(name: string, spec: Partial<WebsiteV1['spec']> = {}): WebsiteV1 {
   return {
     apiVersion: 'web.example.com/v1',
     kind: 'Website',
-    metadata: { name, namespace: 'team', uid: `uid-${name}`, ...metadata },
+    metadata: { name, namespace: 'team', uid: `uid-${name}` },
     spec: { title: `Title of ${name}`, replicas: 2, ...spec },
   };
 }
@@ -37,82 +37,42 @@ function workload(website: WebsiteV1): Manifest[] {
   return synth((chart) => new WebsiteWorkload(chart, 'w', { website }));
 }
 
-// Stands in for kubectl: serves the Website list, records every call and every applied List, and
-// fails on demand (the first N lists; the apply of one named Website).
-const FAKE_KUBECTL = `#!/usr/bin/env bash
-printf '%s\\n' "$*" >>"$FAKE_DIR/calls"
-for arg; do
-  case $arg in
-    get)
-      left=$(cat "$FAKE_DIR/get-failures" 2>/dev/null || echo 0)
-      if (( left > 0 )); then
-        echo $((left - 1)) >"$FAKE_DIR/get-failures"
-        echo 'Unable to connect to the server: dial tcp 10.0.0.1:443: connect: connection refused' >&2
-        exit 1
-      fi
-      cat "$FAKE_DIR/websites.json"
-      exit 0 ;;
-    apply)
-      input=$(cat)
-      if [[ -f $FAKE_DIR/apply-fails ]] && grep -qF "\\"app.kubernetes.io/instance\\":\\"$(cat "$FAKE_DIR/apply-fails")\\"" <<<"$input"; then
-        printf 'The Deployment "website-x" is invalid:\\nspec.selector: Invalid value: field is immutable\\n' >&2
-        exit 1
-      fi
-      printf '%s\\n' "$input" >>"$FAKE_DIR/applied.jsonl"
-      exit 0 ;;
-  esac
-done
-echo "fake kubectl: unexpected call: $*" >&2
-exit 1
-`;
+/** The script's jq program that renders every Website's children (the heredoc RENDER). */
+const RENDER = /^read -r -d '' RENDER <<'JQ'\n([\s\S]*?)\nJQ$/m.exec(readFileSync(SCRIPT, 'utf8'))![1];
+/** How the script runs it: the Website list on stdin, the construct's template as $template. */
+const RENDER_CALL = 'jq -r --slurpfile template "$TEMPLATE" "$RENDER" <"$work/websites.json"';
 
-interface Fake {
-  dir: string;
-  env: Record<string, string>;
-  applied(): Manifest[];
-  calls(): string[];
+const scratch = mkdtempSync(join(tmpdir(), 'shell-operator-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const TEMPLATE_FILE = join(scratch, 'template.json');
+writeFileSync(TEMPLATE_FILE, JSON.stringify(shellOperatorTemplate()));
+
+/**
+ * RENDER run by jq, as the script runs it, on a WebsiteList of `websites`: one [name, "apply",
+ * List] or [name, "invalid", reason] per Website. Needs no kubectl and no cluster.
+ */
+function render(websites: WebsiteV1[]): Array<[string, string, any]> {
+  const list = JSON.stringify({ apiVersion: 'web.example.com/v1', kind: 'WebsiteList', items: websites });
+  const out = execOk('jq', ['-r', '--slurpfile', 'template', TEMPLATE_FILE, RENDER], {}, root, list);
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [name, kind, payload, ...rest] = line.split('\t');
+      expect(rest).toEqual([]);
+      return [name, kind, JSON.parse(payload)];
+    });
 }
 
-function fake(websites: WebsiteV1[], options: { getFailures?: number; applyFails?: string } = {}): Fake {
-  const dir = mkdtempSync(join(tmpdir(), 'shell-operator-'));
-  writeFileSync(join(dir, 'kubectl'), FAKE_KUBECTL, { mode: 0o755 });
-  writeFileSync(join(dir, 'websites.json'), JSON.stringify({ apiVersion: 'web.example.com/v1', kind: 'WebsiteList', items: websites }));
-  writeFileSync(join(dir, 'template.json'), JSON.stringify(shellOperatorTemplate()));
-  if (options.getFailures) writeFileSync(join(dir, 'get-failures'), String(options.getFailures));
-  if (options.applyFails) writeFileSync(join(dir, 'apply-fails'), options.applyFails);
-  const read = (file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').split('\n').filter(Boolean) : []);
-  return {
-    dir,
-    env: { PATH: process.env.PATH!, FAKE_DIR: dir, KUBECTL: join(dir, 'kubectl'), NAMESPACE: 'team', TEMPLATE: join(dir, 'template.json') },
-    applied: () => read('applied.jsonl').map((line) => JSON.parse(line)),
-    calls: () => read('calls'),
-  };
+/** The children rendered for each Website, in order; fails on a Website rendered as invalid. */
+function applied(websites: WebsiteV1[]): Manifest[][] {
+  return render(websites).map(([name, kind, payload]) => {
+    expect([name, kind]).toEqual([name, 'apply']);
+    return payload.items;
+  });
 }
 
-const fakes: Fake[] = [];
-afterAll(() => fakes.forEach((f) => rmSync(f.dir, { recursive: true, force: true })));
-
-/** One cycle of the real script (ONCE=1) against the stand-in kubectl. */
-function cycle(websites: WebsiteV1[], options: { getFailures?: number; applyFails?: string; env?: Record<string, string> } = {}) {
-  const f = fake(websites, options);
-  fakes.push(f);
-  const result = spawnSync('bash', [SCRIPT], { env: { ...f.env, ONCE: '1', ...options.env }, encoding: 'utf8', timeout: 120_000 });
-  return { status: result.status, stderr: result.stderr, applied: f.applied(), calls: f.calls(), dir: f.dir };
-}
-
-const hostileTitles = (marker: string) => [
-  `$(touch ${marker})`,
-  `\`touch ${marker}\``,
-  `"; touch ${marker}; echo "`,
-  `'; touch ${marker}; echo '`,
-  `line one\ntouch ${marker}\nline three`,
-  `\\(env) \\u0000 back\\slash \\n ${'$'}{HOME} $HOME`,
-  '<script>alert("x")</script> & &amp; <b>bold</b>',
-  'tab\there, emoji 🚀🌈, ünïcödé, 中文',
-  '\t\tleading tabs',
-  '--server-side --dry-run=server',
-  '#'.repeat(4096),
-];
+const pageOf = (deployment: Manifest): string => deployment.spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WEBSITE_HTML').value;
 
 describe('ShellOperator', () => {
   const manifests = shellOperator();
@@ -229,53 +189,38 @@ describe('ShellOperator', () => {
   });
 });
 
-function execOk(command: string, args: string[], env: Record<string, string> = {}, cwd = root): string {
-  const result = spawnSync(command, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8' });
+function execOk(command: string, args: string[], env: Record<string, string> = {}, cwd = root, input?: string): string {
+  const result = spawnSync(command, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', input, maxBuffer: 256 << 20 });
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}): ${result.stderr}`);
   return result.stdout;
 }
 
-describe('the script, one cycle against a stand-in kubectl', () => {
-  test("applies each Website's Deployment and Service exactly as WebsiteWorkload renders them", () => {
+// The script itself runs on the local cluster with the real kubectl, under its ServiceAccount
+// (test/cluster/shell-operator.test.ts). Here: its jq program alone, which needs no kubectl.
+describe("the script's render program (jq, no kubectl)", () => {
+  test('is the jq program the script renders every cycle with, on the listed Websites', () => {
+    expect(readFileSync(SCRIPT, 'utf8')).toContain(RENDER_CALL);
+    expect(RENDER).toContain('$template[0] as $t');
+  });
+
+  test("renders each Website's Deployment and Service exactly as WebsiteWorkload does, with nothing of the placeholder left", () => {
     const websites = [
       site('hello'),
       site('colors', { color: '#abc', replicas: 5 }),
       site('upper', { color: '#FFEB3B', replicas: 1 }),
       site('no-color', { replicas: 3 }),
     ];
-    const run = cycle(websites);
-    expect([run.status, run.stderr]).toEqual([0, expect.stringContaining('cycle done: 4 Websites, 4 applied, 0 failed')]);
-    expect(run.applied.map((list) => list.items)).toEqual(websites.map(workload));
-    expect(JSON.stringify(run.applied)).not.toContain('placeholder');
+    const lists = applied(websites);
+    expect(lists).toEqual(websites.map(workload));
+    expect(JSON.stringify(lists)).not.toContain('placeholder');
   });
 
-  test('server-side applies with its own field manager, forcing conflicts, in one kubectl call per Website', () => {
-    const run = cycle([site('a'), site('b')]);
-    const applies = run.calls.filter((c) => c.includes(' apply '));
-    expect(applies).toHaveLength(2);
-    for (const call of applies) {
-      expect(call.split(' ')).toEqual(
-        expect.arrayContaining(['apply', '--server-side', '--force-conflicts', '--field-manager=website-shell-operator', '--filename=-', '--request-timeout=30s']),
-      );
-    }
-    expect(run.calls[0]).toBe('--request-timeout=30s get websites.v1.web.example.com --namespace team --output json');
-  });
-
-  test('renders hostile titles literally, escaped as renderPage escapes them, and executes nothing', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pwned-'));
-    const marker = join(dir, 'pwned');
-    try {
-      const titles = hostileTitles(marker);
-      const websites = titles.map((title, i) => site(`hostile-${i}`, { title, color: '#000' }));
-      const run = cycle(websites);
-      expect(run.status).toBe(0);
-      expect(run.applied.map((list) => list.items)).toEqual(websites.map(workload));
-      const pages = run.applied.map((list) => list.items[0].spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WEBSITE_HTML').value);
-      expect(pages).toEqual(titles.map((title) => renderPage(title, '#000')));
-      expect(existsSync(marker)).toBe(false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  test('renders hostile titles as renderPage escapes them', () => {
+    const titles = hostileTitles((n) => `/tmp/pwned-${n}`);
+    const websites = titles.map((title, i) => site(`hostile-${i}`, { title, color: '#000' }));
+    const lists = applied(websites);
+    expect(lists).toEqual(websites.map(workload));
+    expect(lists.map((items) => pageOf(items[0]))).toEqual(titles.map((title) => renderPage(title, '#000')));
   });
 
   test('equals WebsiteWorkload for any title, colour and replica count', () => {
@@ -288,12 +233,10 @@ describe('the script, one cycle against a stand-in kubectl', () => {
         }),
         (specs) => {
           const websites = specs.map((spec, i) => site(`w${i}`, spec.color === undefined ? { title: spec.title, replicas: spec.replicas } : spec));
-          const run = cycle(websites);
-          expect(run.status).toBe(0);
-          expect(run.applied.map((list) => list.items)).toEqual(websites.map(workload));
+          expect(applied(websites)).toEqual(websites.map(workload));
         },
       ),
-      { numRuns: 15 },
+      { numRuns: 30 },
     );
   });
 
@@ -313,79 +256,36 @@ describe('the script, one cycle against a stand-in kubectl', () => {
     const short = Array.from({ length: 16 }, (_, n) => `#${n.toString(16)}F${n.toString(16)}`);
     const colors = [...greys, ...boundary, ...short];
     expect(boundary.length).toBeGreaterThan(300);
-    const run = cycle(colors.map((color, i) => site(`c${i}`, { color, replicas: 1 })));
-    const chosen = run.applied.map(
-      (list) =>
-        /body \{ background: #[0-9a-fA-F]+; color: (#[0-9a-f]{6});/.exec(
-          list.items[0].spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WEBSITE_HTML').value,
-        )![1],
+    const chosen = applied(colors.map((color, i) => site(`c${i}`, { color, replicas: 1 }))).map(
+      (items) => /body \{ background: #[0-9a-fA-F]+; color: (#[0-9a-f]{6});/.exec(pageOf(items[0]))![1],
     );
     expect(chosen).toEqual(colors.map(textColorOn));
   });
-
-  test('a Website whose apply fails is logged on one line; the others are still applied', () => {
-    const run = cycle([site('first'), site('blocked'), site('last')], { applyFails: 'blocked' });
-    expect(run.status).toBe(1);
-    expect(run.applied.map((list) => list.items[0].metadata.name)).toEqual(['website-first', 'website-last']);
-    expect(run.stderr).toMatch(/^\S+ website blocked: apply failed: The Deployment "website-x" is invalid: spec\.selector: Invalid value: field is immutable$/m);
-    expect(run.stderr).toContain('cycle done: 3 Websites, 2 applied, 1 failed');
-  });
-
-  test('skips, with a reason, a Website the API server would not have admitted; the others are applied', () => {
-    const bad = [site('newline-color', { color: '#fff\n' }), site('named-color', { color: 'red' }), site('no-title', { title: undefined as unknown as string })];
-    const run = cycle([...bad, site('fine')]);
-    expect(run.status).toBe(1);
-    expect(run.applied.map((list) => list.items[0].metadata.name)).toEqual(['website-fine']);
-    expect(run.stderr).toContain('website newline-color: skipped: "spec.color must be a CSS hex colour such as #2196F3, got \\"#fff\\\\n\\""');
-    expect(run.stderr).toContain('website named-color: skipped: "spec.color must be a CSS hex colour such as #2196F3, got \\"red\\""');
-    expect(run.stderr).toContain('website no-title: skipped: "spec.title must be a string"');
-  });
-
-  test('leaves the children of a Website being deleted to the garbage collector', () => {
-    const run = cycle([site('leaving', {}, { deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['x/y'] }), site('staying')]);
-    expect(run.status).toBe(0);
-    expect(run.applied.map((list) => list.items[0].metadata.name)).toEqual(['website-staying']);
-  });
-
-  test('a failed list is logged and the cycle ends without applying anything', () => {
-    const run = cycle([site('a')], { getFailures: 1 });
-    expect(run.status).toBe(1);
-    expect(run.applied).toEqual([]);
-    expect(run.stderr).toMatch(/cannot list Websites in namespace team, retrying in 10s: Unable to connect to the server: .* connection refused/);
-  });
-
-  test('explains a missing setting or a bad interval instead of starting', () => {
-    const noNamespace = cycle([], { env: { NAMESPACE: '' } });
-    expect(noNamespace.status).not.toBe(0);
-    expect(noNamespace.stderr).toContain('set NAMESPACE to the namespace whose Websites this operator reconciles');
-    const badInterval = cycle([], { env: { INTERVAL: '1; touch /tmp/x' } });
-    expect(badInterval.status).toBe(2);
-    expect(badInterval.stderr).toContain("INTERVAL must be a whole number of seconds >= 1, got '1; touch /tmp/x'");
-  });
 });
 
-describe('the script, looping forever against a stand-in kubectl', () => {
-  test('survives failing lists, converges when the API answers again, and stops at once on SIGTERM', async () => {
-    const f = fake([site('patient')], { getFailures: 2 });
-    fakes.push(f);
-    const child = spawn('bash', [SCRIPT], { env: { ...f.env, INTERVAL: '1' }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    try {
-      const deadline = Date.now() + 30_000;
-      while (f.applied().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(f.applied().map((list) => list.items[0].metadata.name)).toEqual(['website-patient']);
-      expect(stderr.match(/cannot list Websites/g)).toHaveLength(2);
-      // Now in its 1 s sleep, or about to be: TERM ends it well before another interval passes.
-      await new Promise((r) => setTimeout(r, 200));
-      const start = Date.now();
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      expect(Date.now() - start).toBeLessThan(900);
-      expect(stderr).toContain('stopping on signal');
-    } finally {
-      child.kill('SIGKILL');
+describe('the script refuses bad settings before it calls kubectl', () => {
+  // KUBECTL names no program: a script that got as far as looking for kubectl would say so instead.
+  const run = (env: Record<string, string>) =>
+    spawnSync('bash', [SCRIPT], { env: { PATH: process.env.PATH!, KUBECTL: join(scratch, 'no-kubectl'), ...env }, encoding: 'utf8', timeout: 60_000 });
+
+  test('without NAMESPACE or TEMPLATE it says which is missing', () => {
+    const noNamespace = run({ TEMPLATE: TEMPLATE_FILE });
+    expect(noNamespace.status).not.toBe(0);
+    expect(noNamespace.stderr).toContain('NAMESPACE: set NAMESPACE to the namespace whose Websites this operator reconciles');
+    const emptyNamespace = run({ NAMESPACE: '', TEMPLATE: TEMPLATE_FILE });
+    expect(emptyNamespace.status).not.toBe(0);
+    expect(emptyNamespace.stderr).toContain('set NAMESPACE to the namespace whose Websites this operator reconciles');
+    const noTemplate = run({ NAMESPACE: 'team' });
+    expect(noTemplate.status).not.toBe(0);
+    expect(noTemplate.stderr).toContain('TEMPLATE: set TEMPLATE to the children template JSON written by the ShellOperator construct');
+  });
+
+  test('an interval that is not a whole number of seconds is refused, and never run as code', () => {
+    const marker = join(scratch, 'pwned-interval');
+    for (const interval of [`1; touch ${marker}`, '0', '2.5', '$(touch ' + marker + ')']) {
+      const result = run({ NAMESPACE: 'team', TEMPLATE: TEMPLATE_FILE, INTERVAL: interval });
+      expect([result.status, result.stderr]).toEqual([2, expect.stringContaining(`INTERVAL must be a whole number of seconds >= 1, got '${interval}'`)]);
     }
+    expect(existsSync(marker)).toBe(false);
   });
 });
