@@ -1,13 +1,28 @@
 #!/usr/bin/env node
 // The operator process: `npm run operator` (against $KUBECONFIG) and the operator image's entrypoint.
+import { readFileSync } from 'node:fs';
 import { KubeClient } from '../controller/kube-client.ts';
 import { createLogger } from '../observability/logger.ts';
 import { OperatorMetrics } from '../observability/metrics.ts';
+import { startTracing, tracingSettings } from '../observability/tracing.ts';
 import { Operator } from '../reconciler/operator.ts';
 import { conversionWebhook } from '../webhook/webhook-component.ts';
 import { ConfigError, loadConfig } from './config.ts';
 
 const logger = createLogger();
+
+/** This package's version (service.version of the operator's traces), from the nearest package.json up from here. */
+function packageVersion(): string {
+  for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'website-stack' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here
+    }
+    if (dir.pathname === '/') return 'unknown';
+  }
+}
 
 async function main(): Promise<void> {
   let config;
@@ -18,6 +33,9 @@ async function main(): Promise<void> {
     logger.fatal(error.message);
     process.exit(2);
   }
+  const tracingConfig = tracingSettings(process.env);
+  const tracing = tracingConfig ? startTracing(tracingConfig, packageVersion()) : undefined;
+  if (tracingConfig) logger.info({ serviceName: tracingConfig.serviceName, samplingRatio: tracingConfig.samplingRatio }, 'tracing to OTEL_EXPORTER_OTLP_ENDPOINT');
   const metrics = new OperatorMetrics();
   const client = KubeClient.fromEnvironment({ qps: config.qps, burst: config.burst, metrics, userAgent: 'website-operator' });
   const components = config.webhook
@@ -38,7 +56,8 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs);
     deadline.unref();
-    operator.stop().then(
+    // Reconciles finish, then their spans are flushed.
+    operator.stop().then(() => tracing?.shutdown()).then(
       () => {
         logger.info('stopped');
         process.exit(0);

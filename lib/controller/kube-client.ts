@@ -1,6 +1,7 @@
 import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import { type Dispatcher, fetch } from 'undici';
 import type { OperatorMetrics } from '../observability/metrics.ts';
+import { SpanKind, inSpan, injectTraceContext } from '../observability/tracing.ts';
 import { TokenBucket } from './rate-limiter.ts';
 
 /**
@@ -229,38 +230,44 @@ export class KubeClient {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
     const verb = metricVerb(method, ref, options.patchType);
-    const started = performance.now();
-    await this.limiter.take();
+    // A client span per request (OpenTelemetry's HTTP client conventions); its traceparent goes along.
+    const attributes = { 'http.request.method': method, 'url.full': url.toString(), 'server.address': url.hostname, 'k8s.resource': type.resource, ...(ref.namespace ? { 'k8s.namespace.name': ref.namespace } : {}) };
+    return inSpan(`${verb} ${type.resource}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const started = performance.now();
+      await this.limiter.take();
 
-    const ctx = new RequestContext(url.toString(), method);
-    await this.kubeConfig.applySecurityAuthentication(ctx);
-    const headers = ctx.getHeaders() as Record<string, string>;
-    headers.accept = 'application/json';
-    if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
-    if (options.body !== undefined) headers['content-type'] = options.patchType ? PATCH_CONTENT_TYPE[options.patchType] : 'application/json';
-    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
+      const ctx = new RequestContext(url.toString(), method);
+      await this.kubeConfig.applySecurityAuthentication(ctx);
+      const headers = ctx.getHeaders() as Record<string, string>;
+      headers.accept = 'application/json';
+      if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
+      if (options.body !== undefined) headers['content-type'] = options.patchType ? PATCH_CONTENT_TYPE[options.patchType] : 'application/json';
+      injectTraceContext(headers);
+      const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
 
-    let code = 0;
-    try {
-      const response = await fetch(url, {
-        method,
-        headers,
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
-        dispatcher: this.pooledDispatcher(ctx),
-        signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
-      });
-      code = response.status;
-      const text = await response.text();
-      if (!response.ok) throw statusError(response.status, text, `${verb} ${path}`);
-      return (text ? JSON.parse(text) : undefined) as T;
-    } catch (error) {
-      if (error instanceof ApiError) throw error;
-      // No response: connection refused, TLS failure, timeout. Say which request, not the headers.
-      throw new ApiError(0, 'ConnectionError', `${verb} ${path}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
-    } finally {
-      this.options.metrics?.apiRequests.inc({ verb, resource: type.resource, code });
-      this.options.metrics?.apiLatency.observe({ verb, resource: type.resource }, (performance.now() - started) / 1000);
-    }
+      let code = 0;
+      try {
+        const response = await fetch(url, {
+          method,
+          headers,
+          body: options.body === undefined ? undefined : JSON.stringify(options.body),
+          dispatcher: this.pooledDispatcher(ctx),
+          signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+        });
+        code = response.status;
+        span.setAttribute('http.response.status_code', code);
+        const text = await response.text();
+        if (!response.ok) throw statusError(response.status, text, `${verb} ${path}`);
+        return (text ? JSON.parse(text) : undefined) as T;
+      } catch (error) {
+        if (error instanceof ApiError) throw error;
+        // No response: connection refused, TLS failure, timeout. Say which request, not the headers.
+        throw new ApiError(0, 'ConnectionError', `${verb} ${path}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+      } finally {
+        this.options.metrics?.apiRequests.inc({ verb, resource: type.resource, code });
+        this.options.metrics?.apiLatency.observe({ verb, resource: type.resource }, (performance.now() - started) / 1000);
+      }
+    });
   }
 
   /** One connection pool, rebuilt every DISPATCHER_TTL_MS so rotated client certificates are picked up. */

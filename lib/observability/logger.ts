@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { activeTraceIds } from './tracing.ts';
 
 export type { Logger } from 'pino';
 
@@ -12,6 +13,8 @@ export function createLogger(level = process.env.LOG_LEVEL ?? 'info', destinatio
       level,
       base: { component: 'website-operator' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // Lines logged inside a traced reconcile carry its trace and span ids.
+      mixin: () => activeTraceIds() ?? {},
       formatters: { level: (label) => ({ level: label }) },
       redact: {
         paths: ['authorization', '*.authorization', 'headers.authorization', 'token', '*.token', 'key', '*.key', 'tls.key'],

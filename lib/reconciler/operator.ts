@@ -7,6 +7,7 @@ import { WorkQueue } from '../controller/work-queue.ts';
 import { HealthServer, MetricsServer } from '../observability/http-servers.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
+import { inSpan } from '../observability/tracing.ts';
 import type { WebsiteV1 } from '../website/types.ts';
 import { MANAGED_BY, type WebsiteWorkloadResources } from '../workload/website-workload.ts';
 import { WebsiteReconciler, websitesType } from './website.ts';
@@ -180,7 +181,8 @@ export class Operator {
     await this.queue.run(async (key) => {
       const started = performance.now();
       try {
-        const result = await this.reconciler.reconcile(key);
+        const [namespace, name] = key.split('/');
+        const result = await inSpan('reconcile Website', { attributes: { 'k8s.namespace.name': namespace, 'website.name': name, 'website.retries': this.queue.failuresOf(key) } }, () => this.reconciler.reconcile(key));
         metrics.reconciles.inc({ controller: CONTROLLER, result: 'success' });
         return result;
       } catch (error) {

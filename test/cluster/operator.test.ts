@@ -7,6 +7,8 @@ import { CLUSTER_ENV, ROOT } from './env.ts';
 import { eventually, getJson, kubectl, ok, website } from './kube.ts';
 import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { OPERATOR_NS as NS, OperatorProcess, freePort, serviceAccountKubeconfig } from './operator-process.ts';
+import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
+import { jaegerTraces, startStack, synthYaml } from '../trace/harness.ts';
 
 const rbac = operatorRbacManifests();
 const role = rbac.find((m) => m.kind === 'Role')!;
@@ -250,6 +252,37 @@ describe('the operator, running as its ServiceAccount', () => {
     }
     await ready('e2e-norole', 90_000);
     expect(await exists('service', 'website-e2e-norole')).toBe(true);
+  });
+
+  test('traces each reconcile to Jaeger over OTLP: a reconcile span with its API requests beneath, no credential in any span', async () => {
+    const jaeger = await startStack(synthYaml((chart) => new JaegerAllInOne(chart, 'Jaeger')));
+    try {
+      const operator = await start('traced', { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.url('jaeger', 'otlp-http'), OTEL_BSP_SCHEDULE_DELAY: '200' });
+      await createWebsite('traced', { title: 'Traced', replicas: 1 });
+      await ready('traced');
+      const query = jaeger.url('jaeger', 'query');
+      const trace = await eventually('a reconcile of Website traced that applied its Deployment', async () => {
+        const traces = await jaegerTraces(query, 'website-operator');
+        return traces.find((t) =>
+          t.spans.some((s) => s.operationName === 'reconcile Website' && s.tags.some((tag) => tag.key === 'website.name' && tag.value === 'traced')) &&
+          t.spans.some((s) => s.operationName === 'APPLY deployments'),
+        );
+      });
+      const root = trace.spans.find((s) => s.operationName === 'reconcile Website')!;
+      expect(root.references).toEqual([]);
+      const children = trace.spans.filter((s) => s !== root);
+      for (const span of children) expect(span.references.map((r) => r.spanID)).toEqual([root.spanID]);
+      const tags = (name: string) => Object.fromEntries(trace.spans.find((s) => s.operationName === name)!.tags.map((t) => [t.key, t.value]));
+      expect(tags('APPLY deployments')).toMatchObject({ 'span.kind': 'client', 'http.request.method': 'PATCH', 'http.response.status_code': 200, 'k8s.resource': 'deployments', 'k8s.namespace.name': NS });
+      expect(tags('APPLY services')).toMatchObject({ 'span.kind': 'client', 'http.response.status_code': 200 });
+      expect(trace.processes[root.processID]).toMatchObject({ serviceName: 'website-operator' });
+      const text = JSON.stringify(await jaegerTraces(query, 'website-operator'));
+      expect(text).not.toMatch(/[Bb]earer|authorization|eyJhbGci/);
+      // Log lines inside a reconcile carry its trace id.
+      expect(operator.logs.filter((l) => l.trace_id === trace.traceID).length).toBeGreaterThan(0);
+    } finally {
+      await jaeger.stop();
+    }
   });
 
   test('a Website created through v1beta1 is converted by the operator\'s webhook: stored as v1, read back identical through v1beta1', async () => {

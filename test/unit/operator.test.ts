@@ -1,3 +1,4 @@
+import { tracingSettings } from '../../lib/observability/tracing.ts';
 import { type Manifest, only, synth } from '../helpers.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
@@ -235,5 +236,28 @@ describe('WebsiteOperator with cert-manager certificates', () => {
       'CustomResourceDefinition',
     );
     expect(builtIn.metadata.annotations).toBeUndefined();
+  });
+});
+
+describe("the operator's own tracing settings (the standard OpenTelemetry environment)", () => {
+  test('off without an OTLP endpoint, or with OTEL_SDK_DISABLED', () => {
+    expect(tracingSettings({})).toBeUndefined();
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' })).toBeUndefined();
+  });
+
+  test('on with an endpoint: every trace by default, as website-operator, exported every 5 s', () => {
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toEqual({ serviceName: 'website-operator', samplingRatio: 1, scheduleDelayMs: 5000 });
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces', OTEL_SERVICE_NAME: 'ops', OTEL_TRACES_SAMPLER_ARG: '0.1', OTEL_BSP_SCHEDULE_DELAY: '200' })).toEqual({
+      serviceName: 'ops',
+      samplingRatio: 0.1,
+      scheduleDelayMs: 200,
+    });
+  });
+
+  test('a bad value names the variable and what it takes', () => {
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    expect(() => tracingSettings({ ...base, OTEL_TRACES_SAMPLER_ARG: '5' })).toThrow(/OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '5'/);
+    expect(() => tracingSettings({ ...base, OTEL_TRACES_SAMPLER: 'always_on' })).toThrow(/OTEL_TRACES_SAMPLER=always_on is not supported: use parentbased_traceidratio/);
+    expect(() => tracingSettings({ ...base, OTEL_BSP_SCHEDULE_DELAY: 'soon' })).toThrow(/OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds/);
   });
 });

@@ -1,0 +1,148 @@
+// The operator's own traces (OpenTelemetry): a span per reconcile, a client span per API request
+// beneath it, sent over OTLP/HTTP (protobuf) to OTEL_EXPORTER_OTLP_ENDPOINT. Without an endpoint
+// nothing is installed and @opentelemetry/api's no-op tracer costs nothing.
+import {
+  type Attributes,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  propagation,
+  trace,
+} from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
+
+const TRACER = "website-operator";
+
+export interface TracingSettings {
+  /** OTEL_SERVICE_NAME. @default 'website-operator' */
+  readonly serviceName: string;
+  /** OTEL_TRACES_SAMPLER_ARG: share of new traces recorded (a parent's decision is always followed). */
+  readonly samplingRatio: number;
+  /** OTEL_BSP_SCHEDULE_DELAY: milliseconds between exports. @default 5000 */
+  readonly scheduleDelayMs: number;
+}
+
+/** Tracing from the standard OpenTelemetry environment, or undefined when no OTLP endpoint is set. */
+export function tracingSettings(
+  env: NodeJS.ProcessEnv,
+): TracingSettings | undefined {
+  if (
+    !env.OTEL_EXPORTER_OTLP_ENDPOINT &&
+    !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+  )
+    return undefined;
+  if (env.OTEL_SDK_DISABLED === "true") return undefined;
+  const sampler = env.OTEL_TRACES_SAMPLER ?? "parentbased_traceidratio";
+  if (sampler !== "parentbased_traceidratio") {
+    throw new Error(
+      `OTEL_TRACES_SAMPLER=${sampler} is not supported: use parentbased_traceidratio (the default) with OTEL_TRACES_SAMPLER_ARG between 0 and 1`,
+    );
+  }
+  const ratio =
+    env.OTEL_TRACES_SAMPLER_ARG === undefined
+      ? 1
+      : Number(env.OTEL_TRACES_SAMPLER_ARG);
+  if (!(ratio >= 0 && ratio <= 1))
+    throw new Error(
+      `OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '${env.OTEL_TRACES_SAMPLER_ARG}'`,
+    );
+  const delay =
+    env.OTEL_BSP_SCHEDULE_DELAY === undefined
+      ? 5000
+      : Number(env.OTEL_BSP_SCHEDULE_DELAY);
+  if (!(Number.isInteger(delay) && delay > 0))
+    throw new Error(
+      `OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds above 0, got '${env.OTEL_BSP_SCHEDULE_DELAY}'`,
+    );
+  return {
+    serviceName: env.OTEL_SERVICE_NAME ?? TRACER,
+    samplingRatio: ratio,
+    scheduleDelayMs: delay,
+  };
+}
+
+/** Installs the global tracer provider, context manager and W3C propagator; returns what flushes and stops it. */
+export function startTracing(
+  settings: TracingSettings,
+  version: string,
+): { shutdown(): Promise<void> } {
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({
+      "service.name": settings.serviceName,
+      "service.version": version,
+    }),
+    sampler: new ParentBasedSampler({
+      root: new TraceIdRatioBasedSampler(settings.samplingRatio),
+    }),
+    // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and _HEADERS itself.
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter(),
+        scheduledDelayMillis: settings.scheduleDelayMs,
+      }),
+    ],
+  });
+  context.setGlobalContextManager(
+    new AsyncLocalStorageContextManager().enable(),
+  );
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  return { shutdown: () => provider.shutdown() };
+}
+
+/** Runs `work` inside a span named `name`, ending it with `work`'s outcome. */
+export async function inSpan<T>(
+  name: string,
+  options: { kind?: SpanKind; attributes?: Attributes },
+  work: (span: Span) => Promise<T>,
+): Promise<T> {
+  return trace
+    .getTracer(TRACER)
+    .startActiveSpan(
+      name,
+      {
+        kind: options.kind ?? SpanKind.INTERNAL,
+        attributes: options.attributes,
+      },
+      async (span) => {
+        try {
+          return await work(span);
+        } catch (error) {
+          span.recordException(error as Error);
+          span.setStatus({
+            code: SpanStatusCode.ERROR,
+            message: (error as Error).message,
+          });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+}
+
+/** Adds the active span's `traceparent` to outgoing request headers. */
+export function injectTraceContext(headers: Record<string, string>): void {
+  propagation.inject(context.active(), headers);
+}
+
+/** The active span's ids, for log lines. */
+export function activeTraceIds():
+  { trace_id: string; span_id: string } | undefined {
+  const span = trace.getActiveSpan();
+  if (!span || !span.isRecording()) return undefined;
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
+
+export { SpanKind };
