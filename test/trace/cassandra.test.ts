@@ -47,7 +47,11 @@ describe('the production stack on Cassandra', () => {
       ],
     }]))).toBe(200);
     // Tail sampling decides 10 s after the first span; then the collector writes it over mutual TLS.
-    const trace = await eventually('the trace in Jaeger query', () => jaegerTrace(stack.url('jaeger-query', 'query'), traceId), 90_000);
+    // Spans are stored one by one: wait for both.
+    const trace = await eventually('both spans in Jaeger query', async () => {
+      const found = await jaegerTrace(stack.url('jaeger-query', 'query'), traceId);
+      return found && found.spans.length >= 2 ? found : undefined;
+    }, 90_000);
     expect(trace.spans.map((s) => s.operationName).sort()).toEqual(['POST /checkout', 'SELECT stock']);
     const child = trace.spans.find((s) => s.operationName === 'SELECT stock')!;
     expect(child.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: root })]);
