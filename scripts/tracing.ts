@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { chartManifests, healthUrl, planPods, startPod, tracingBinaries, waitHealthy } from './tracing-local.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const STATE = join(ROOT, '.tracing');
+/** Where pids, logs, localized configs and endpoints.env go (the tests point it elsewhere). */
+const STATE = process.env.WEBSITE_STACK_TRACING_DIR ?? join(ROOT, '.tracing');
 const PIDS = join(STATE, 'pids.json');
 
 /** Standard ports when they are free, so the usual URLs work; others otherwise. */
@@ -31,7 +32,7 @@ function alive(pid: number): boolean {
 
 async function down(): Promise<void> {
   if (!existsSync(PIDS)) {
-    log('not running (no .tracing/pids.json)');
+    log(`not running (no ${PIDS})`);
     return;
   }
   const pids: Record<string, number> = JSON.parse(readFileSync(PIDS, 'utf8'));
@@ -82,7 +83,7 @@ async function up(): Promise<void> {
   const text = Object.entries(endpoints).map(([k, v]) => `${k}=${v}`).join('\n');
   writeFileSync(join(STATE, 'endpoints.env'), `${text}\n`);
   process.stdout.write(`${text}\n`);
-  log(`written to .tracing/endpoints.env; point an application at it with OTEL_EXPORTER_OTLP_ENDPOINT=${endpoints.COLLECTOR_OTLP_HTTP}`);
+  log(`written to ${join(STATE, 'endpoints.env')}; point an application at it with OTEL_EXPORTER_OTLP_ENDPOINT=${endpoints.COLLECTOR_OTLP_HTTP}`);
 }
 
 const command = process.argv[2];
