@@ -50,7 +50,8 @@ export class HotRod extends Construct {
       ],
       ports: { ...HOTROD_PORTS },
       servicePorts: ['frontend'],
-      health: { path: '/', port: 'frontend' },
+      // A TCP check: an HTTP probe would put a trace of every probe into Jaeger.
+      health: { port: 'frontend' },
       resources: props.resources ?? DEFAULT_HOTROD_RESOURCES,
     });
     this.frontendUrl = `http://${serviceHost(name, namespace)}:${HOTROD_PORTS.frontend}`;

@@ -38,8 +38,8 @@ export interface TracingWorkloadProps {
   readonly secretMounts?: readonly SecretMount[];
   /** Extra volumes and their mounts in the main container (a PersistentVolumeClaim, an emptyDir). */
   readonly volumes?: readonly { readonly volume: k8s.Volume; readonly mountPath: string }[];
-  /** HTTP GET on a named port for readiness and liveness. */
-  readonly health?: { readonly path: string; readonly port: string };
+  /** Readiness and liveness: HTTP GET of `path` on a named port, or a TCP connect when there is no path. */
+  readonly health?: { readonly path?: string; readonly port: string };
   readonly resources: TracingResources;
   /** @default 1 */
   readonly replicas?: number;
@@ -92,10 +92,12 @@ export class TracingWorkload extends Construct {
       mounts.push({ name: volume.name, mountPath });
     });
 
-    const probe = (initialDelaySeconds: number): k8s.Probe | undefined =>
-      props.health
-        ? { httpGet: { path: props.health.path, port: k8s.IntOrString.fromString(props.health.port) }, initialDelaySeconds, periodSeconds: 10, failureThreshold: 3 }
-        : undefined;
+    const probe = (initialDelaySeconds: number): k8s.Probe | undefined => {
+      if (!props.health) return undefined;
+      const port = k8s.IntOrString.fromString(props.health.port);
+      const check = props.health.path === undefined ? { tcpSocket: { port } } : { httpGet: { path: props.health.path, port } };
+      return { ...check, initialDelaySeconds, periodSeconds: 10, failureThreshold: 3 };
+    };
 
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
       metadata,

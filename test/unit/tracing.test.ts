@@ -147,6 +147,8 @@ describe('the trace-stack workloads', () => {
     const hotrod = byKind(Testing.synth(c), 'Deployment').find((d) => d.metadata.name === 'hotrod');
     expect(hotrod.spec.template.spec.containers[0].env).toEqual([{ name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.tracing.svc:4318' }]);
     expect(() => new HotRod(chart(), 'h', { otlpEndpoint: 'otel-collector:4318', jaegerUiUrl: 'http://j' })).toThrow(/base URL with scheme, host and port/);
+    // Probes connect without a request, so they leave no traces of their own.
+    expect(hotrod.spec.template.spec.containers[0].readinessProbe).toMatchObject({ tcpSocket: { port: 'frontend' } });
   });
 
   test('Jaeger all-in-one: memory bounded by max_traces; Badger on a claim with a span TTL and one writer at a time', () => {
