@@ -123,7 +123,7 @@ describe('WebsiteOperator', () => {
   });
 
   test('sets resources deliberately: requests and a memory limit', () => {
-    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } });
+    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '512Mi' } });
   });
 
   test('passes the group, namespace, pod name and leader election to the runtime', () => {
