@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
+import cassandraDriver from 'cassandra-driver';
 import { type Cassandra, startCassandra } from './cassandra.ts';
 import { type LocalStack, type TestPki, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJson, startStack, testPki } from './harness.ts';
 
@@ -55,6 +56,21 @@ describe('the production stack on Cassandra', () => {
     expect(trace.spans.map((s) => s.operationName).sort()).toEqual(['POST /checkout', 'SELECT stock']);
     const child = trace.spans.find((s) => s.operationName === 'SELECT stock')!;
     expect(child.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: root })]);
+  });
+
+  test("the schema Jaeger's collector created keeps traces 7 days: Cassandra's TTL on its trace, service and operation tables", async () => {
+    const client = new cassandraDriver.Client({
+      contactPoints: [cassandra.contactPoint],
+      localDataCenter: 'datacenter1',
+      credentials: { username: 'cassandra', password: 'cassandra' },
+    });
+    try {
+      const result = await client.execute("SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = 'jaeger_v1_dc1'");
+      const ttl = Object.fromEntries(result.rows.map((row) => [row.table_name, row.default_time_to_live]));
+      expect(ttl).toMatchObject({ traces: 7 * 24 * 3600, service_names: 7 * 24 * 3600, operation_names_v2: 7 * 24 * 3600 });
+    } finally {
+      await client.shutdown();
+    }
   });
 
   test("Jaeger's collector refuses OTLP from a client without a certificate, and accepts the gateway's", async () => {
