@@ -5,6 +5,7 @@
 // the trace tests.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -204,8 +205,7 @@ export async function planPods(manifests: Manifest[], options: PlanOptions): Pro
   return pods;
 }
 
-async function isFree(port: number): Promise<boolean> {
-  const { createServer } = await import('node:net');
+function isFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));

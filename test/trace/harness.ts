@@ -2,7 +2,7 @@
 // build OTLP/JSON traces, and read traces back from Jaeger's HTTP API.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Chart } from 'cdk8s';
@@ -190,7 +190,7 @@ export interface TestPki {
 export function testPki(dnsNames: readonly string[]): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'pki-'));
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  const read = (file: string) => execFileSync('cat', [join(dir, file)], { encoding: 'utf8' });
+  const read = (file: string) => readFileSync(join(dir, file), 'utf8');
   ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca');
   const issue = (name: string, ext: string) => {
     writeFileSync(join(dir, `${name}.ext`), ext);
