@@ -5,22 +5,18 @@
 // SDK), at rising worker counts; counts come from each process's own metrics.
 //
 //   npm run bench:collector -- [--seconds 10] [--workers 1,2,4] [--spans 10]
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type RunningPod, chartManifests, healthUrl, planPods, startPod, tracingBinaries, waitHealthy } from '../scripts/tracing-local.ts';
+import { sumMetric } from '../scripts/operator-process.ts';
+import { builtBinaries, chartManifests, startLocalStack } from '../scripts/tracing-local.ts';
 
 const log = (message: string) => process.stderr.write(`[bench:collector] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
 
-/** Sum of a Prometheus counter's samples (all label sets) in `text`, named with or without `_total` (Jaeger adds it, the Collector does not). */
-function counter(text: string, name: string): number {
-  return text
-    .split('\n')
-    .filter((line) => [`${name}{`, `${name} `, `${name}_total{`, `${name}_total `].some((prefix) => line.startsWith(prefix)))
-    .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
-}
+/** A counter's total over all label sets, named with or without `_total` (Jaeger adds it, the Collector does not). */
+const counter = (text: string, name: string) => sumMetric(text, name) + sumMetric(text, `${name}_total`);
 
 async function metrics(port: number): Promise<string> {
   return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -100,29 +96,19 @@ async function main(): Promise<void> {
   const workerCounts = values.workers.split(',').map(Number);
   if (!(seconds >= 1) || !(spans >= 0) || workerCounts.some((w) => !Number.isInteger(w) || w < 1)) throw new Error('--seconds >= 1, --spans >= 0, --workers positive whole numbers separated by commas');
 
-  const binaries = tracingBinaries();
-  const tracegenBinary = execFileSync('bash', [join(import.meta.dirname, '../scripts/binaries.sh'), 'tracegen'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('=')[1];
-  const dir = mkdtempSync(join(tmpdir(), 'bench-collector-'));
-  const pods = await planPods(chartManifests('tracing-dev'), { dir });
-  const running: RunningPod[] = [];
+  const { tracegen: tracegenBinary } = builtBinaries('tracegen');
+  const stack = await startLocalStack(chartManifests('tracing-dev'), { dir: mkdtempSync(join(tmpdir(), 'bench-collector-')), only: ['jaeger', 'otel-collector'], order: ['jaeger'] });
   const steps: Step[] = [];
   try {
-    for (const name of ['jaeger', 'otel-collector']) {
-      const pod = pods.find((p) => p.name === name)!;
-      const r = startPod(pod, binaries, { logDir: join(dir, 'logs') });
-      running.push(r);
-      await waitHealthy(r, healthUrl(pod));
-    }
-    const port = (pod: string, name: string) => pods.find((p) => p.name === pod)!.ports[name];
     const options = { seconds, spans, tracegen: tracegenBinary };
     for (const workers of workerCounts) {
       log(`${workers} worker(s): straight to Jaeger (baseline)`);
-      steps.push(await measure('jaeger (baseline)', port('jaeger', 'metrics'), `http://127.0.0.1:${port('jaeger', 'otlp-grpc')}`, workers, options));
+      steps.push(await measure('jaeger (baseline)', stack.port('jaeger', 'metrics'), `http://127.0.0.1:${stack.port('jaeger', 'otlp-grpc')}`, workers, options));
       log(`${workers} worker(s): through the collector`);
-      steps.push(await measure('collector → jaeger', port('otel-collector', 'metrics'), `http://127.0.0.1:${port('otel-collector', 'otlp-grpc')}`, workers, options));
+      steps.push(await measure('collector → jaeger', stack.port('otel-collector', 'metrics'), `http://127.0.0.1:${stack.port('otel-collector', 'otlp-grpc')}`, workers, options));
     }
   } finally {
-    await Promise.all(running.map((r) => r.stop()));
+    await stack.stop();
   }
 
   const best = (target: string) => Math.max(0, ...steps.filter((s) => s.target === target && s.dropped === 0).map((s) => s.spansPerSecond));

@@ -20,10 +20,15 @@ export interface TracingBinaries {
   readonly hotrod: string;
 }
 
+/** Builds (once, cached) and locates binaries or groups of scripts/binaries.sh: name → path. */
+export function builtBinaries(...names: string[]): Record<string, string> {
+  const out = execFileSync('bash', [join(ROOT, 'scripts/binaries.sh'), ...names], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return Object.fromEntries(out.trim().split('\n').map((line) => line.split('=', 2) as [string, string]));
+}
+
 /** Builds (once, cached) and locates the trace stack's binaries. */
 export function tracingBinaries(): TracingBinaries {
-  const out = execFileSync('bash', [join(ROOT, 'scripts/binaries.sh'), 'tracing'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  const paths = Object.fromEntries(out.trim().split('\n').map((line) => line.split('=', 2) as [string, string]));
+  const paths = builtBinaries('tracing');
   return { jaeger: paths.jaeger, otelcol: paths.otelcol, hotrod: paths.hotrod };
 }
 
@@ -282,4 +287,64 @@ export function healthUrl(pod: LocalPod): string {
     return `http://127.0.0.1:${pod.ports.health}${jaeger ? '/status' : '/'}`;
   }
   return `http://127.0.0.1:${pod.ports.frontend}/`;
+}
+
+/** A chart's pods running locally. */
+export interface LocalStack {
+  readonly pods: readonly LocalPod[];
+  readonly running: readonly RunningPod[];
+  /** Local port of `<pod>`'s container port `name`. */
+  port(pod: string, name: string): number;
+  url(pod: string, name: string): string;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions extends PlanOptions {
+  /** Pods started first, in this order (backends before what sends to them); the rest follow. */
+  readonly order?: readonly string[];
+  /** Start only these pods. @default every Deployment */
+  readonly only?: readonly string[];
+  /** @default `<dir>/logs` */
+  readonly logDir?: string;
+  /** Leave the processes running after this one exits (`tracing:up`). */
+  readonly detached?: boolean;
+}
+
+/**
+ * Starts the Deployments of `manifests` one at a time, each once the one before is healthy; on a
+ * failure, stops those already started and throws with the failing pod's log tail.
+ */
+export async function startLocalStack(manifests: Manifest[], options: StackOptions): Promise<LocalStack> {
+  const planned = await planPods(manifests, options);
+  const pods = options.only ? planned.filter((p) => options.only!.includes(p.name)) : planned;
+  const order = options.order ?? [];
+  const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
+  const binaries = tracingBinaries();
+  const running: RunningPod[] = [];
+  const stack: LocalStack = {
+    pods,
+    running,
+    port(pod, name) {
+      const found = pods.find((p) => p.name === pod);
+      if (!found || found.ports[name] === undefined) throw new Error(`no port '${name}' on pod '${pod}' (pods: ${pods.map((p) => `${p.name}[${Object.keys(p.ports)}]`).join(', ')})`);
+      return found.ports[name];
+    },
+    url(pod, name) {
+      return `http://127.0.0.1:${stack.port(pod, name)}`;
+    },
+    async stop() {
+      await Promise.all(running.map((r) => r.stop()));
+    },
+  };
+  try {
+    for (const pod of [...pods].sort((a, b) => rank(a.name) - rank(b.name))) {
+      const r = startPod(pod, binaries, { logDir: options.logDir ?? join(options.dir, 'logs'), detached: options.detached });
+      running.push(r);
+      await waitHealthy(r, healthUrl(pod));
+    }
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
+  return stack;
 }

@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chartManifests, healthUrl, planPods, startPod, tracingBinaries, waitHealthy } from './tracing-local.ts';
+import { chartManifests, startLocalStack } from './tracing-local.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where pids, logs, localized configs and endpoints.env go (the tests point it elsewhere). */
@@ -53,32 +53,24 @@ async function up(): Promise<void> {
     const pids: Record<string, number> = JSON.parse(readFileSync(PIDS, 'utf8'));
     if (Object.values(pids).some(alive)) throw new Error('the trace stack is already running: `npm run tracing:down` first');
   }
-  const binaries = tracingBinaries();
   rmSync(join(STATE, 'run'), { recursive: true, force: true });
   mkdirSync(STATE, { recursive: true });
-  const pods = await planPods(chartManifests('tracing-dev'), { dir: join(STATE, 'run'), preferredPorts: PREFERRED_PORTS });
-  // Backends before the collector before HotROD, so no span is sent to nobody.
-  const order = ['jaeger', 'otel-collector', 'hotrod'];
-  pods.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
-  const pids: Record<string, number> = {};
-  try {
-    for (const pod of pods) {
-      const running = startPod(pod, binaries, { logDir: join(STATE, 'logs'), detached: true });
-      pids[pod.name] = running.process.pid!;
-      writeFileSync(PIDS, `${JSON.stringify(pids, null, 2)}\n`);
-      await waitHealthy(running, healthUrl(pod));
-      log(`${pod.name} is up (pid ${running.process.pid}, log ${running.logFile})`);
-    }
-  } catch (error) {
-    await down();
-    throw error;
-  }
-  const port = (pod: string, name: string) => pods.find((p) => p.name === pod)!.ports[name];
+  // Backends before the collector before HotROD, so no span is sent to nobody; a failed start stops the others.
+  const stack = await startLocalStack(chartManifests('tracing-dev'), {
+    dir: join(STATE, 'run'),
+    logDir: join(STATE, 'logs'),
+    preferredPorts: PREFERRED_PORTS,
+    order: ['jaeger', 'otel-collector', 'hotrod'],
+    detached: true,
+  });
+  const pids = Object.fromEntries(stack.running.map((r) => [r.pod.name, r.process.pid!]));
+  writeFileSync(PIDS, `${JSON.stringify(pids, null, 2)}\n`);
+  for (const r of stack.running) log(`${r.pod.name} is up (pid ${r.process.pid}, log ${r.logFile})`);
   const endpoints = {
-    COLLECTOR_OTLP_HTTP: `http://127.0.0.1:${port('otel-collector', 'otlp-http')}`,
-    COLLECTOR_OTLP_GRPC: `127.0.0.1:${port('otel-collector', 'otlp-grpc')}`,
-    JAEGER_QUERY: `http://127.0.0.1:${port('jaeger', 'query')}`,
-    HOTROD: `http://127.0.0.1:${port('hotrod', 'frontend')}`,
+    COLLECTOR_OTLP_HTTP: stack.url('otel-collector', 'otlp-http'),
+    COLLECTOR_OTLP_GRPC: `127.0.0.1:${stack.port('otel-collector', 'otlp-grpc')}`,
+    JAEGER_QUERY: stack.url('jaeger', 'query'),
+    HOTROD: stack.url('hotrod', 'frontend'),
   };
   const text = Object.entries(endpoints).map(([k, v]) => `${k}=${v}`).join('\n');
   writeFileSync(join(STATE, 'endpoints.env'), `${text}\n`);

@@ -4,10 +4,9 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, fetch as undiciFetch } from 'undici';
 import cassandraDriver from 'cassandra-driver';
 import { type Cassandra, startCassandra } from './cassandra.ts';
-import { type LocalStack, type TestPki, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJson, startStack, testPki } from './harness.ts';
+import { type LocalStack, type TestPki, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJson, sendOtlpJsonTls, startStack, testPki } from './harness.ts';
 
 const CHART = 'tracing-production-cassandra';
 const ORDER = ['jaeger-collector', 'jaeger-query', 'otel-collector'];
@@ -74,21 +73,8 @@ describe('the production stack on Cassandra', () => {
   });
 
   test("Jaeger's collector refuses OTLP from a client without a certificate, and accepts the gateway's", async () => {
-    const post = async (connect: Record<string, string>) => {
-      const dispatcher = new Agent({ connect: { ca: pki.ca, ...connect } });
-      try {
-        const r = await undiciFetch(`https://127.0.0.1:${stack.port('jaeger-collector', 'otlp-http')}/v1/traces`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(otlpRequest('direct', [{ traceId: hex(16), spans: [{ name: 'direct' }] }])),
-          dispatcher,
-        });
-        await r.arrayBuffer();
-        return r.status;
-      } finally {
-        await dispatcher.close();
-      }
-    };
+    const post = (client: { cert?: string; key?: string }) =>
+      sendOtlpJsonTls(`https://127.0.0.1:${stack.port('jaeger-collector', 'otlp-http')}`, otlpRequest('direct', [{ traceId: hex(16), spans: [{ name: 'direct' }] }]), { ca: pki.ca, ...client });
     await expect(post({})).rejects.toThrow(/fetch failed/);
     expect(await post({ cert: pki.clientCert, key: pki.clientKey })).toBe(200);
   });

@@ -6,65 +6,15 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Chart } from 'cdk8s';
-import {
-  type LocalPod,
-  type PlanOptions,
-  type RunningPod,
-  chartManifests,
-  healthUrl,
-  planPods,
-  startPod,
-  tracingBinaries,
-  waitHealthy,
-} from '../../scripts/tracing-local.ts';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { type LocalStack, type StackOptions, chartManifests, startLocalStack, tracingBinaries } from '../../scripts/tracing-local.ts';
 
 export { tracingBinaries };
+export type { LocalStack };
 
-/** A chart's pods running locally. */
-export interface LocalStack {
-  readonly pods: readonly LocalPod[];
-  readonly running: readonly RunningPod[];
-  /** Local port of `<pod>`'s container port `name`. */
-  port(pod: string, name: string): number;
-  url(pod: string, name: string): string;
-  stop(): Promise<void>;
-}
-
-/** Starts every Deployment of `chart` (a dist/ chart name, or YAML), backends first, and waits until each is healthy. */
-export async function startStack(chart: string, options: Omit<PlanOptions, 'dir'> & { order?: readonly string[] } = {}): Promise<LocalStack> {
-  const dir = mkdtempSync(join(tmpdir(), 'trace-stack-'));
-  const pods = await planPods(chartManifests(chart), { ...options, dir });
-  const order = options.order ?? [];
-  const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
-  const sorted = [...pods].sort((a, b) => rank(a.name) - rank(b.name));
-  const binaries = tracingBinaries();
-  const running: RunningPod[] = [];
-  const stack: LocalStack = {
-    pods,
-    running,
-    port(pod, name) {
-      const found = pods.find((p) => p.name === pod);
-      if (!found || found.ports[name] === undefined) throw new Error(`no port '${name}' on pod '${pod}' (pods: ${pods.map((p) => `${p.name}[${Object.keys(p.ports)}]`).join(', ')})`);
-      return found.ports[name];
-    },
-    url(pod, name) {
-      return `http://127.0.0.1:${stack.port(pod, name)}`;
-    },
-    async stop() {
-      await Promise.all(running.map((r) => r.stop()));
-    },
-  };
-  try {
-    for (const pod of sorted) {
-      const r = startPod(pod, binaries, { logDir: join(dir, 'logs') });
-      running.push(r);
-      await waitHealthy(r, healthUrl(pod));
-    }
-  } catch (error) {
-    await stack.stop();
-    throw error;
-  }
-  return stack;
+/** Starts every Deployment of `chart` (a dist/ chart name, or YAML) in a temporary folder, backends first, each healthy before the next. */
+export function startStack(chart: string, options: Omit<StackOptions, 'dir'> = {}): Promise<LocalStack> {
+  return startLocalStack(chartManifests(chart), { ...options, dir: mkdtempSync(join(tmpdir(), 'trace-stack-')) });
 }
 
 /** YAML of the charts a test builds with the package's constructs, as dist/ would hold it. */
@@ -128,6 +78,18 @@ export async function sendOtlpJson(base: string, request: unknown, headers: Reco
   const response = await fetch(`${base}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(request) });
   await response.arrayBuffer();
   return response.status;
+}
+
+/** POSTs an OTLP/JSON request over https to `<base>/v1/traces`, trusting `tls.ca`, presenting `tls.cert`/`tls.key` when given; returns the HTTP status. */
+export async function sendOtlpJsonTls(base: string, request: unknown, tls: { ca: string; cert?: string; key?: string }, headers: Record<string, string> = {}): Promise<number> {
+  const dispatcher = new Agent({ connect: tls });
+  try {
+    const response = await undiciFetch(`${base}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(request), dispatcher });
+    await response.arrayBuffer();
+    return response.status;
+  } finally {
+    await dispatcher.close();
+  }
 }
 
 /** A trace as Jaeger's HTTP API returns it. */

@@ -1,24 +1,15 @@
 // Who may send spans, and how the collector proves itself downstream: mutual TLS on the receivers,
 // bearer-token forwarding between two collectors over TLS, routing; every credential from a Secret.
 import { readFileSync } from 'node:fs';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
-import { type LocalStack, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJson, startStack, synthYaml, testPki } from './harness.ts';
+import { type LocalStack, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJson, sendOtlpJsonTls, startStack, synthYaml, testPki } from './harness.ts';
 
 const pki = testPki(['otel-collector.tracing.svc', 'gateway.tracing.svc']);
 
 /** POSTs an OTLP/JSON request over https, trusting the test CA; `connect` adds a client certificate. */
-async function postTls(url: string, request: unknown, connect: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<number> {
-  const dispatcher = new Agent({ connect: { ca: pki.ca, ...connect } });
-  try {
-    const r = await undiciFetch(`${url}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(request), dispatcher });
-    await r.arrayBuffer();
-    return r.status;
-  } finally {
-    await dispatcher.close();
-  }
-}
+const postTls = (url: string, request: unknown, connect: { cert?: string; key?: string } = {}, headers: Record<string, string> = {}) =>
+  sendOtlpJsonTls(url, request, { ca: pki.ca, ...connect }, headers);
 
 describe('mutual TLS on the collector receivers', () => {
   let stack: LocalStack;
@@ -32,7 +23,7 @@ describe('mutual TLS on the collector receivers', () => {
   });
   afterAll(() => stack?.stop());
 
-  const send = (connect: Record<string, string>, traceId: string) =>
+  const send = (connect: { cert?: string; key?: string }, traceId: string) =>
     postTls(`https://127.0.0.1:${stack.port('otel-collector', 'otlp-http')}`, otlpRequest('mtls-client', [{ traceId, spans: [{ name: 'over mTLS' }] }]), connect);
 
   test('refuses a client without a certificate at the TLS handshake', async () => {
