@@ -3,11 +3,11 @@
 // numbers to mean much from one run to the next).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { sleep } from '../lib/controller/backoff.ts';
-import { Informer } from '../lib/controller/informer.ts';
-import { DEPLOYMENTS, type KubeObject } from '../lib/controller/kube-client.ts';
-import { WorkQueue } from '../lib/controller/work-queue.ts';
-import { renderWorkload } from '../lib/reconciler/render.ts';
+import { sleep } from '../operator/src/controller/backoff.ts';
+import { Informer } from '../operator/src/controller/informer.ts';
+import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
+import { WorkQueue } from '../operator/src/controller/work-queue.ts';
+import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { BENCH_SELECTOR, type BenchCluster, CONFIGMAPS, Watcher, deploymentAvailable, emptyNamespace, ensureNamespace, inPool, waitFor } from './cluster.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */

@@ -5,9 +5,9 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { sleep } from '../lib/controller/backoff.ts';
-import { Informer } from '../lib/controller/informer.ts';
-import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES } from '../lib/controller/kube-client.ts';
+import { sleep } from '../operator/src/controller/backoff.ts';
+import { Informer } from '../operator/src/controller/informer.ts';
+import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES } from '../operator/src/controller/kube-client.ts';
 import { type ClusterAccess, kubectlOk, operatorRbacManifests } from '../scripts/operator-process.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -1,11 +1,11 @@
-// The website operator under load: the real process (lib/bin/operator.ts) as its ServiceAccount on
+// The website operator under load: the real process (operator/src/bin/operator.ts) as its ServiceAccount on
 // the benchmark's cluster, N Websites created at once, then an idle resync; and the cost of
 // rendering one Website through the construct.
 import { App, Chart } from 'cdk8s';
-import { DEPLOYMENTS, type KubeObject, LEASES } from '../lib/controller/kube-client.ts';
-import { renderWorkload } from '../lib/reconciler/render.ts';
-import { READY_REASONS } from '../lib/reconciler/status.ts';
-import { websitesType } from '../lib/reconciler/website.ts';
+import { DEPLOYMENTS, type KubeObject, LEASES } from '../operator/src/controller/kube-client.ts';
+import { renderWorkload } from '../operator/src/reconciler/render.ts';
+import { READY_REASONS } from '../operator/src/reconciler/status.ts';
+import { websitesType } from '../operator/src/reconciler/website.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import { LEASE_NAME } from '../lib/operator/names.ts';
@@ -14,7 +14,7 @@ import { CREATE_CONCURRENCY } from './baselines.ts';
 import { type BenchCluster, Watcher, emptyNamespace, inPool, waitFor } from './cluster.ts';
 import { type OperatorRun, counterDelta, latencySummary, median, parseSeries, seriesLabels } from './report.ts';
 
-/** How the operator process is configured for a run (its environment contract, lib/bin/config.ts). */
+/** How the operator process is configured for a run (its environment contract, operator/src/bin/config.ts). */
 export interface OperatorSettings {
   /** Short name for the column, e.g. "QPS 20/30 (defaults)". */
   readonly label: string;

@@ -18,8 +18,8 @@ export function buildApp(props: AppProps = {}): App {
   const crdChart = new Chart(app, 'website-crd');
   const operatorChart = new Chart(app, 'website-operator');
   const operator = new WebsiteOperator(operatorChart, 'Operator');
-  // The operator's certificate mode decides the CRD's annotations (cert-manager's CA injection).
-  new WebsiteCrd(crdChart, 'Website', { annotations: operator.crdAnnotations });
+  // The CRD takes from the operator its webhook Service and its certificate mode's annotations.
+  new WebsiteCrd(crdChart, 'Website', { operator });
   argoSync(crdChart, { wave: SYNC_WAVES.crd });
   argoSync(operatorChart, { wave: SYNC_WAVES.operator });
 

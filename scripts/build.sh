@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# `npm run build`: compiles the package to build/ (or the directory given) and copies beside the
-# compiled modules the files they read at run time: the shell operator's script.
+# `npm run build`: compiles the library (the constructs reachable from lib/index.ts) twice, so that
+# ES module and CommonJS apps both load it natively: build/esm (import) and build/cjs (require),
+# each with its declarations. package.json's `exports` picks one per module system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-build}
-tsc -p tsconfig.build.json --outDir "$out"
-cp lib/shell-operator/website-shell-operator.sh "$out/lib/shell-operator/"
+rm -rf build/esm build/cjs
+tsc -p tsconfig.build.json
+tsc -p tsconfig.cjs.json
+# build/cjs/**/*.js are CommonJS although the package is "type": "module".
+echo '{ "type": "commonjs" }' >build/cjs/package.json

@@ -1,4 +1,4 @@
-// The real operator entrypoint (lib/bin/operator.ts) as a child process, authenticated as the
+// The real operator entrypoint (operator/src/bin/operator.ts) as a child process, authenticated as the
 // operator's ServiceAccount under exactly the Role dist/ ships. Shared by the cluster tests
 // (test/cluster/operator-process.ts binds it to the test cluster) and the benchmark (bench/).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -155,7 +155,7 @@ export class OperatorProcess {
    * "operator started" log line); the conversion webhook is off unless `env` turns it on.
    */
   /** `entrypoint`: the TypeScript source by default; the image test passes the compiled one. */
-  static async start(identity: string, kubeconfig: string, env: Record<string, string> = {}, entrypoint = join(ROOT, 'lib/bin/operator.ts')): Promise<OperatorProcess> {
+  static async start(identity: string, kubeconfig: string, env: Record<string, string> = {}, entrypoint = join(ROOT, 'operator/src/bin/operator.ts')): Promise<OperatorProcess> {
     const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', entrypoint], {
       env: {
         PATH: process.env.PATH,

@@ -2,6 +2,10 @@
 export const OPERATOR_NAME = 'website-operator';
 export const OPERATOR_NAMESPACE = 'website-system';
 export const WEBHOOK_SERVICE_NAME = 'website-operator-webhook';
+/** The webhook Service's port, which the API server dials (the pod listens on OPERATOR_PORTS.webhook). */
+export const WEBHOOK_SERVICE_PORT = 443;
+/** The URL path the operator serves ConversionReview requests on. */
+export const WEBHOOK_PATH = '/convert';
 export const LEASE_NAME = 'website-operator';
 /** Secret holding the conversion webhook's serving certificate (kubernetes.io/tls), in either certificate mode. */
 export const WEBHOOK_SECRET_NAME = 'website-operator-webhook-tls';

@@ -1,6 +1,6 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
-import { OPERATOR_NAME, WEBHOOK_SERVICE_NAME, operatorLabels } from './names.ts';
+import { OPERATOR_NAME, operatorLabels, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT } from './names.ts';
 
 export interface WebhookServiceProps {
   /** Namespace of the operator. */
@@ -23,7 +23,7 @@ export class WebhookService extends Construct {
       spec: {
         type: 'ClusterIP',
         selector: { 'app.kubernetes.io/name': OPERATOR_NAME, 'app.kubernetes.io/component': 'controller' },
-        ports: [{ name: 'webhook', port: 443, targetPort: k8s.IntOrString.fromString('webhook'), protocol: 'TCP' }],
+        ports: [{ name: 'webhook', port: WEBHOOK_SERVICE_PORT, targetPort: k8s.IntOrString.fromString('webhook'), protocol: 'TCP' }],
       },
     });
   }

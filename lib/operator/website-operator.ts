@@ -1,10 +1,12 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import { DEFAULT_GROUP } from '../website/schema.ts';
+import { type ConversionWebhookService, markWebsiteCrdOperator, type WebsiteCrdOperator } from '../website/website-crd.ts';
 import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
 import { type OperatorResources, OperatorDeployment } from './operator-deployment.ts';
 import { OperatorRbac } from './operator-rbac.ts';
-import { LEASE_NAME, OPERATOR_NAMESPACE, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, type WebhookCertificateMode } from './names.ts';
+import { LEASE_NAME, OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT, type WebhookCertificateMode } from './names.ts';
 import { WebhookService } from './webhook-service.ts';
 
 export interface WebsiteOperatorProps {
@@ -54,8 +56,8 @@ export interface WebsiteOperatorProps {
    *   website-operator-webhook-tls, renews them and sets the CRD's caBundle. Needs no add-on; adds
    *   RBAC on that Secret (Role) and on the Website CRD (ClusterRole), each limited by name;
    * - `cert-manager`: cert-manager (installed separately) issues it from a self-signed CA; the Secret
-   *   is mounted into the pod. No Secret or CRD RBAC. Pass `crdAnnotations` to the WebsiteCrd so
-   *   that cert-manager's cainjector sets the caBundle.
+   *   is mounted into the pod. No Secret or CRD RBAC. The WebsiteCrd given this operator carries
+   *   the annotation with which cert-manager's cainjector sets the caBundle.
    * @default 'operator'
    */
   readonly webhookCertificates?: WebhookCertificateMode;
@@ -65,9 +67,16 @@ export interface WebsiteOperatorProps {
  * Everything that deploys the operator: namespace, ServiceAccount, Role, RoleBinding, Deployment,
  * webhook Service, and what the webhook certificate mode needs (a ClusterRole and its binding, or
  * cert-manager Issuers and Certificates).
+ *
+ * Pass it to the Website CRD, which takes its group, webhook Service and annotations from it:
+ * `new WebsiteCrd(chart, 'crd', { operator })`.
  */
-export class WebsiteOperator extends Construct {
+export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
   public readonly namespace: string;
+  /** API group of the Websites it reconciles. */
+  public readonly group: string;
+  /** Where it serves the CRD's conversion webhook: its webhook Service. */
+  public readonly conversionWebhook: Required<ConversionWebhookService>;
   public readonly rbac: OperatorRbac;
   public readonly deployment: OperatorDeployment;
   public readonly webhookService: WebhookService;
@@ -75,14 +84,15 @@ export class WebsiteOperator extends Construct {
   public readonly webhookCertificate?: CertManagerWebhookCertificate;
   /**
    * Annotations the Website CRD needs for this operator's webhook certificate mode (cert-manager's
-   * CA injection; none in operator mode, where the operator sets the caBundle itself). Pass them
-   * as WebsiteCrd's `annotations`: `new WebsiteCrd(chart, 'crd', { annotations: operator.crdAnnotations })`.
+   * CA injection; none in operator mode, where the operator sets the caBundle itself). A WebsiteCrd
+   * given this operator adds them.
    */
   public readonly crdAnnotations: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: WebsiteOperatorProps = {}) {
     super(scope, id);
     this.namespace = props.namespace ?? OPERATOR_NAMESPACE;
+    this.group = props.group ?? DEFAULT_GROUP;
     const leaderElection = props.leaderElection ?? true;
     const webhookCertificates = props.webhookCertificates ?? 'operator';
 
@@ -93,7 +103,7 @@ export class WebsiteOperator extends Construct {
     }
     this.rbac = new OperatorRbac(this, 'Rbac', {
       namespace: this.namespace,
-      group: props.group,
+      group: this.group,
       leaderElection,
       leaseName: LEASE_NAME,
       webhookCertificates,
@@ -104,7 +114,7 @@ export class WebsiteOperator extends Construct {
       serviceAccountName: this.rbac.serviceAccount.name,
       image: props.image,
       replicas: props.replicas,
-      group: props.group,
+      group: this.group,
       leaderElection,
       leaseName: LEASE_NAME,
       otlpEndpoint: props.otlpEndpoint,
@@ -114,6 +124,7 @@ export class WebsiteOperator extends Construct {
       webhookServiceName: WEBHOOK_SERVICE_NAME,
     });
     this.webhookService = new WebhookService(this, 'WebhookService', { namespace: this.namespace, name: WEBHOOK_SERVICE_NAME });
+    this.conversionWebhook = { name: WEBHOOK_SERVICE_NAME, namespace: this.namespace, port: WEBHOOK_SERVICE_PORT, path: WEBHOOK_PATH };
     if (webhookCertificates === 'cert-manager') {
       this.webhookCertificate = new CertManagerWebhookCertificate(this, 'WebhookCertificate', {
         namespace: this.namespace,
@@ -122,5 +133,6 @@ export class WebsiteOperator extends Construct {
       });
     }
     this.crdAnnotations = this.webhookCertificate?.crdAnnotations ?? {};
+    markWebsiteCrdOperator(this);
   }
 }

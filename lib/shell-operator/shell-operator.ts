@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { App, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
+import { SHELL_OPERATOR_SCRIPT } from '../../imports/shell-operator-script.ts';
 import { OPERATOR_NAMESPACE } from '../operator/names.ts';
 import type { OperatorResources } from '../operator/operator-deployment.ts';
 import { RESTRICTED_NAMESPACE_LABELS, restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
@@ -93,17 +93,9 @@ export function shellOperatorTemplate(group: string = DEFAULT_GROUP): ShellOpera
   };
 }
 
-/** The bash script, read from the file beside this module (the build copies it there). */
+/** The bash script (lib/shell-operator/website-shell-operator.sh, compiled in by `npm run codegen`). */
 export function shellOperatorScript(): string {
-  const url = new URL(`./${SHELL_OPERATOR_FILES.script}`, import.meta.url);
-  try {
-    return readFileSync(url, 'utf8');
-  } catch (error) {
-    throw new Error(
-      `cannot read the shell operator's script at ${url.pathname} (${(error as Error).message}); ` +
-        'a build must copy lib/shell-operator/website-shell-operator.sh beside the compiled module (npm run build does)',
-    );
-  }
+  return SHELL_OPERATOR_SCRIPT;
 }
 
 /**

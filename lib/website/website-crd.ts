@@ -8,6 +8,7 @@ import {
   websiteV1Schema,
   websiteV1beta1Schema,
 } from './schema.ts';
+import { OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT } from '../operator/names.ts';
 
 /** The versions of the Website API this package knows. */
 export type WebsiteVersionName = 'v1' | 'v1beta1';
@@ -58,27 +59,72 @@ export interface WebsiteCrdProps {
    */
   readonly replicas?: Partial<ReplicaBounds>;
   /**
-   * Service of the conversion webhook, used when more than one version is served.
-   * @default the operator's webhook Service: website-operator-webhook in website-system
+   * The operator that serves this CRD's conversion webhook, usually a `WebsiteOperator`. The CRD
+   * then takes from it everything it needs: the group (when `group` is not set), the webhook
+   * Service's name, namespace, port and path, and the annotations of its certificate mode
+   * (cert-manager's CA injection). Setting `conversionWebhook` as well is an error, and so is a
+   * `group` or an annotation that contradicts the operator.
+   * @default none: `conversionWebhook`, or website-operator-webhook in website-system
+   */
+  readonly operator?: WebsiteCrdOperator;
+  /**
+   * Service of the conversion webhook, used when more than one version is served. Set it only for
+   * an operator deployed outside this cdk8s app; otherwise pass `operator`.
+   * @default from `operator`, else website-operator-webhook in website-system (port 443, /convert)
    */
   readonly conversionWebhook?: ConversionWebhookService;
   /**
-   * Extra annotations on the CRD, for example cert-manager's `cert-manager.io/inject-ca-from`.
+   * Extra annotations on the CRD. Those `operator` needs are added without being listed here.
    * @default none
    */
   readonly annotations?: Readonly<Record<string, string>>;
 }
+
+/**
+ * What a WebsiteCrd needs from the operator that converts its versions. `WebsiteOperator`
+ * implements it; so can any construct that deploys a compatible operator.
+ */
+export interface WebsiteCrdOperator {
+  /** The construct, named in error messages. */
+  readonly node: Construct['node'];
+  /** API group of the Websites the operator reconciles. */
+  readonly group: string;
+  /** Where the operator serves ConversionReview requests. */
+  readonly conversionWebhook: Required<ConversionWebhookService>;
+  /** Annotations the CRD must carry for the operator's webhook certificate (none for some modes). */
+  readonly crdAnnotations: Readonly<Record<string, string>>;
+}
+
+/**
+ * Marks constructs that deploy an operator for a WebsiteCrd, so that a CRD left unconnected can
+ * find them in its app and fail at synth instead of pointing its webhook at nothing.
+ */
+const CRD_OPERATOR = Symbol.for('website-stack.WebsiteCrdOperator');
+
+/** Registers `operator` (called by WebsiteOperator's constructor) for WebsiteCrd's synth-time check. */
+export function markWebsiteCrdOperator(operator: WebsiteCrdOperator): void {
+  Object.defineProperty(operator, CRD_OPERATOR, { value: true });
+}
+
+function isWebsiteCrdOperator(construct: unknown): construct is WebsiteCrdOperator {
+  return typeof construct === 'object' && construct !== null && CRD_OPERATOR in construct;
+}
+
+const sameWebhook = (a: Required<ConversionWebhookService>, b: Required<ConversionWebhookService>) =>
+  a.name === b.name && a.namespace === b.namespace && a.port === b.port && a.path === b.path;
+const describeWebhook = (w: Required<ConversionWebhookService>) => `${w.namespace}/${w.name}:${w.port}${w.path}`;
 
 export const DEFAULT_VERSIONS: readonly WebsiteVersion[] = [
   { name: 'v1', served: true, storage: true },
   { name: 'v1beta1', served: true, storage: false },
 ];
 
+/** Where WebsiteOperator serves conversions with its defaults. */
 export const DEFAULT_CONVERSION_WEBHOOK: Required<ConversionWebhookService> = {
-  name: 'website-operator-webhook',
-  namespace: 'website-system',
-  path: '/convert',
-  port: 443,
+  name: WEBHOOK_SERVICE_NAME,
+  namespace: OPERATOR_NAMESPACE,
+  path: WEBHOOK_PATH,
+  port: WEBHOOK_SERVICE_PORT,
 };
 
 const schemas: Record<WebsiteVersionName, (bounds: ReplicaBounds) => JsonSchema> = {
@@ -140,7 +186,21 @@ export class WebsiteCrd extends Construct {
       throw new Error(`WebsiteCrd at '${this.node.path}': ${message}`);
     };
 
-    this.group = props.group ?? DEFAULT_GROUP;
+    const operator = props.operator;
+    this.group = props.group ?? operator?.group ?? DEFAULT_GROUP;
+    if (operator && operator.group !== this.group) {
+      fail(`group '${this.group}' differs from the group '${operator.group}' of operator '${operator.node.path}': give both the same group, or leave the CRD's unset`);
+    }
+    if (operator && props.conversionWebhook) {
+      fail(`set either operator or conversionWebhook, not both: operator '${operator.node.path}' already says where its webhook is (${describeWebhook(operator.conversionWebhook)})`);
+    }
+    const annotations: Record<string, string> = { ...props.annotations };
+    for (const [key, value] of Object.entries(operator?.crdAnnotations ?? {})) {
+      if (key in annotations && annotations[key] !== value) {
+        fail(`annotation '${key}' is '${annotations[key]}', but operator '${operator!.node.path}' needs '${value}': remove it from annotations`);
+      }
+      annotations[key] = value;
+    }
     if (this.group.length > 253 || !DNS_SUBDOMAIN.test(this.group) || !this.group.includes('.')) {
       fail(`group '${this.group}' must be a DNS subdomain with at least one dot, for example '${DEFAULT_GROUP}'`);
     }
@@ -169,7 +229,21 @@ export class WebsiteCrd extends Construct {
     this.storageVersion = storage[0].name;
 
     const served = versions.filter((v) => v.served);
-    const webhook = { ...DEFAULT_CONVERSION_WEBHOOK, ...props.conversionWebhook };
+    const webhook: Required<ConversionWebhookService> = { ...DEFAULT_CONVERSION_WEBHOOK, ...(operator?.conversionWebhook ?? props.conversionWebhook) };
+    if (served.length > 1 && !operator) {
+      // An operator of this group elsewhere in the app must be the one this CRD calls: the README's
+      // first example once pointed a CRD at website-system while its operator ran in another namespace.
+      this.node.addValidation({
+        validate: () => {
+          const operators = this.node.root.node.findAll().flatMap((c) => (isWebsiteCrdOperator(c) && c.group === this.group ? [c] : []));
+          if (operators.length === 0 || operators.some((o) => sameWebhook(o.conversionWebhook, webhook))) return [];
+          const where = operators.map((o) => `'${o.node.path}' serves ${describeWebhook(o.conversionWebhook)}`).join('; ');
+          return [
+            `WebsiteCrd at '${this.node.path}' sends conversions to ${describeWebhook(webhook)}, but ${where}: pass the operator to the CRD (new WebsiteCrd(scope, id, { operator }))`,
+          ];
+        },
+      });
+    }
     const conversion =
       served.length > 1
         ? {
@@ -189,8 +263,8 @@ export class WebsiteCrd extends Construct {
       metadata: {
         name: this.name,
         labels: { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/part-of': 'website-stack' },
-        // An empty map means none, so `annotations: operator.crdAnnotations` adds nothing in operator mode.
-        ...(props.annotations && Object.keys(props.annotations).length > 0 ? { annotations: { ...props.annotations } } : {}),
+        // No annotations key at all when there are none (operator mode, where the operator sets the caBundle).
+        ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       },
       spec: {
         group: this.group,

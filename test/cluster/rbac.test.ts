@@ -1,4 +1,4 @@
-import { createCertificateAuthority } from '../../lib/webhook/certificates.ts';
+import { createCertificateAuthority } from '../../operator/src/webhook/certificates.ts';
 import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { createNamespace, deleteNamespace, kubectl, loadClusterInfo, ok, testDeployment, website } from './kube.ts';
 

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
-import { firstDifference, isSubset, jsonEqual, needsApply, objectHash, withHash } from '../../lib/controller/apply.ts';
-import { backoffDelay, sleep } from '../../lib/controller/backoff.ts';
-import { objectKey } from '../../lib/controller/informer.ts';
-import { resourcePath } from '../../lib/controller/kube-client.ts';
-import { TokenBucket } from '../../lib/controller/rate-limiter.ts';
-import { WorkQueue } from '../../lib/controller/work-queue.ts';
-import { OperatorMetrics } from '../../lib/observability/metrics.ts';
+import { firstDifference, isSubset, jsonEqual, needsApply, objectHash, withHash } from '../../operator/src/controller/apply.ts';
+import { backoffDelay, sleep } from '../../operator/src/controller/backoff.ts';
+import { objectKey } from '../../operator/src/controller/informer.ts';
+import { resourcePath } from '../../operator/src/controller/kube-client.ts';
+import { TokenBucket } from '../../operator/src/controller/rate-limiter.ts';
+import { WorkQueue } from '../../operator/src/controller/work-queue.ts';
+import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 
 describe('backoff', () => {
   test('doubles from the base and stops at the cap', () => {

@@ -1,8 +1,12 @@
-import { tracingSettings } from '../../lib/observability/tracing.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Chart } from 'cdk8s';
+import { tracingSettings } from '../../operator/src/observability/tracing.ts';
 import { type Manifest, only, synth } from '../helpers.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
-import { WebsiteCrd } from '../../lib/website/website-crd.ts';
+import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
 
 function operator(props?: WebsiteOperatorProps): Manifest[] {
   return synth((chart) => new WebsiteOperator(chart, 'op', props));
@@ -218,24 +222,73 @@ describe('WebsiteOperator with cert-manager certificates', () => {
     expect(pod.securityContext.fsGroup).toBe(pod.securityContext.runAsUser);
   });
 
-  test('gives the CRD the cainjector annotation through crdAnnotations; operator mode adds none', () => {
-    let annotations: Readonly<Record<string, string>> = {};
+  test('gives the CRD the cainjector annotation; operator mode adds none', () => {
     const crd = only(
-      synth((chart) => {
-        const op = new WebsiteOperator(chart, 'op', { webhookCertificates: 'cert-manager', namespace: 'sites' });
-        annotations = op.crdAnnotations;
-        new WebsiteCrd(chart, 'crd', { annotations: op.crdAnnotations });
-      }),
+      synth((chart) => new WebsiteCrd(chart, 'crd', { operator: new WebsiteOperator(chart, 'op', { webhookCertificates: 'cert-manager', namespace: 'sites' }) })),
       'CustomResourceDefinition',
     );
-    expect(annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'sites/website-operator-webhook' });
     expect(crd.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'sites/website-operator-webhook' });
 
     const builtIn = only(
-      synth((chart) => new WebsiteCrd(chart, 'crd', { annotations: new WebsiteOperator(chart, 'op').crdAnnotations })),
+      synth((chart) => new WebsiteCrd(chart, 'crd', { operator: new WebsiteOperator(chart, 'op') })),
       'CustomResourceDefinition',
     );
     expect(builtIn.metadata.annotations).toBeUndefined();
+  });
+});
+
+describe('WebsiteCrd given its WebsiteOperator', () => {
+  const crdFor = (props: WebsiteOperatorProps, crdProps: Omit<WebsiteCrdProps, 'operator'> = {}) =>
+    only(synth((chart) => new WebsiteCrd(chart, 'crd', { ...crdProps, operator: new WebsiteOperator(chart, 'op', props) })), 'CustomResourceDefinition');
+
+  test("sends conversions to the operator's webhook Service in the operator's namespace", () => {
+    const crd = crdFor({ namespace: 'sites' });
+    expect(crd.spec.conversion.webhook.clientConfig.service).toEqual({ name: 'website-operator-webhook', namespace: 'sites', port: 443, path: '/convert' });
+    // The Service it names is the one the operator deploys, on that port.
+    const service = only(operator({ namespace: 'sites' }), 'Service', 'website-operator-webhook');
+    expect(service.metadata.namespace).toBe('sites');
+    expect(service.spec.ports[0].port).toBe(443);
+  });
+
+  test("takes the operator's group", () => {
+    const crd = crdFor({ group: 'sites.acme.io' });
+    expect(crd.metadata.name).toBe('websites.sites.acme.io');
+    expect(crd.spec.group).toBe('sites.acme.io');
+  });
+
+  test('keeps extra annotations beside the ones the operator needs', () => {
+    const crd = crdFor({ webhookCertificates: 'cert-manager' }, { annotations: { team: 'web' } });
+    expect(crd.metadata.annotations).toEqual({ team: 'web', 'cert-manager.io/inject-ca-from': 'website-system/website-operator-webhook' });
+  });
+
+  test('refuses a group, webhook Service or annotation that contradicts the operator', () => {
+    expect(() => crdFor({ group: 'sites.acme.io' }, { group: 'web.example.com' })).toThrow(
+      "WebsiteCrd at 'test/crd': group 'web.example.com' differs from the group 'sites.acme.io' of operator 'test/op': give both the same group, or leave the CRD's unset",
+    );
+    expect(() => crdFor({}, { conversionWebhook: { name: 'conv', namespace: 'ops' } })).toThrow(
+      "set either operator or conversionWebhook, not both: operator 'test/op' already says where its webhook is (website-system/website-operator-webhook:443/convert)",
+    );
+    expect(() => crdFor({ webhookCertificates: 'cert-manager' }, { annotations: { 'cert-manager.io/inject-ca-from': 'other/cert' } })).toThrow(
+      "annotation 'cert-manager.io/inject-ca-from' is 'other/cert', but operator 'test/op' needs 'website-system/website-operator-webhook': remove it from annotations",
+    );
+  });
+
+  test('a CRD not given the operator of its group in the same app fails at synth, naming both', () => {
+    const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'crd-operator-')) });
+    const chart = new Chart(app, 'platform');
+    new WebsiteCrd(chart, 'crd', { group: 'sites.acme.io' });
+    new WebsiteOperator(chart, 'operator', { group: 'sites.acme.io', namespace: 'sites' });
+    expect(() => app.synth()).toThrow(
+      "WebsiteCrd at 'platform/crd' sends conversions to website-system/website-operator-webhook:443/convert, but 'platform/operator' serves sites/website-operator-webhook:443/convert: pass the operator to the CRD (new WebsiteCrd(scope, id, { operator }))",
+    );
+  });
+
+  test('an operator of another group, or none in the app, leaves the CRD alone', () => {
+    const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'crd-operator-')) });
+    const chart = new Chart(app, 'platform');
+    new WebsiteCrd(chart, 'crd');
+    new WebsiteOperator(chart, 'operator', { group: 'sites.acme.io', namespace: 'sites' });
+    expect(() => app.synth()).not.toThrow();
   });
 });
 

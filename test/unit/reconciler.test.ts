@@ -1,7 +1,7 @@
-import { ConfigError, loadConfig } from '../../lib/bin/config.ts';
-import { renderWorkload } from '../../lib/reconciler/render.ts';
-import { failedCondition, nextStatus, readyCondition } from '../../lib/reconciler/status.ts';
-import { finalizerName, websitesType } from '../../lib/reconciler/website.ts';
+import { ConfigError, loadConfig } from '../../operator/src/bin/config.ts';
+import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+import { failedCondition, nextStatus, readyCondition } from '../../operator/src/reconciler/status.ts';
+import { finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
 import { synth } from '../helpers.ts';

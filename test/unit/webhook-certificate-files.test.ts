@@ -2,9 +2,9 @@ import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { createLogger } from '../../lib/observability/logger.ts';
-import { CertificateFiles } from '../../lib/webhook/certificate-files.ts';
-import { type TlsCertificate, createCertificateAuthority, issueServingCertificate } from '../../lib/webhook/certificates.ts';
+import { createLogger } from '../../operator/src/observability/logger.ts';
+import { CertificateFiles } from '../../operator/src/webhook/certificate-files.ts';
+import { type TlsCertificate, createCertificateAuthority, issueServingCertificate } from '../../operator/src/webhook/certificates.ts';
 
 const DAY_MS = 24 * 3600_000;
 

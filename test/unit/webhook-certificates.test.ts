@@ -15,7 +15,7 @@ import {
   renewalTime,
   splitPemCertificates,
   uncoveredNames,
-} from '../../lib/webhook/certificates.ts';
+} from '../../operator/src/webhook/certificates.ts';
 import { webhookDnsNames } from '../../lib/operator/names.ts';
 
 const HOUR_MS = 3600_000;

@@ -1,9 +1,9 @@
 import { X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { ApiError, CRDS, type KubeObject, type ObjectRef, type ResourceType, SECRETS } from '../../lib/controller/kube-client.ts';
-import { createLogger } from '../../lib/observability/logger.ts';
-import { createCertificateAuthority, issueServingCertificate, splitPemCertificates } from '../../lib/webhook/certificates.ts';
-import { type CertificatesClient, OperatorManagedCertificates, type OperatorManagedCertificatesOptions } from '../../lib/webhook/operator-managed-certificates.ts';
+import { ApiError, CRDS, type KubeObject, type ObjectRef, type ResourceType, SECRETS } from '../../operator/src/controller/kube-client.ts';
+import { createLogger } from '../../operator/src/observability/logger.ts';
+import { createCertificateAuthority, issueServingCertificate, splitPemCertificates } from '../../operator/src/webhook/certificates.ts';
+import { type CertificatesClient, OperatorManagedCertificates, type OperatorManagedCertificatesOptions } from '../../operator/src/webhook/operator-managed-certificates.ts';
 
 const NS = 'website-system';
 const CRD = 'websites.web.example.com';

@@ -1,8 +1,8 @@
 import { request } from 'node:https';
 import { connect } from 'node:tls';
-import { type TlsCertificate, type TlsSource, createCertificateAuthority, issueServingCertificate } from '../../lib/webhook/certificates.ts';
-import { ConversionWebhookServer, MAX_REVIEW_BYTES } from '../../lib/webhook/conversion-server.ts';
-import { OperatorMetrics } from '../../lib/observability/metrics.ts';
+import { type TlsCertificate, type TlsSource, createCertificateAuthority, issueServingCertificate } from '../../operator/src/webhook/certificates.ts';
+import { ConversionWebhookServer, MAX_REVIEW_BYTES } from '../../operator/src/webhook/conversion-server.ts';
+import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 
 const YEAR_MS = 365 * 24 * 3600_000;
 

@@ -8,8 +8,7 @@ import { HealthServer, MetricsServer } from '../observability/http-servers.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { inSpan } from '../observability/tracing.ts';
-import type { WebsiteV1 } from '../website/types.ts';
-import { MANAGED_BY, type WebsiteWorkloadResources } from '../workload/website-workload.ts';
+import { MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
 import { WebsiteReconciler, websitesType } from './website.ts';
 
 /**

@@ -4,8 +4,7 @@ import type { Informer } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../controller/kube-client.ts';
 import type { HandlerResult } from '../controller/work-queue.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { WebsiteStatus, WebsiteV1 } from '../website/types.ts';
-import { MANAGED_BY, websiteUrl, workloadName } from '../workload/website-workload.ts';
+import { MANAGED_BY, type WebsiteStatus, websiteUrl, type WebsiteV1, workloadName } from '../library.ts';
 import { type RenderOptions, renderWorkload } from './render.ts';
 import { failedCondition, nextStatus, readyCondition } from './status.ts';
 

@@ -1,6 +1,6 @@
 import type { KubeObject } from '../controller/kube-client.ts';
 import { metaTime } from '../controller/time.ts';
-import type { WebsiteCondition, WebsiteStatus, WebsiteV1 } from '../website/types.ts';
+import type { WebsiteCondition, WebsiteStatus, WebsiteV1 } from '../library.ts';
 
 /** Reasons of the Ready condition, as `kubectl get website -o yaml` shows them. */
 export const READY_REASONS = {

@@ -3,9 +3,7 @@ import { type Server, createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
-import { OPERATOR_PORTS } from '../operator/names.ts';
-import { ConversionError, convertWebsite } from '../website/conversion.ts';
-import { DEFAULT_GROUP } from '../website/schema.ts';
+import { ConversionError, convertWebsite, DEFAULT_GROUP, OPERATOR_PORTS, WEBHOOK_PATH } from '../library.ts';
 import { type TlsSource, parseCertificate } from './certificates.ts';
 
 /** The only ConversionReview version served; the CRD asks for it (`conversionReviewVersions: [v1]`). */
@@ -102,7 +100,7 @@ export class ConversionWebhookServer {
 
   constructor(options: ConversionWebhookServerOptions) {
     this.options = options;
-    this.path = options.path ?? '/convert';
+    this.path = options.path ?? WEBHOOK_PATH;
     this.group = options.group ?? DEFAULT_GROUP;
     if (!this.path.startsWith('/')) throw new Error(`path '${this.path}' must start with '/', for example '/convert'`);
     options.tls.onChange(() => this.loadCertificate());

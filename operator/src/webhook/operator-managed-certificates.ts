@@ -1,7 +1,7 @@
 import { backoffDelay, sleep } from '../controller/backoff.ts';
 import { CRDS, type KubeClient, type KubeObject, SECRETS, isConflict } from '../controller/kube-client.ts';
 import type { Logger } from '../observability/logger.ts';
-import { OPERATOR_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, operatorLabels, webhookDnsNames } from '../operator/names.ts';
+import { OPERATOR_NAME, operatorLabels, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, webhookDnsNames } from '../library.ts';
 import {
   type RenewalPlan,
   type ServingNames,

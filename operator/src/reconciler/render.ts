@@ -1,7 +1,6 @@
 import { App, Chart } from 'cdk8s';
 import type { KubeObject } from '../controller/kube-client.ts';
-import type { WebsiteV1 } from '../website/types.ts';
-import { WebsiteWorkload, type WebsiteWorkloadProps } from '../workload/website-workload.ts';
+import { type WebsiteV1, WebsiteWorkload, type WebsiteWorkloadProps } from '../library.ts';
 
 /** Everything of WebsiteWorkloadProps except the Website: fixed for the operator's lifetime. */
 export type RenderOptions = Omit<WebsiteWorkloadProps, 'website'>;

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sleep } from '../controller/backoff.ts';
 import type { Logger } from '../observability/logger.ts';
-import { WEBHOOK_CERT_DIR } from '../operator/names.ts';
+import { WEBHOOK_CERT_DIR } from '../library.ts';
 import { type TlsCertificate, type TlsSource, parseCertificate } from './certificates.ts';
 
 export interface CertificateFilesOptions {

@@ -11,12 +11,12 @@ import { ConfigError, loadConfig } from './config.ts';
 
 const logger = createLogger();
 
-/** This package's version (service.version of the operator's traces), from the nearest package.json up from here. */
+/** The operator package's version (service.version of the operator's traces), from the nearest package.json up from here. */
 function packageVersion(): string {
   for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
     try {
       const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'website-stack' && pkg.version) return pkg.version;
+      if (pkg.name === '@website-stack/operator' && pkg.version) return pkg.version;
     } catch {
       // no package.json here
     }

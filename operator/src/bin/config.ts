@@ -1,9 +1,7 @@
 import { hostname } from 'node:os';
-import { LEASE_NAME, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME } from '../operator/names.ts';
+import { DEFAULT_GROUP, LEASE_NAME, MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME } from '../library.ts';
 import type { OperatorConfig } from '../reconciler/operator.ts';
-import { DEFAULT_GROUP } from '../website/schema.ts';
 import type { WebhookConfig } from '../webhook/webhook-component.ts';
-import { MANAGED_BY } from '../workload/website-workload.ts';
 
 /**
  * The operator's configuration, from environment variables (the operator Deployment sets the
