@@ -1,5 +1,6 @@
-import { App, type AppProps, Chart, YamlOutputType } from 'cdk8s';
-import { argoSync } from './argocd.ts';
+import { type ApiObject, App, type AppProps, Chart, YamlOutputType } from 'cdk8s';
+import type { IConstruct } from 'constructs';
+import { argoSync, requireSyncWaves } from './argocd.ts';
 import { OPERATOR_NAMESPACE } from './operator/names.ts';
 import { WebsiteOperator } from './operator/website-operator.ts';
 import { ShellOperator } from './shell-operator/shell-operator.ts';
@@ -11,9 +12,21 @@ import { Website } from './website/website.ts';
 /** Argo CD waves: the CRD first, then the operator, then Websites (they need both). */
 export const SYNC_WAVES = { crd: -1, operator: 0, samples: 1 } as const;
 
-/** The charts `npm run synth` writes to dist/, one file per chart, named after the chart. */
+/**
+ * Argo CD waves inside a trace stack: the namespace, configuration and Services first; then
+ * Jaeger (the backend); then the Collector that exports to it; then HotROD, which sends to the
+ * Collector; autoscalers and disruption budgets last, so one reporting no metrics yet (no
+ * metrics-server) never holds up a workload.
+ */
+export const TRACING_SYNC_WAVES = { config: 0, jaeger: 1, collector: 2, hotrod: 3, scaling: 4 } as const;
+
+/**
+ * The charts `npm run synth` writes to dist/, one file per chart, named after the chart. Every
+ * object must carry a sync wave: synth fails otherwise.
+ */
 export function buildApp(props: AppProps = {}): App {
   const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', ...props });
+  requireSyncWaves(app);
 
   const crdChart = new Chart(app, 'website-crd');
   const operatorChart = new Chart(app, 'website-operator');
@@ -40,26 +53,48 @@ export function buildApp(props: AppProps = {}): App {
   argoSync(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
 
   // The trace stack: one of the three per cluster (README: "The trace stack").
-  new DevelopmentTracingStack(new Chart(app, 'tracing-dev'), 'Tracing');
-  new ProductionTracingStack(new Chart(app, 'tracing-production-elasticsearch'), 'Tracing', {
-    ...PRODUCTION_TRACING,
-    jaeger: {
-      ...PRODUCTION_TRACING.jaeger,
-      // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
-      storage: {
-        type: 'elasticsearch',
-        serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
-        caSecretName: 'elasticsearch-es-http-certs-public',
-        credentials: { secretName: 'jaeger-elasticsearch' },
+  tracingSync(new DevelopmentTracingStack(new Chart(app, 'tracing-dev'), 'Tracing'));
+  tracingSync(
+    new ProductionTracingStack(new Chart(app, 'tracing-production-elasticsearch'), 'Tracing', {
+      ...PRODUCTION_TRACING,
+      jaeger: {
+        ...PRODUCTION_TRACING.jaeger,
+        // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
+        storage: {
+          type: 'elasticsearch',
+          serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
+          caSecretName: 'elasticsearch-es-http-certs-public',
+          credentials: { secretName: 'jaeger-elasticsearch' },
+        },
       },
-    },
-  });
-  new ProductionTracingStack(new Chart(app, 'tracing-production-cassandra'), 'Tracing', {
-    ...PRODUCTION_TRACING,
-    jaeger: { ...PRODUCTION_TRACING.jaeger, storage: { type: 'cassandra', servers: ['cassandra.tracing.svc:9042'], credentials: { secretName: 'jaeger-cassandra' } } },
-  });
+    }),
+  );
+  tracingSync(
+    new ProductionTracingStack(new Chart(app, 'tracing-production-cassandra'), 'Tracing', {
+      ...PRODUCTION_TRACING,
+      jaeger: { ...PRODUCTION_TRACING.jaeger, storage: { type: 'cassandra', servers: ['cassandra.tracing.svc:9042'], credentials: { secretName: 'jaeger-cassandra' } } },
+    }),
+  );
 
   return app;
+}
+
+const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob']);
+const SCALING_KINDS = new Set(['HorizontalPodAutoscaler', 'PodDisruptionBudget']);
+
+/** A trace stack's waves (TRACING_SYNC_WAVES); a workload of no known component fails synth. */
+function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): void {
+  const within = (object: ApiObject, scope: IConstruct | undefined) => scope !== undefined && scope.node.findAll().includes(object);
+  argoSync(stack, {
+    wave: (object) => {
+      if (SCALING_KINDS.has(object.kind)) return TRACING_SYNC_WAVES.scaling;
+      if (!WORKLOAD_KINDS.has(object.kind)) return TRACING_SYNC_WAVES.config;
+      if (within(object, stack.jaeger)) return TRACING_SYNC_WAVES.jaeger;
+      if (within(object, stack.collector)) return TRACING_SYNC_WAVES.collector;
+      if ('hotrod' in stack && within(object, stack.hotrod)) return TRACING_SYNC_WAVES.hotrod;
+      throw new Error(`${object.node.path}: a ${object.kind} of no known trace-stack component; give it a wave in TRACING_SYNC_WAVES`);
+    },
+  });
 }
 
 /**

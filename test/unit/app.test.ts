@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { buildApp, SYNC_WAVES } from '../../lib/app.ts';
+import { App, Chart } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-34';
+import { buildApp, SYNC_WAVES, TRACING_SYNC_WAVES } from '../../lib/app.ts';
+import { argoSync, requireSyncWaves } from '../../lib/argocd.ts';
 import type { Manifest } from '../helpers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -48,6 +51,51 @@ describe('the synthesized app', () => {
     expect(SYNC_WAVES.operator).toBeLessThan(SYNC_WAVES.samples);
     for (const website of charts['website-samples']) {
       expect(website.metadata.annotations['argocd.argoproj.io/sync-options']).toBe('SkipDryRunOnMissingResource=true');
+    }
+  });
+
+  test('every object in every committed dist/ file carries a sync wave', () => {
+    const dist = readDir(join(root, 'dist'));
+    for (const [file, objects] of Object.entries(dist)) {
+      for (const m of objects) expect([file, m.kind, m.metadata.name, m.metadata.annotations?.['argocd.argoproj.io/sync-wave']]).toEqual([file, m.kind, m.metadata.name, expect.stringMatching(/^-?\d+$/)]);
+    }
+  });
+
+  test.each(['tracing-dev', 'tracing-production-elasticsearch', 'tracing-production-cassandra'])(
+    '%s: namespace, configuration and Services, then Jaeger, then the Collector, then HotROD, then scaling',
+    (id) => {
+      const wave = (kind: string, name: string) => Number(charts[id].find((m) => m.kind === kind && m.metadata.name === name)?.metadata.annotations['argocd.argoproj.io/sync-wave']);
+      const w = TRACING_SYNC_WAVES;
+      expect(w.config).toBeLessThan(w.jaeger);
+      expect(w.jaeger).toBeLessThan(w.collector);
+      expect(w.collector).toBeLessThan(w.hotrod);
+      expect(w.hotrod).toBeLessThan(w.scaling);
+      for (const m of charts[id]) {
+        const expected = ['Namespace', 'ConfigMap', 'Service'].includes(m.kind)
+          ? w.config
+          : ['HorizontalPodAutoscaler', 'PodDisruptionBudget'].includes(m.kind)
+            ? w.scaling
+            : m.metadata.name === 'otel-collector'
+              ? w.collector
+              : m.metadata.name === 'hotrod'
+                ? w.hotrod
+                : w.jaeger;
+        expect([m.kind, m.metadata.name, wave(m.kind, m.metadata.name)]).toEqual([m.kind, m.metadata.name, expected]);
+      }
+    },
+  );
+
+  test('synth refuses an object without a sync wave, naming it', () => {
+    const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'no-wave-')) });
+    requireSyncWaves(app);
+    const waved = new Chart(app, 'waved');
+    new k8s.KubeConfigMap(waved, 'a', { metadata: { name: 'a' } });
+    argoSync(waved, { wave: 0 });
+    new k8s.KubeConfigMap(new Chart(app, 'forgotten'), 'b', { metadata: { name: 'b' } });
+    try {
+      expect(() => app.synth()).toThrow(/ConfigMap 'b' \(forgotten\/b\) has no argocd\.argoproj\.io\/sync-wave annotation/);
+    } finally {
+      rmSync(app.outdir, { recursive: true, force: true });
     }
   });
 
