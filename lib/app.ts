@@ -1,4 +1,5 @@
-import { type ApiObject, App, type AppProps, Chart, YamlOutputType } from 'cdk8s';
+import { join } from 'node:path';
+import { ApiObject, App, Chart, YamlOutputType } from 'cdk8s';
 import type { IConstruct } from 'constructs';
 import { argoSync, requireSyncWaves } from './argocd.ts';
 import { OPERATOR_NAMESPACE } from './operator/names.ts';
@@ -21,27 +22,49 @@ export const SYNC_WAVES = { crd: -1, operator: 0, samples: 1 } as const;
 export const TRACING_SYNC_WAVES = { config: 0, jaeger: 1, collector: 2, hotrod: 3, scaling: 4 } as const;
 
 /**
- * The charts `npm run synth` writes to dist/, one file per chart, named after the chart. Every
- * object must carry a sync wave: synth fails otherwise.
+ * dist/'s folders of which a cluster runs exactly one per group: each folder of a group replaces
+ * the others (they define the same objects with other content), by pointing the same Argo CD
+ * Application at it (README: "Syncing with Argo CD").
  */
-export function buildApp(props: AppProps = {}): App {
-  const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', ...props });
-  requireSyncWaves(app);
+export const DIST_ALTERNATIVES: readonly (readonly string[])[] = [
+  ['website-operator', 'website-shell-operator'],
+  ['tracing-dev', 'tracing-production-elasticsearch', 'tracing-production-cassandra'],
+];
 
-  const crdChart = new Chart(app, 'website-crd');
-  const operatorChart = new Chart(app, 'website-operator');
+/**
+ * What `npm run synth` writes: one folder of `outdir` per deployable unit, which one Argo CD
+ * Application syncs whole, keyed by folder name. Each unit is an App of its own writing one file
+ * per chart into `<outdir>/<unit>/`; every object in it must carry a sync wave (synth fails
+ * otherwise).
+ */
+export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): Record<string, App> {
+  const units: Record<string, App> = {};
+  const unit = (name: string): App => {
+    const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', outdir: join(outdir, name) });
+    requireSyncWaves(app);
+    units[name] = app;
+    return app;
+  };
+
+  // The Website API with its operator: the CRD (wave -1), then the operator.
+  const operatorUnit = unit('website-operator');
+  const operatorChart = new Chart(operatorUnit, 'website-operator');
   const operator = new WebsiteOperator(operatorChart, 'Operator');
-  // The operator's certificate mode decides the CRD's annotations (cert-manager's CA injection).
-  new WebsiteCrd(crdChart, 'Website', { annotations: operator.crdAnnotations });
-  argoSync(crdChart, { wave: SYNC_WAVES.crd });
   argoSync(operatorChart, { wave: SYNC_WAVES.operator });
+  // The operator's certificate mode decides the CRD's annotations (cert-manager's CA injection).
+  const crdAnnotations = operator.crdAnnotations;
+  websiteCrdChart(operatorUnit, crdAnnotations);
 
   // The alternative to website-operator, never deployed beside it (README: "The shell operator").
-  const shellOperatorChart = new Chart(app, 'website-shell-operator');
+  // It carries the very same CRD, so that switching an Application between the two keeps the CRD,
+  // and with it every Website.
+  const shellUnit = unit('website-shell-operator');
+  websiteCrdChart(shellUnit, crdAnnotations);
+  const shellOperatorChart = new Chart(shellUnit, 'website-shell-operator');
   new ShellOperator(shellOperatorChart, 'ShellOperator');
   argoSync(shellOperatorChart, { wave: SYNC_WAVES.operator });
 
-  const samples = new Chart(app, 'website-samples', { namespace: OPERATOR_NAMESPACE });
+  const samples = new Chart(unit('website-samples'), 'website-samples', { namespace: OPERATOR_NAMESPACE });
   new Website(samples, 'hello', {
     metadata: { name: 'hello' },
     spec: { title: 'Hello from website-stack', replicas: 2 },
@@ -53,9 +76,9 @@ export function buildApp(props: AppProps = {}): App {
   argoSync(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
 
   // The trace stack: one of the three per cluster (README: "The trace stack").
-  tracingSync(new DevelopmentTracingStack(new Chart(app, 'tracing-dev'), 'Tracing'));
+  tracingSync(new DevelopmentTracingStack(new Chart(unit('tracing-dev'), 'tracing-dev'), 'Tracing'));
   tracingSync(
-    new ProductionTracingStack(new Chart(app, 'tracing-production-elasticsearch'), 'Tracing', {
+    new ProductionTracingStack(new Chart(unit('tracing-production-elasticsearch'), 'tracing-production-elasticsearch'), 'Tracing', {
       ...PRODUCTION_TRACING,
       jaeger: {
         ...PRODUCTION_TRACING.jaeger,
@@ -70,13 +93,20 @@ export function buildApp(props: AppProps = {}): App {
     }),
   );
   tracingSync(
-    new ProductionTracingStack(new Chart(app, 'tracing-production-cassandra'), 'Tracing', {
+    new ProductionTracingStack(new Chart(unit('tracing-production-cassandra'), 'tracing-production-cassandra'), 'Tracing', {
       ...PRODUCTION_TRACING,
       jaeger: { ...PRODUCTION_TRACING.jaeger, storage: { type: 'cassandra', servers: ['cassandra.tracing.svc:9042'], credentials: { secretName: 'jaeger-cassandra' } } },
     }),
   );
 
-  return app;
+  return units;
+}
+
+/** The Website CRD, in the wave before either operator's. */
+function websiteCrdChart(app: App, annotations: Readonly<Record<string, string>>): void {
+  const chart = new Chart(app, 'website-crd');
+  new WebsiteCrd(chart, 'Website', { annotations });
+  argoSync(chart, { wave: SYNC_WAVES.crd });
 }
 
 const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob']);
