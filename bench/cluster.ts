@@ -86,9 +86,9 @@ export function clusterDown(): Promise<void> {
   return clusterScript('down', clusterEnv());
 }
 
-/** dist/website-crd.yaml, and the RBAC objects of dist/website-operator.yaml (not its Deployment). */
+/** dist/website-operator/website-crd.yaml, and the RBAC objects of dist/website-operator/website-operator.yaml (not its Deployment). */
 export async function installOperatorObjects(cluster: BenchCluster): Promise<void> {
-  const crd = join(ROOT, 'dist/website-crd.yaml');
+  const crd = join(ROOT, 'dist/website-operator/website-crd.yaml');
   await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', crd]);
   await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
   const rbac = operatorRbacManifests();

@@ -1,4 +1,4 @@
-// `npm run bench:collector`: the synthesized collector's throughput (dist/tracing-dev.yaml: the
+// `npm run bench:collector`: the synthesized collector's throughput (dist/tracing-dev/tracing-dev.yaml: the
 // OpenTelemetry Collector in front of Jaeger all-in-one), in spans per second sustained with
 // nothing dropped, against a baseline measured in the same run: the same load sent straight to
 // Jaeger's own OTLP receiver. Load comes from Jaeger's tracegen (OTLP/gRPC, the OpenTelemetry Go
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
   const lines = [
     `# Collector throughput (${new Date().toISOString()})`,
     '',
-    `dist/tracing-dev.yaml's collector (memory_limiter, health-check filter, batch, always sample) in front of Jaeger all-in-one (memory); load: tracegen, OTLP/gRPC, ${spans + 1} spans per trace, ${seconds} s per step; ${cpus().length} CPUs shared by load, collector and Jaeger.`,
+    `dist/tracing-dev/tracing-dev.yaml's collector (memory_limiter, health-check filter, batch, always sample) in front of Jaeger all-in-one (memory); load: tracegen, OTLP/gRPC, ${spans + 1} spans per trace, ${seconds} s per step; ${cpus().length} CPUs shared by load, collector and Jaeger.`,
     '',
     '| target | workers | spans generated | accepted | dropped | spans/s exported |',
     '|---|---|---|---|---|---|',

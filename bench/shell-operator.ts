@@ -281,7 +281,7 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     throw new Error(`no kubeconfig at ${cluster.kubeconfig}: start the local cluster (npm run cluster:up) or set KUBECONFIG`);
   }
 
-  await ok(cluster, ['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-crd.yaml')]);
+  await ok(cluster, ['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
   await ok(cluster, ['wait', '--for=condition=Established', '--timeout=60s', `crd/websites.${DEFAULT_GROUP}`]);
   await ok(cluster, ['apply', '--server-side', '-f', '-'], JSON.stringify(BENCH_SERVICE_CIDR));
   await ok(cluster, ['wait', '--for=condition=Ready', '--timeout=60s', `servicecidr/${BENCH_SERVICE_CIDR.metadata.name}`]);

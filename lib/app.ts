@@ -1,5 +1,7 @@
-import { App, type AppProps, Chart, YamlOutputType } from 'cdk8s';
-import { argoSync } from './argocd.ts';
+import { join } from 'node:path';
+import { ApiObject, App, Chart, YamlOutputType } from 'cdk8s';
+import type { IConstruct } from 'constructs';
+import { argoSync, requireSyncWaves } from './argocd.ts';
 import { OPERATOR_NAMESPACE } from './operator/names.ts';
 import { WebsiteOperator } from './operator/website-operator.ts';
 import { ShellOperator } from './shell-operator/shell-operator.ts';
@@ -11,24 +13,56 @@ import { Website } from './website/website.ts';
 /** Argo CD waves: the CRD first, then the operator, then Websites (they need both). */
 export const SYNC_WAVES = { crd: -1, operator: 0, samples: 1 } as const;
 
-/** The charts `npm run synth` writes to dist/, one file per chart, named after the chart. */
-export function buildApp(props: AppProps = {}): App {
-  const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', ...props });
+/**
+ * Argo CD waves inside a trace stack: the namespace, configuration and Services first; then
+ * Jaeger (the backend); then the Collector that exports to it; then HotROD, which sends to the
+ * Collector; autoscalers and disruption budgets last, so one reporting no metrics yet (no
+ * metrics-server) never holds up a workload.
+ */
+export const TRACING_SYNC_WAVES = { config: 0, jaeger: 1, collector: 2, hotrod: 3, scaling: 4 } as const;
 
-  const crdChart = new Chart(app, 'website-crd');
-  const operatorChart = new Chart(app, 'website-operator');
+/**
+ * dist/'s folders of which a cluster runs exactly one per group: each folder of a group replaces
+ * the others (they define the same objects with other content), by pointing the same Argo CD
+ * Application at it (README: "Syncing with Argo CD").
+ */
+export const DIST_ALTERNATIVES: readonly (readonly string[])[] = [
+  ['website-operator', 'website-shell-operator'],
+  ['tracing-dev', 'tracing-production-elasticsearch', 'tracing-production-cassandra'],
+];
+
+/**
+ * What `npm run synth` writes: one folder of `outdir` per deployable unit, which one Argo CD
+ * Application syncs whole, keyed by folder name. Each unit is an App of its own writing one file
+ * per chart into `<outdir>/<unit>/`; every object in it must carry a sync wave (synth fails
+ * otherwise).
+ */
+export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): Record<string, App> {
+  const units: Record<string, App> = {};
+  const unit = (name: string): App => {
+    const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', outdir: join(outdir, name) });
+    requireSyncWaves(app);
+    units[name] = app;
+    return app;
+  };
+
+  // The Website API with its operator: the CRD (wave -1), then the operator.
+  const operatorUnit = unit('website-operator');
+  const operatorChart = new Chart(operatorUnit, 'website-operator');
   const operator = new WebsiteOperator(operatorChart, 'Operator');
-  // The CRD takes from the operator its webhook Service and its certificate mode's annotations.
-  new WebsiteCrd(crdChart, 'Website', { operator });
-  argoSync(crdChart, { wave: SYNC_WAVES.crd });
   argoSync(operatorChart, { wave: SYNC_WAVES.operator });
+  websiteCrdChart(operatorUnit, operator);
 
   // The alternative to website-operator, never deployed beside it (README: "The shell operator").
-  const shellOperatorChart = new Chart(app, 'website-shell-operator');
+  // It carries the very same CRD, so that switching an Application between the two keeps the CRD,
+  // and with it every Website.
+  const shellUnit = unit('website-shell-operator');
+  websiteCrdChart(shellUnit, operator);
+  const shellOperatorChart = new Chart(shellUnit, 'website-shell-operator');
   new ShellOperator(shellOperatorChart, 'ShellOperator');
   argoSync(shellOperatorChart, { wave: SYNC_WAVES.operator });
 
-  const samples = new Chart(app, 'website-samples', { namespace: OPERATOR_NAMESPACE });
+  const samples = new Chart(unit('website-samples'), 'website-samples', { namespace: OPERATOR_NAMESPACE });
   new Website(samples, 'hello', {
     metadata: { name: 'hello' },
     spec: { title: 'Hello from website-stack', replicas: 2 },
@@ -40,26 +74,56 @@ export function buildApp(props: AppProps = {}): App {
   argoSync(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
 
   // The trace stack: one of the three per cluster (README: "The trace stack").
-  new DevelopmentTracingStack(new Chart(app, 'tracing-dev'), 'Tracing');
-  new ProductionTracingStack(new Chart(app, 'tracing-production-elasticsearch'), 'Tracing', {
-    ...PRODUCTION_TRACING,
-    jaeger: {
-      ...PRODUCTION_TRACING.jaeger,
-      // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
-      storage: {
-        type: 'elasticsearch',
-        serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
-        caSecretName: 'elasticsearch-es-http-certs-public',
-        credentials: { secretName: 'jaeger-elasticsearch' },
+  tracingSync(new DevelopmentTracingStack(new Chart(unit('tracing-dev'), 'tracing-dev'), 'Tracing'));
+  tracingSync(
+    new ProductionTracingStack(new Chart(unit('tracing-production-elasticsearch'), 'tracing-production-elasticsearch'), 'Tracing', {
+      ...PRODUCTION_TRACING,
+      jaeger: {
+        ...PRODUCTION_TRACING.jaeger,
+        // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
+        storage: {
+          type: 'elasticsearch',
+          serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
+          caSecretName: 'elasticsearch-es-http-certs-public',
+          credentials: { secretName: 'jaeger-elasticsearch' },
+        },
       },
+    }),
+  );
+  tracingSync(
+    new ProductionTracingStack(new Chart(unit('tracing-production-cassandra'), 'tracing-production-cassandra'), 'Tracing', {
+      ...PRODUCTION_TRACING,
+      jaeger: { ...PRODUCTION_TRACING.jaeger, storage: { type: 'cassandra', servers: ['cassandra.tracing.svc:9042'], credentials: { secretName: 'jaeger-cassandra' } } },
+    }),
+  );
+
+  return units;
+}
+
+/** The Website CRD, in the wave before either operator's. */
+/** The Website CRD, which takes from the operator its group, webhook Service and certificate annotations. */
+function websiteCrdChart(app: App, operator: WebsiteOperator): void {
+  const chart = new Chart(app, 'website-crd');
+  new WebsiteCrd(chart, 'Website', { operator });
+  argoSync(chart, { wave: SYNC_WAVES.crd });
+}
+
+const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob']);
+const SCALING_KINDS = new Set(['HorizontalPodAutoscaler', 'PodDisruptionBudget']);
+
+/** A trace stack's waves (TRACING_SYNC_WAVES); a workload of no known component fails synth. */
+function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): void {
+  const within = (object: ApiObject, scope: IConstruct | undefined) => scope !== undefined && scope.node.findAll().includes(object);
+  argoSync(stack, {
+    wave: (object) => {
+      if (SCALING_KINDS.has(object.kind)) return TRACING_SYNC_WAVES.scaling;
+      if (!WORKLOAD_KINDS.has(object.kind)) return TRACING_SYNC_WAVES.config;
+      if (within(object, stack.jaeger)) return TRACING_SYNC_WAVES.jaeger;
+      if (within(object, stack.collector)) return TRACING_SYNC_WAVES.collector;
+      if ('hotrod' in stack && within(object, stack.hotrod)) return TRACING_SYNC_WAVES.hotrod;
+      throw new Error(`${object.node.path}: a ${object.kind} of no known trace-stack component; give it a wave in TRACING_SYNC_WAVES`);
     },
   });
-  new ProductionTracingStack(new Chart(app, 'tracing-production-cassandra'), 'Tracing', {
-    ...PRODUCTION_TRACING,
-    jaeger: { ...PRODUCTION_TRACING.jaeger, storage: { type: 'cassandra', servers: ['cassandra.tracing.svc:9042'], credentials: { secretName: 'jaeger-cassandra' } } },
-  });
-
-  return app;
 }
 
 /**

@@ -78,7 +78,7 @@ usage_hint() {
 [cluster] '$NAME' is up. Use it with:
     export KUBECONFIG=$KUBECONFIG_FILE
     $DIR/bin/kubectl get nodes
-  or: $DIR/bin/kubectl --kubeconfig $KUBECONFIG_FILE apply -f dist/website-crd.yaml
+  or: $DIR/bin/kubectl --kubeconfig $KUBECONFIG_FILE apply -f dist/website-operator/website-crd.yaml
   Stop it with: npm run cluster:down
 MSG
 }

@@ -15,10 +15,10 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export const OPERATOR_NS = 'website-system';
 
-/** The operator's Namespace, ServiceAccount, Roles and bindings exactly as dist/website-operator.yaml ships them (not its Deployment). */
+/** The operator's Namespace, ServiceAccount, Roles and bindings exactly as dist/website-operator/website-operator.yaml ships them (not its Deployment). */
 export function operatorRbacManifests(): Array<Record<string, any>> {
   const kinds = ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
-  return parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator.yaml'), 'utf8'))
+  return parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8'))
     .map((document) => document.toJS())
     .filter((manifest) => kinds.includes(manifest?.kind));
 }

@@ -6,7 +6,7 @@
 #   bash scripts/shell-operator.sh                          reconcile website-system until Ctrl-C
 #   NAMESPACE=team ONCE=1 bash scripts/shell-operator.sh    one cycle in namespace team
 #
-# Needs dist/website-shell-operator.yaml (or the ShellOperator construct's output) applied in that
+# Needs dist/website-shell-operator/website-shell-operator.yaml (or the ShellOperator construct's output) applied in that
 # namespace, and jq. INTERVAL, ONCE and FIELD_MANAGER are passed to the script (see its header).
 # KUBECTL chooses kubectl (default: kubectl on PATH, else the local cluster's .cluster/bin/kubectl).
 set -euo pipefail
@@ -36,7 +36,7 @@ trap cleanup EXIT
 
 # The ConfigMap the pod mounts: the script and the children template.
 kube get configmap "$NAME" --namespace "$NAMESPACE" --output json >"$dir/configmap.json" \
-  || die "no ConfigMap $NAME in namespace $NAMESPACE: apply dist/website-shell-operator.yaml first (or set NAMESPACE)"
+  || die "no ConfigMap $NAME in namespace $NAMESPACE: apply dist/website-shell-operator/website-shell-operator.yaml first (or set NAMESPACE)"
 jq -r '.data["website-shell-operator.sh"]' "$dir/configmap.json" >"$dir/website-shell-operator.sh"
 jq -r '.data["children-template.json"]' "$dir/configmap.json" >"$dir/children-template.json"
 

@@ -68,9 +68,9 @@ function splitHostPort(address: string): [string, number] {
 
 type Manifest = Record<string, any>;
 
-/** The manifests of a dist/ chart (`tracing-dev`), or of any YAML text. */
+/** The manifests of a dist/ trace stack (`tracing-dev`: dist/tracing-dev/tracing-dev.yaml), or of any YAML text. */
 export function chartManifests(chartOrYaml: string): Manifest[] {
-  const text = chartOrYaml.includes('\n') ? chartOrYaml : readFileSync(join(ROOT, 'dist', `${chartOrYaml}.yaml`), 'utf8');
+  const text = chartOrYaml.includes('\n') ? chartOrYaml : readFileSync(join(ROOT, 'dist', chartOrYaml, `${chartOrYaml}.yaml`), 'utf8');
   return parseAllDocuments(text).map((d) => d.toJS()).filter(Boolean);
 }
 

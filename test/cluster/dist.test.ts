@@ -6,7 +6,8 @@ import { createNamespace, deleteNamespace, kubectl, ok } from './kube.ts';
 
 type Manifest = Record<string, any>;
 const dist = join(ROOT, 'dist');
-const files = readdirSync(dist).filter((f) => f.endsWith('.yaml')).sort();
+// One folder per deployable unit (dist/<unit>/<chart>.yaml); paths relative to dist/.
+const files = readdirSync(dist, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.yaml')).sort();
 const manifests: Manifest[] = files.flatMap((f) => parseAllDocuments(readFileSync(join(dist, f), 'utf8')).map((d) => d.toJS()));
 
 /** Pod templates of every workload in dist/, as the Pods their controllers would create. */

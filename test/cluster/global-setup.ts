@@ -47,8 +47,8 @@ function resetConversion(crdFile: string): void {
 /** One real cluster per test run: start it (or reuse a healthy one), install the CRD from dist/. */
 export default function globalSetup(): void {
   execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), 'up'], { env: CLUSTER_ENV, stdio: 'inherit' });
-  resetConversion(join(ROOT, 'dist/website-crd.yaml'));
-  kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-crd.yaml')]);
+  resetConversion(join(ROOT, 'dist/website-operator/website-crd.yaml'));
+  kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
   kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/websites.web.example.com']);
   waitForGarbageCollector();
 }

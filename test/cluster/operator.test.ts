@@ -319,7 +319,7 @@ describe('the operator, running as its ServiceAccount', () => {
       expect(await operator.metric('conversion_webhook_requests_total', { result: 'Success' })).toBeGreaterThan(0);
     } finally {
       // The next files expect the CRD as dist/ ships it (clientConfig.service).
-      await ok(['replace', '-f', join(ROOT, 'dist/website-crd.yaml')]);
+      await ok(['replace', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
     }
   });
 });

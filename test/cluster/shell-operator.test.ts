@@ -17,7 +17,7 @@ const RESTRICTED = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-se
 /** Short cycles keep the file fast; the default of 10 s has its own test. */
 const INTERVAL = 3;
 
-/** The ShellOperator chart for `namespace`, applied as a user applies dist/website-shell-operator.yaml. */
+/** The ShellOperator chart for `namespace`, applied as a user applies dist/website-shell-operator/website-shell-operator.yaml. */
 async function installShellOperator(namespace: string, group = DEFAULT_GROUP): Promise<void> {
   const manifests = synth((chart) => new ShellOperator(chart, 'shell', { namespace, createNamespace: false, group }));
   await ok(['apply', '--server-side', '-f', '-'], { input: manifests.map((m) => JSON.stringify(m)).join('\n') });
@@ -444,7 +444,7 @@ describe('Websites the API server would refuse, stored before it validated them'
   // order (alphabetical among CRDs) and caches discovery for 10 minutes, so every other kubectl
   // call of the test run keeps meaning web.example.com's Websites, even while this one exists.
   const group = `x-shell-${randomBytes(3).toString('hex')}.example.com`;
-  const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-crd.yaml'), 'utf8')).map((d) => d.toJS())[0];
+  const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-crd.yaml'), 'utf8')).map((d) => d.toJS())[0];
   const v1 = dist.spec.versions.find((v: any) => v.name === 'v1');
   const anything = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   const crd = (schema: unknown) => ({

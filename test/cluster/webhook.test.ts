@@ -26,7 +26,7 @@ import { createNamespace, deleteNamespace, eventually, getJson, kubectl, loadClu
 
 const CRD = 'websites.web.example.com';
 const SECRET = 'website-operator-webhook-tls';
-const distCrd = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-crd.yaml'), 'utf8')).map((d) => d.toJS())[0];
+const distCrd = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-crd.yaml'), 'utf8')).map((d) => d.toJS())[0];
 const logFile = join(ROOT, 'test-results', 'webhook-cluster.log');
 mkdirSync(join(ROOT, 'test-results'), { recursive: true });
 const logger = createLogger('debug', createWriteStream(logFile));

@@ -1,4 +1,4 @@
-// The production stack exactly as dist/tracing-production-cassandra.yaml ships it — the Collector
+// The production stack exactly as dist/tracing-production-cassandra/tracing-production-cassandra.yaml ships it — the Collector
 // gateway (tail sampling), Jaeger's collector (mutual TLS on OTLP) and Jaeger's query as separate
 // processes — on a real Apache Cassandra (scripts/cassandra.sh), credentials from Secrets.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

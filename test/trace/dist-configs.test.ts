@@ -10,11 +10,10 @@ import { tracingBinaries } from './harness.ts';
 const binaries = tracingBinaries();
 const dir = mkdtempSync(join(tmpdir(), 'dist-configs-'));
 
-/** Every trace-stack ConfigMap in dist/: [chart, name, binary, config text]. */
+/** Every trace-stack ConfigMap in dist/ (one folder per stack, dist/<chart>/<chart>.yaml): [chart, name, binary, config text]. */
 const configs = readdirSync('dist')
   .filter((f) => f.startsWith('tracing-'))
-  .flatMap((file) => {
-    const chart = file.replace(/\.yaml$/, '');
+  .flatMap((chart) => {
     const manifests = chartManifests(chart);
     return manifests
       .filter((m) => m.kind === 'ConfigMap')

@@ -1,4 +1,4 @@
-// HotROD → Collector → Jaeger, all three from dist/tracing-dev.yaml, as synthesized.
+// HotROD → Collector → Jaeger, all three from dist/tracing-dev/tracing-dev.yaml, as synthesized.
 import { type JaegerTrace, type LocalStack, eventually, jaegerTraces, startStack } from './harness.ts';
 
 let stack: LocalStack;

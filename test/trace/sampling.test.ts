@@ -89,7 +89,7 @@ describe('tail-based sampling (the production collector: errors, slower than 1 s
   });
 });
 
-describe('health-check spans (dist/tracing-dev.yaml, which keeps every other trace)', () => {
+describe('health-check spans (dist/tracing-dev/tracing-dev.yaml, which keeps every other trace)', () => {
   let stack: LocalStack;
   beforeAll(async () => {
     stack = await startStack('tracing-dev', { order: ORDER });
