@@ -7,8 +7,9 @@
 #
 # Groups: cluster = kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
 # (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
-# Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml), and tracegen
-# (Jaeger's OTLP load generator, for `npm run bench:collector`).
+# Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml), tracegen
+# (Jaeger's OTLP load generator, for `npm run bench:collector`), and actionlint (the linter the unit
+# tests run on .github/workflows).
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
@@ -25,6 +26,7 @@ JAEGER_VERSION=v2.13.0
 # v1.(N+63).0 for Go (v2.13.0 = v1.76.0), the newest one the Go module proxy serves here.
 JAEGER_MODULE_VERSION=v1.76.0
 OTELCOL_VERSION=v0.159.0
+ACTIONLINT_VERSION=v1.7.12
 OTELCOL_MANIFEST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/otelcol-builder.yaml"
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
@@ -47,9 +49,10 @@ version_of() {
     kwok|kwokctl) echo "$KWOK_VERSION" ;;
     jaeger|hotrod|tracegen) echo "$JAEGER_VERSION" ;;
     builder) echo "$OTELCOL_VERSION" ;;
+    actionlint) echo "$ACTIONLINT_VERSION" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen; groups: cluster, tracing)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen actionlint; groups: cluster, tracing)" ;;
   esac
 }
 
@@ -176,6 +179,14 @@ build() {
       mkdir -p "$gobin"
       CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "go.opentelemetry.io/collector/cmd/builder@$version" || ok=$?
       [[ $ok == 0 ]] && mv "$gobin/builder" "$tmp"
+      ;;
+    actionlint)
+      # No replace directives upstream: `go install …@version` builds it with its own go.sum, and
+      # `actionlint -version` reports the module version from the build info.
+      local gobin="$CACHE_DIR/src/actionlint-$version"
+      mkdir -p "$gobin"
+      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "github.com/rhysd/actionlint/cmd/actionlint@$version" || ok=$?
+      [[ $ok == 0 ]] && mv "$gobin/actionlint" "$tmp"
       ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # System packages the tests use from Debian: nginx (the web server the Website pods run, to check
 # the page locally), Chromium (to look at that page as a person would), fonts for emoji and CJK
-# titles, so the screenshots show them as a person's browser would, and jq (the shell operator
-# renders every object with it). Installs what is missing.
+# titles, so the screenshots show them as a person's browser would, jq (the shell operator
+# renders every object with it), and shellcheck (actionlint runs it on the workflows' run: scripts
+# when it is on PATH). Installs what is missing.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -12,6 +13,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [[ -d /usr/share/fonts/truetype/noto ]] || missing+=(fonts-noto-color-emoji)
 [[ -d /usr/share/fonts/truetype/droid ]] || missing+=(fonts-droid-fallback)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]] && ! command -v sudo >/dev/null 2>&1; then

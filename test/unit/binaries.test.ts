@@ -115,6 +115,22 @@ describe('scripts/binaries.sh', () => {
     expect(result.code).toBe(0);
   });
 
+  test('prints a cached actionlint without building it (no Go needed)', () => {
+    const actionlint = cached(`actionlint-${pinned('ACTIONLINT_VERSION')}`);
+    const result = run(['actionlint'], { PATH: noGo });
+    expect(result.stdout).toBe(`actionlint=${actionlint}\n`);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  test('needs Go to build actionlint when it is not cached (KUBEBUILDER_ASSETS holds Kubernetes binaries only)', () => {
+    fakeBinary('actionlint');
+    const result = run(['actionlint'], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
+    expect(result.stdout).toBe('');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('Go is not installed');
+  });
+
   test("keys the cached otelcol by the Collector version and a hash of the builder manifest", () => {
     const otelcol = cached(`otelcol-${pinned('OTELCOL_VERSION')}-${manifestHash(manifest)}`);
     const result = run(['otelcol'], { PATH: noGo });
