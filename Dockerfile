@@ -1,17 +1,23 @@
-# The Website operator image: docker build -t website-operator:0.1.0 .
-# Multi-stage: the build stage compiles the package and installs production dependencies only,
-# through scripts/image-tree.sh (the same script a test runs to check the tree without Docker);
-# the final stage holds Node 22, that tree, and nothing else, and runs as a non-root user.
+# The Website operator image:
+#   docker build -t ghcr.io/website-stack/website-operator:0.1.0 .
+# Multi-stage: the build stage compiles the operator (with the library constructs it renders with)
+# and installs the operator workspace's production dependencies, through scripts/image-tree.sh; the
+# final stage holds Node 22, that tree, and nothing else, and runs as a non-root user.
+# NODE_IMAGE is any image with Node 22.19 or later at /usr/local/bin/node (scripts/image.sh builds
+# one from Debian packages where no registry is reachable).
 ARG NODE_IMAGE=node:22.23.3-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
+COPY operator/package.json operator/
 # Dev dependencies for the compiler; no install scripts (the `node` package would fetch a second Node).
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY operator/tsconfig.json operator/
 COPY imports imports
 COPY lib lib
+COPY operator/src operator/src
 COPY scripts/image-tree.sh scripts/
 RUN PATH=/src/node_modules/.bin:$PATH bash scripts/image-tree.sh /app
 
@@ -22,4 +28,4 @@ COPY --from=build /app /app
 # 65532: the uid the operator Deployment's securityContext runs as (lib/security.ts NONROOT_UID).
 USER 65532:65532
 EXPOSE 8080 8081 9443
-ENTRYPOINT ["node", "/app/build/lib/bin/operator.js"]
+ENTRYPOINT ["node", "/app/operator/src/bin/operator.js"]

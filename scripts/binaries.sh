@@ -23,7 +23,8 @@ ETCD_VERSION=v3.6.14
 KWOK_VERSION=v0.8.0
 JAEGER_VERSION=v2.13.0
 # The Jaeger module has no /v2 suffix, so Go rejects its v2 tags; each v2 release is also tagged
-# v1.(N+63).0 for Go (v2.13.0 = v1.76.0), the newest one the Go module proxy serves here.
+# v1.(N+63).0 for Go (v2.13.0 = v1.76.0). Newer releases build the same way where the Go module
+# proxy serves their source.
 JAEGER_MODULE_VERSION=v1.76.0
 OTELCOL_VERSION=v0.159.0
 ACTIONLINT_VERSION=v1.7.12

@@ -62,8 +62,11 @@ export const DEFAULT_OPERATOR_RESOURCES: OperatorResources = {
   memoryLimit: '512Mi',
 };
 
-/** Image the README's `docker build` command produces for this package version. */
-export const DEFAULT_OPERATOR_IMAGE = 'website-operator:0.1.0';
+/**
+ * The operator image of this package version, as the release workflow publishes it
+ * (.github/workflows/release.yml): built from this repository's Dockerfile for amd64 and arm64.
+ */
+export const DEFAULT_OPERATOR_IMAGE = 'ghcr.io/website-stack/website-operator:0.1.0';
 
 export interface OperatorDeploymentProps {
   /** Namespace the operator runs in and watches. */
@@ -71,8 +74,13 @@ export interface OperatorDeploymentProps {
   /** ServiceAccount the pod runs as. */
   readonly serviceAccountName: string;
   /**
-   * Container image, pinned by tag or digest.
-   * @default 'website-operator:0.1.0'
+   * The operator's container image, as a fully qualified reference: registry host, repository,
+   * and a tag or digest, for example `registry.acme.io/platform/website-operator:0.1.0` or
+   * `ghcr.io/website-stack/website-operator@sha256:<digest>`. A short name such as
+   * `website-operator:0.1.0` would be resolved by each node's container runtime in its own way
+   * (Docker Hub for containerd, a search list for CRI-O). Build your own from the Dockerfile, or
+   * use the published one.
+   * @default DEFAULT_OPERATOR_IMAGE, 'ghcr.io/website-stack/website-operator:0.1.0'
    */
   readonly image?: string;
   /**

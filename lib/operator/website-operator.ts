@@ -26,8 +26,13 @@ export interface WebsiteOperatorProps {
    */
   readonly group?: string;
   /**
-   * Container image, pinned by tag or digest.
-   * @default 'website-operator:0.1.0'
+   * The operator's container image, as a fully qualified reference: registry host, repository,
+   * and a tag or digest, for example `registry.acme.io/platform/website-operator:0.1.0` or
+   * `ghcr.io/website-stack/website-operator@sha256:<digest>`. A short name such as
+   * `website-operator:0.1.0` would be resolved by each node's container runtime in its own way
+   * (Docker Hub for containerd, a search list for CRI-O). Build your own from the Dockerfile, or
+   * use the published one.
+   * @default DEFAULT_OPERATOR_IMAGE, 'ghcr.io/website-stack/website-operator:0.1.0'
    */
   readonly image?: string;
   /**

@@ -1,10 +1,11 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Chart } from 'cdk8s';
 import { tracingSettings } from '../../operator/src/observability/tracing.ts';
 import { type Manifest, only, synth } from '../helpers.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
+import { DEFAULT_OPERATOR_IMAGE } from '../../lib/operator/operator-deployment.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
 
@@ -235,6 +236,13 @@ describe('WebsiteOperator with cert-manager certificates', () => {
     );
     expect(builtIn.metadata.annotations).toBeUndefined();
   });
+});
+
+test("the default image is fully qualified: the release workflow's image of this package's version", () => {
+  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  expect(DEFAULT_OPERATOR_IMAGE).toBe(`ghcr.io/website-stack/website-operator:${version}`);
+  const image = only(operator(), 'Deployment', 'website-operator').spec.template.spec.containers[0].image;
+  expect(image).toBe(DEFAULT_OPERATOR_IMAGE);
 });
 
 describe('WebsiteCrd given its WebsiteOperator', () => {
