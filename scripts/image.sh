@@ -3,7 +3,8 @@
 # buildah (Debian's) runs the Dockerfile with only its base image swapped by build-arg, the base being
 # an OCI layout assembled here from Debian bookworm packages and the Node 22 binary npm installs.
 #
-#   scripts/image.sh deps    install buildah, umoci, crun and debootstrap from Debian when missing
+#   scripts/image.sh deps    install buildah, skopeo, umoci, runc and debootstrap from Debian when missing
+#                            (runc and umoci: the image test runs the image as an OCI bundle)
 #   scripts/image.sh base    assemble the base (debootstrap --variant=minbase bookworm + Node + npm) as
 #                            an OCI layout, once per version; prints its reference (oci:<dir>:<tag>)
 #   scripts/image.sh build   build the Dockerfile on that base into an OCI layout; prints
@@ -49,7 +50,7 @@ deps() {
   local missing=()
   command -v buildah >/dev/null 2>&1 || missing+=(buildah)
   command -v umoci >/dev/null 2>&1 || missing+=(umoci)
-  command -v crun >/dev/null 2>&1 || missing+=(crun)
+  command -v runc >/dev/null 2>&1 || missing+=(runc)
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
   [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
