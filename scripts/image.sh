@@ -4,7 +4,8 @@
 # an OCI layout assembled here from Debian bookworm packages and the Node 22 binary npm installs.
 #
 #   scripts/image.sh deps    install buildah, skopeo, umoci, runc and debootstrap from Debian when missing
-#                            (runc and umoci: the image test runs the image as an OCI bundle)
+#                            (runc, umoci, iptables: the image test runs the image as an OCI bundle
+#                            in a network namespace of its own)
 #   scripts/image.sh base    assemble the base (debootstrap --variant=minbase bookworm + Node + npm) as
 #                            an OCI layout, once per version; prints its reference (oci:<dir>:<tag>)
 #   scripts/image.sh build   build the Dockerfile on that base into an OCI layout; prints
@@ -51,6 +52,7 @@ deps() {
   command -v buildah >/dev/null 2>&1 || missing+=(buildah)
   command -v umoci >/dev/null 2>&1 || missing+=(umoci)
   command -v runc >/dev/null 2>&1 || missing+=(runc)
+  command -v iptables >/dev/null 2>&1 || missing+=(iptables)
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
   [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
@@ -156,10 +158,13 @@ build() {
   # only: npm ci still installs exactly the lockfile).
   local registry cafile npmrc=$CACHE_DIR/image/build.npmrc
   registry=$(npm config get registry 2>/dev/null || true)
-  cafile=$(npm config get cafile 2>/dev/null || true)
+  # npm's cafile, wherever it is set (npm run puts it in npm_config_cafile; a global npmrc may set it
+  # for the system npm only), else Node's NODE_EXTRA_CA_CERTS.
+  cafile=${npm_config_cafile:-$(npm config get cafile 2>/dev/null || true)}
+  [[ -n $cafile && $cafile != null && $cafile != undefined ]] || cafile=${NODE_EXTRA_CA_CERTS:-}
   : >"$npmrc"
   [[ -z $registry || $registry == https://registry.npmjs.org/ ]] || printf 'registry=%s\n' "$registry" >>"$npmrc"
-  if [[ -n $cafile && $cafile != null && $cafile != undefined && -f $cafile ]]; then
+  if [[ -n $cafile && -f $cafile ]]; then
     printf 'cafile=/etc/ssl/certs/host-npm-ca.crt\n' >>"$npmrc"
     args+=(--volume "$cafile:/etc/ssl/certs/host-npm-ca.crt:ro")
   fi

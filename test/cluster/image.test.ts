@@ -8,6 +8,7 @@
 // and SIGTERM stops it.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -33,15 +34,22 @@ let operator: OciContainer | undefined;
 let cgroupsPath: string;
 let config: any;
 
-/** An HTTP GET as the kubelet's httpGet probe makes it: pod IP, the named port, 1 s timeout, 200-399 is success. */
+/** A plain HTTP GET that closes its connection (as the kubelet's probes do: no keep-alive). */
+function get(url: string, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { agent: false, headers, timeout: timeoutMs }, (response) => {
+      let body = '';
+      response.setEncoding('utf8').on('data', (chunk) => (body += chunk)).on('end', () => resolve({ status: response.statusCode!, body }));
+    });
+    request.on('timeout', () => request.destroy(new Error(`GET ${url} timed out`))).on('error', reject);
+  });
+}
+
+/** An HTTP GET as the kubelet's httpGet probe makes it: pod IP, the named port, its timeout (1 s by default). */
 async function probe(kind: 'livenessProbe' | 'readinessProbe'): Promise<number> {
   const { path, port } = container[kind].httpGet;
-  const response = await fetch(`http://${network!.podIP}:${typeof port === 'string' ? portOf(port) : port}${path}`, {
-    headers: { 'User-Agent': 'kube-probe/1.36', Accept: '*/*' },
-    signal: AbortSignal.timeout((container[kind].timeoutSeconds ?? 1) * 1000),
-  });
-  await response.arrayBuffer();
-  return response.status;
+  const url = `http://${network!.podIP}:${typeof port === 'string' ? portOf(port) : port}${path}`;
+  return (await get(url, { 'User-Agent': 'kube-probe/1.36', Accept: '*/*' }, (container[kind].timeoutSeconds ?? 1) * 1000)).status;
 }
 
 beforeAll(async () => {
@@ -208,7 +216,7 @@ describe('the operator image', () => {
     });
     expect((await getJson(['websites.v1.web.example.com', 'image-beta', '-n', NS])).spec).toEqual({ title: 'Through the image', replicas: 2, color: '#3F51B5' });
     expect((await getJson(['websites.v1beta1.web.example.com', 'image-v1', '-n', NS])).spec).toEqual({ heading: 'From the image', instances: 1, theme: { color: '#2196F3' } });
-    const metrics = await (await fetch(`http://${network!.podIP}:${portOf('metrics')}/metrics`)).text();
+    const metrics = (await get(`http://${network!.podIP}:${portOf('metrics')}/metrics`)).body;
     const served = metrics.split('\n').filter((l) => l.startsWith('conversion_webhook_requests_total')).reduce((s, l) => s + Number(l.split(' ').pop()), 0);
     expect(served).toBeGreaterThan(0);
   }, 120_000);
