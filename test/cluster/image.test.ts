@@ -34,6 +34,9 @@ let operator: OciContainer | undefined;
 let cgroupsPath: string;
 let config: any;
 
+/** A timer that does not keep jest alive after the tests. */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
 /** A plain HTTP GET that closes its connection (as the kubelet's probes do: no keep-alive). */
 function get(url: string, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -112,7 +115,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (operator) {
     try { operator.kill('KILL'); } catch { /* already stopped */ }
-    await Promise.race([operator.exited, new Promise((r) => setTimeout(r, 5000))]);
+    await Promise.race([operator.exited, sleep(5000)]);
     OciContainer.remove(operator.id);
   }
   network?.close();
@@ -224,11 +227,15 @@ describe('the operator image', () => {
   test('SIGTERM ends it promptly with exit code 0, the Lease released', async () => {
     const start = Date.now();
     operator!.kill('TERM');
-    const code = await Promise.race([operator!.exited, new Promise<string>((r) => setTimeout(() => r('still running'), podSpec.terminationGracePeriodSeconds * 1000))]);
+    const code = await Promise.race([operator!.exited, sleep(podSpec.terminationGracePeriodSeconds * 1000).then(() => 'still running')]);
     const seconds = (Date.now() - start) / 1000;
     console.log(`[image] stopped ${seconds.toFixed(1)} s after SIGTERM`);
     expect(code).toBe(0);
     expect(seconds).toBeLessThan(10);
+    // Node, the container's first process, handled the signal itself and shut down in order.
+    const messages = operator!.lines.map((line) => line.msg);
+    expect(operator!.lines.find((line) => line.msg?.startsWith('shutting down'))?.signal).toBe('SIGTERM');
+    expect(messages[messages.length - 1]).toBe('stopped');
     const lease = await getJson(['lease', 'website-operator', '-n', NS]);
     expect(lease.spec.holderIdentity ?? '').not.toBe(POD);
   }, 60_000);
