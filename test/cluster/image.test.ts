@@ -25,6 +25,8 @@ const podSpec = deployment.spec.template.spec;
 const container = podSpec.containers[0];
 const portOf = (name: string) => container.ports.find((p: any) => p.name === name).containerPort;
 const POD = `${deployment.metadata.name}-image`;
+// The entrypoint as the Dockerfile declares it (the one place that names the compiled entrypoint).
+const ENTRYPOINT: string[] = JSON.parse(/^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1]);
 
 let ref: string;
 let work: string;
@@ -136,7 +138,8 @@ describe('the operator image', () => {
     const manifest = blob(index.manifests[0].digest);
     const image = blob(manifest.config.digest);
     expect(image.config.User).toBe('65532:65532');
-    expect(image.config.Entrypoint).toEqual(['node', '/app/build/lib/bin/operator.js']);
+    expect(image.config.Entrypoint).toEqual(ENTRYPOINT);
+    expect(ENTRYPOINT[0]).toBe('node');
     expect(image.config.Cmd ?? []).toEqual([]);
     expect(Object.keys(image.config.ExposedPorts).sort()).toEqual(['8080/tcp', '8081/tcp', '9443/tcp']);
     expect(image.config.Env).toContain('NODE_ENV=production');
@@ -151,7 +154,7 @@ describe('the operator image', () => {
   test('its file tree: Node 22, the compiled package and production dependencies only', () => {
     const app = join(bundle, 'rootfs/app');
     expect(readdirSync(app).sort()).toEqual(['build', 'node_modules', 'package.json']);
-    expect(existsSync(join(app, 'build/lib/bin/operator.js'))).toBe(true);
+    expect(existsSync(join(bundle, 'rootfs', ENTRYPOINT[1]))).toBe(true);
     const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
     for (const name of Object.keys(dependencies)) expect(existsSync(join(app, 'node_modules', name))).toBe(true);
     // The lockfile marks what only development needs (TypeScript, jest, the Node 22 package, ...).
