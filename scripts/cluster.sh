@@ -67,6 +67,14 @@ healthy() {
   [[ $(kubectl_ get nodes --request-timeout=5s -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True) -ge 1 ]]
 }
 
+# The API server calls webhooks behind a Service at the Service's endpoints (there is no kube-proxy to
+# route a ClusterIP): the image test points the conversion webhook's Service at a container. A cluster
+# started before this flag existed is replaced.
+aggregator_routing() {
+  local pidfile=$KWOK_WORKDIR/clusters/$NAME/pids/kube-apiserver.pid
+  [[ -f $pidfile ]] && tr '\0' '\n' <"/proc/$(<"$pidfile")/cmdline" 2>/dev/null | grep -qx -- '--enable-aggregator-routing=true'
+}
+
 # The running cluster has the audit policy asked for (kwokctl keeps a copy as audit.yaml), or neither has one.
 same_audit_policy() {
   local copy=$KWOK_WORKDIR/clusters/$NAME/audit.yaml
@@ -99,12 +107,12 @@ up() {
   [[ -z $AUDIT_POLICY || -f $AUDIT_POLICY ]] || die "no audit policy file at $AUDIT_POLICY (WEBSITE_STACK_CLUSTER_AUDIT_POLICY)"
   local replacing="found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
   if healthy; then
-    if same_audit_policy; then
+    if same_audit_policy && aggregator_routing; then
       log "reusing the running cluster '$NAME'"
       usage_hint
       return
     fi
-    replacing="the running cluster '$NAME' has another audit policy than WEBSITE_STACK_CLUSTER_AUDIT_POLICY asks for: replacing it"
+    replacing="the running cluster '$NAME' has another audit policy than WEBSITE_STACK_CLUSTER_AUDIT_POLICY asks for, or no aggregator routing: replacing it"
   fi
   if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
     log "$replacing"
@@ -129,6 +137,7 @@ up() {
     --etcd-binary "$ETCD" \
     --extra-args kube-controller-manager=leader-elect=false \
     --extra-args kube-scheduler=leader-elect=false \
+    --extra-args kube-apiserver=enable-aggregator-routing=true \
     "${audit[@]}" \
     --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 \
     || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create the cluster (full log: $DIR/kwokctl.log; component logs: $KWOK_WORKDIR/clusters/$NAME/logs)"; }

@@ -1,51 +1,245 @@
-// The operator image without a Docker engine: scripts/image-tree.sh assembles the tree the
-// Dockerfile copies into the image (compiled package, production dependencies only), and the
-// compiled entrypoint, started from that folder, reconciles a Website as the operator's ServiceAccount.
+// The operator image, built without a Docker engine (scripts/image.sh build: buildah runs the
+// Dockerfile on a base assembled from Debian packages and the npm package's Node), checked as an
+// image (config, file tree), then run by a real OCI runtime (runc) exactly as dist/'s Deployment
+// describes its pod: user, read-only root, no capabilities, env, memory limit as a cgroup limit, the
+// ServiceAccount token volume and KUBERNETES_SERVICE_HOST/PORT, in a network namespace of its own.
+// The API server calls its conversion webhook through the webhook Service (aggregator routing dials
+// the Service's endpoints: the container's address), the probes are called as the kubelet calls them,
+// and SIGTERM stops it.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import { ROOT } from './env.ts';
-import { eventually, getJson, kubectl, ok, website } from './kube.ts';
+import { eventually, getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
 import { operatorRbacManifests } from '../../scripts/operator-process.ts';
-import { OPERATOR_NS as NS, OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
+import { OPERATOR_NS as NS } from './operator-process.ts';
+import { OciContainer, PodNetwork, bytes, configureBundle, ensureDir, memoryLimitOf, unpack } from './oci-pod.ts';
 
-let tree: string;
-let operator: OperatorProcess | undefined;
+const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
+const deployment = dist.find((m) => m?.kind === 'Deployment');
+const webhookService = dist.find((m) => m?.kind === 'Service');
+const podSpec = deployment.spec.template.spec;
+const container = podSpec.containers[0];
+const portOf = (name: string) => container.ports.find((p: any) => p.name === name).containerPort;
+const POD = `${deployment.metadata.name}-image`;
+// The entrypoint as the Dockerfile declares it (the one place that names the compiled entrypoint).
+const ENTRYPOINT: string[] = JSON.parse(/^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1]);
+
+let ref: string;
+let work: string;
+let bundle: string;
+let network: PodNetwork | undefined;
+let operator: OciContainer | undefined;
+let cgroupsPath: string;
+let config: any;
+
+/** A timer that does not keep jest alive after the tests. */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** A plain HTTP GET that closes its connection (as the kubelet's probes do: no keep-alive). */
+function get(url: string, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { agent: false, headers, timeout: timeoutMs }, (response) => {
+      let body = '';
+      response.setEncoding('utf8').on('data', (chunk) => (body += chunk)).on('end', () => resolve({ status: response.statusCode!, body }));
+    });
+    request.on('timeout', () => request.destroy(new Error(`GET ${url} timed out`))).on('error', reject);
+  });
+}
+
+/** An HTTP GET as the kubelet's httpGet probe makes it: pod IP, the named port, its timeout (1 s by default). */
+async function probe(kind: 'livenessProbe' | 'readinessProbe'): Promise<number> {
+  const { path, port } = container[kind].httpGet;
+  const url = `http://${network!.podIP}:${typeof port === 'string' ? portOf(port) : port}${path}`;
+  return (await get(url, { 'User-Agent': 'kube-probe/1.36', Accept: '*/*' }, (container[kind].timeoutSeconds ?? 1) * 1000)).status;
+}
+
 beforeAll(async () => {
-  tree = mkdtempSync(join(tmpdir(), 'image-tree-'));
-  execFileSync('bash', [join(ROOT, 'scripts/image-tree.sh'), tree], { stdio: 'inherit' });
+  // The build prints image=oci:<layout>:<tag> and its size; its progress goes to stderr.
+  const built = execFileSync('bash', [join(ROOT, 'scripts/image.sh'), 'build'], { stdio: ['ignore', 'pipe', 'inherit'] }).toString();
+  ref = /^image=(.*)$/m.exec(built)![1];
+  console.log(`[image] ${ref}: ${/^size=(.*)$/m.exec(built)?.[1]}`);
+  work = mkdtempSync(join(tmpdir(), 'image-'));
+  bundle = join(work, 'bundle');
+  unpack(ref, bundle);
+
   await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: operatorRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
   await kubectl(['delete', 'lease', 'website-operator', '-n', NS, '--ignore-not-found']);
-}, 300_000);
+
+  // Where the API server is, as a pod learns it: the `kubernetes` Service's endpoint.
+  const slice = await getJson(['endpointslice', 'kubernetes', '-n', 'default']);
+  const apiServer = { ip: slice.endpoints[0].addresses[0], port: slice.ports[0].port };
+  network = new PodNetwork(process.pid, apiServer);
+
+  // dist/'s webhook Service without its selector (no pod carries the labels: there is no kubelet),
+  // its endpoints the container's address and the port the Service's targetPort names.
+  const { selector: _selector, ...serviceSpec } = webhookService.spec;
+  const webhookPort = portOf(webhookService.spec.ports[0].targetPort);
+  await kubectl(['delete', 'service', webhookService.metadata.name, '-n', NS, '--ignore-not-found']);
+  await ok(['apply', '-f', '-'], {
+    input: [
+      { ...webhookService, spec: serviceSpec },
+      {
+        apiVersion: 'v1', kind: 'Endpoints', metadata: { name: webhookService.metadata.name, namespace: NS },
+        subsets: [{ addresses: [{ ip: network.podIP }], ports: [{ name: 'webhook', port: webhookPort, protocol: 'TCP' }] }],
+      },
+      {
+        apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', addressType: 'IPv4',
+        metadata: { name: `${webhookService.metadata.name}-image`, namespace: NS, labels: { 'kubernetes.io/service-name': webhookService.metadata.name, 'endpointslice.kubernetes.io/managed-by': 'image.test' } },
+        endpoints: [{ addresses: [network.podIP], conditions: { ready: true } }],
+        ports: [{ name: 'webhook', port: webhookPort, protocol: 'TCP' }],
+      },
+    ].map((m) => JSON.stringify(m)).join('\n'),
+  });
+
+  // The ServiceAccount volume: a bound token (TokenRequest), the cluster CA, the namespace.
+  const sa = ensureDir(join(work, 'serviceaccount'));
+  writeFileSync(join(sa, 'token'), (await ok(['create', 'token', podSpec.serviceAccountName, '-n', NS, '--duration=1h'])).trim());
+  writeFileSync(join(sa, 'ca.crt'), readFileSync((await loadClusterInfo()).ca));
+  writeFileSync(join(sa, 'namespace'), NS);
+
+  cgroupsPath = `/website-stack-image/${POD}`;
+  config = configureBundle(bundle, {
+    podSpec,
+    container: container.name,
+    fields: { 'metadata.name': POD, 'metadata.namespace': NS },
+    serviceAccountDir: sa,
+    extraEnv: { KUBERNETES_SERVICE_HOST: apiServer.ip, KUBERNETES_SERVICE_PORT: String(apiServer.port), KUBERNETES_SERVICE_PORT_HTTPS: String(apiServer.port) },
+    network,
+    cgroupsPath,
+  });
+  operator = new OciContainer(POD, bundle);
+}, 1_200_000);
+
 afterAll(async () => {
-  await operator?.kill();
-  await kubectl(['patch', 'website', 'image-tree', '-n', NS, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
-  await kubectl(['delete', 'website', 'image-tree', '-n', NS, '--ignore-not-found']);
-  rmSync(tree, { recursive: true, force: true });
+  if (operator) {
+    try { operator.kill('KILL'); } catch { /* already stopped */ }
+    await Promise.race([operator.exited, sleep(5000)]);
+    OciContainer.remove(operator.id);
+  }
+  network?.close();
+  for (const name of ['image-v1', 'image-beta']) {
+    await kubectl(['patch', 'website', name, '-n', NS, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+    await kubectl(['delete', 'website', name, '-n', NS, '--ignore-not-found', '--wait=false']);
+  }
+  await kubectl(['delete', 'endpointslice', `${webhookService.metadata.name}-image`, '-n', NS, '--ignore-not-found']);
+  await kubectl(['delete', 'service', webhookService.metadata.name, '-n', NS, '--ignore-not-found']);
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
-describe('the operator image tree', () => {
-  test('holds the compiled package and production dependencies only', () => {
-    expect(readdirSync(tree).sort()).toEqual(['build', 'node_modules', 'package.json']);
-    expect(existsSync(join(tree, 'build/lib/bin/operator.js'))).toBe(true);
-    const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-    for (const name of Object.keys(dependencies)) expect(existsSync(join(tree, 'node_modules', name))).toBe(true);
+describe('the operator image', () => {
+  test('its config: user 65532, the compiled entrypoint, the three ports, production mode', () => {
+    const layout = ref.replace(/^oci:/, '').replace(/:[^:/]+$/, '');
+    const blob = (digest: string) => JSON.parse(readFileSync(join(layout, 'blobs', ...digest.split(':')), 'utf8'));
+    const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8'));
+    const manifest = blob(index.manifests[0].digest);
+    const image = blob(manifest.config.digest);
+    expect(image.config.User).toBe('65532:65532');
+    expect(image.config.Entrypoint).toEqual(ENTRYPOINT);
+    expect(ENTRYPOINT[0]).toBe('node');
+    expect(image.config.Cmd ?? []).toEqual([]);
+    expect(Object.keys(image.config.ExposedPorts).sort()).toEqual(['8080/tcp', '8081/tcp', '9443/tcp']);
+    expect(image.config.Env).toContain('NODE_ENV=production');
+    expect(image.config.WorkingDir).toBe('/app');
+    expect(image.os).toBe('linux');
+    // The Deployment's ports are the ones the image exposes.
+    expect(container.ports.map((p: any) => `${p.containerPort}/tcp`).sort()).toEqual(Object.keys(image.config.ExposedPorts).sort());
+    const size = manifest.layers.reduce((sum: number, layer: any) => sum + layer.size, 0);
+    console.log(`[image] ${manifest.layers.length} layers, ${(size / 2 ** 20).toFixed(1)} MiB compressed`);
+  });
+
+  test("its file tree: Node 22, the compiled operator and library, and the operator's production dependencies only", () => {
+    const app = join(bundle, 'rootfs/app');
+    expect(readdirSync(app).sort()).toEqual(['imports', 'lib', 'node_modules', 'operator', 'package.json']);
+    expect(existsSync(join(bundle, 'rootfs', ENTRYPOINT[1]))).toBe(true);
+    const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'operator/package.json'), 'utf8'));
+    for (const name of Object.keys(dependencies)) expect(existsSync(join(app, 'node_modules', name))).toBe(true);
     // The lockfile marks what only development needs (TypeScript, jest, the Node 22 package, ...).
     const { packages } = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
     const devOnly = Object.entries(packages as Record<string, { dev?: boolean }>).filter(([path, entry]) => path && entry.dev).map(([path]) => path);
-    expect(devOnly).toEqual(expect.arrayContaining(['node_modules/typescript', 'node_modules/jest', 'node_modules/node']));
-    expect(devOnly.filter((path) => existsSync(join(tree, path)))).toEqual([]);
+    expect(devOnly).toEqual(expect.arrayContaining(['node_modules/typescript', 'node_modules/jest', 'node_modules/node', 'node_modules/ts-jest']));
+    expect(devOnly.filter((path) => existsSync(join(app, path)))).toEqual([]);
+    expect(execFileSync('chroot', [join(bundle, 'rootfs'), 'node', '--version']).toString().trim()).toBe(`v${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies.node}`);
   });
 
-  test('its compiled entrypoint, started from the tree, reconciles a Website', async () => {
-    operator = await OperatorProcess.start('op-image', await serviceAccountKubeconfig(), {}, join(tree, 'build/lib/bin/operator.js'));
-    await ok(['apply', '-f', '-'], { input: JSON.stringify(website('image-tree', NS, { title: 'From the image tree', replicas: 1 })) });
-    const ready = await eventually('the Website to be Ready', async () => {
-      const current = await getJson(['website', 'image-tree', '-n', NS]);
-      return current.status?.conditions?.find((c: any) => c.type === 'Ready' && c.status === 'True');
+  test('runc runs it with the pod spec: uid/gid, no capabilities, no_new_privs, read-only root, memory limit', async () => {
+    const state = await eventually('the container to run', async () => {
+      const s = operator!.state();
+      return s.status === 'running' ? s : undefined;
     });
-    expect(ready.message).toBe('1/1 replicas available');
-    expect(await operator.stop()).toBe(0);
+    const status = readFileSync(`/proc/${state.pid}/status`, 'utf8');
+    const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)![1].split(/\s+/).filter(Boolean);
+    const uid = podSpec.securityContext.runAsUser;
+    const gid = podSpec.securityContext.runAsGroup;
+    expect(field('Uid')).toEqual([uid, uid, uid, uid].map(String));
+    expect(field('Gid')).toEqual([gid, gid, gid, gid].map(String));
+    expect(field('Groups')).toEqual([String(podSpec.securityContext.fsGroup)]);
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(field(set)).toEqual(['0000000000000000']);
+    expect(field('NoNewPrivs')).toEqual(['1']);
+    const rootMount = readFileSync(`/proc/${state.pid}/mountinfo`, 'utf8').split('\n').find((line) => line.split(' ')[4] === '/')!;
+    expect(rootMount.split(' ')[5].split(',')).toContain('ro');
+    // Debian's /var/run is a link to /run, so the runtime mounts the volume at the link's target.
+    const serviceAccountMount = readFileSync(`/proc/${state.pid}/mountinfo`, 'utf8').split('\n')
+      .find((line) => ['/var/run/secrets/kubernetes.io/serviceaccount', '/run/secrets/kubernetes.io/serviceaccount'].includes(line.split(' ')[4]))!;
+    expect(serviceAccountMount.split(' ')[5].split(',')).toContain('ro');
+    expect(memoryLimitOf(cgroupsPath)).toBe(bytes(container.resources.limits.memory));
+    expect(config.process.env).toEqual(expect.arrayContaining([`POD_NAME=${POD}`, `OPERATOR_NAMESPACE=${NS}`, 'WEBHOOK_CERT_MODE=operator']));
+    // It found the cluster the way it does in a pod: no kubeconfig, the token file and the service variables.
+    expect(config.process.env.some((e: string) => e.startsWith('KUBECONFIG='))).toBe(false);
   });
+
+  test('answers its liveness and readiness probes with 200', async () => {
+    expect(await eventually('/healthz', async () => ((await probe('livenessProbe')) === 200 ? 200 : undefined), 60_000)).toBe(200);
+    expect(await eventually('/readyz', async () => ((await probe('readinessProbe')) === 200 ? 200 : undefined), 90_000)).toBe(200);
+  }, 180_000);
+
+  test('reconciles a Website to Ready', async () => {
+    await ok(['apply', '-f', '-'], { input: JSON.stringify(website('image-v1', NS, { title: 'From the image', replicas: 1 })) });
+    const ready = await eventually('the Website to be Ready', async () => {
+      const current = await getJson(['website', 'image-v1', '-n', NS]);
+      return current.status?.conditions?.find((c: any) => c.type === 'Ready' && c.status === 'True');
+    }, 90_000);
+    expect(ready.message).toBe('1/1 replicas available');
+    const children = await getJson(['deployment', 'website-image-v1', '-n', NS]);
+    expect(children.metadata.ownerReferences[0]).toMatchObject({ kind: 'Website', name: 'image-v1', controller: true });
+  }, 120_000);
+
+  test('the API server converts v1beta1 Websites through its webhook Service', async () => {
+    // The operator writes the webhook's CA into the CRD (WEBHOOK_CERT_MODE=operator).
+    await eventually('the CRD to carry the webhook CA', async () => {
+      const crd = await getJson(['crd', 'websites.web.example.com']);
+      const config = crd.spec.conversion.webhook?.clientConfig;
+      return config?.caBundle && config.service?.name === webhookService.metadata.name ? true : undefined;
+    });
+    const beta = { apiVersion: 'web.example.com/v1beta1', kind: 'Website', metadata: { name: 'image-beta', namespace: NS }, spec: { heading: 'Through the image', instances: 2, theme: { color: '#3F51B5' } } };
+    await eventually('the API server to create a v1beta1 Website through the webhook', async () => {
+      const result = await kubectl(['create', '-f', '-'], { input: JSON.stringify(beta) });
+      if (result.code === 0 || /AlreadyExists/.test(result.stderr)) return true;
+      throw new Error(result.stderr);
+    });
+    expect((await getJson(['websites.v1.web.example.com', 'image-beta', '-n', NS])).spec).toEqual({ title: 'Through the image', replicas: 2, color: '#3F51B5' });
+    expect((await getJson(['websites.v1beta1.web.example.com', 'image-v1', '-n', NS])).spec).toEqual({ heading: 'From the image', instances: 1, theme: { color: '#2196F3' } });
+    const metrics = (await get(`http://${network!.podIP}:${portOf('metrics')}/metrics`)).body;
+    const served = metrics.split('\n').filter((l) => l.startsWith('conversion_webhook_requests_total')).reduce((s, l) => s + Number(l.split(' ').pop()), 0);
+    expect(served).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('SIGTERM ends it promptly with exit code 0, the Lease released', async () => {
+    const start = Date.now();
+    operator!.kill('TERM');
+    const code = await Promise.race([operator!.exited, sleep(podSpec.terminationGracePeriodSeconds * 1000).then(() => 'still running')]);
+    const seconds = (Date.now() - start) / 1000;
+    console.log(`[image] stopped ${seconds.toFixed(1)} s after SIGTERM`);
+    expect(code).toBe(0);
+    expect(seconds).toBeLessThan(10);
+    // Node, the container's first process, handled the signal itself and shut down in order.
+    const messages = operator!.lines.map((line) => line.msg);
+    expect(operator!.lines.find((line) => line.msg?.startsWith('shutting down'))?.signal).toBe('SIGTERM');
+    expect(messages[messages.length - 1]).toBe('stopped');
+    const lease = await getJson(['lease', 'website-operator', '-n', NS]);
+    expect(lease.spec.holderIdentity ?? '').not.toBe(POD);
+  }, 60_000);
 });

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# The operator image, built without a Docker engine from the same Dockerfile Docker users build:
+# buildah (Debian's) runs the Dockerfile with only its base image swapped by build-arg, the base being
+# an OCI layout assembled here from Debian bookworm packages and the Node 22 binary npm installs.
+#
+#   scripts/image.sh deps    install buildah, skopeo, umoci, runc and debootstrap from Debian when missing
+#                            (runc, umoci, iptables: the image test runs the image as an OCI bundle
+#                            in a network namespace of its own)
+#   scripts/image.sh base    assemble the base (debootstrap --variant=minbase bookworm + Node + npm) as
+#                            an OCI layout, once per version; prints its reference (oci:<dir>:<tag>)
+#   scripts/image.sh build   build the Dockerfile on that base into an OCI layout; prints
+#                            "image=oci:<dir>:<tag>" and its size
+#   scripts/image.sh ref     print the operator image's reference (without building)
+#   scripts/image.sh prune   free buildah's storage: vfs keeps a full copy of the tree per cached step,
+#                            and every changed build adds some (a few GB after a dozen builds); the
+#                            next build then starts from the base again (2.5 minutes)
+#
+# Cached outside the repo, keyed by version: $CACHE/image/base-<node>-<npm>-<suite> (the base),
+# $CACHE/image/website-operator (the operator image, a layout rebuilt by every `build`; buildah's
+# layer cache in $CACHE/containers makes an unchanged tree quick), CACHE=~/.cache/website-stack.
+# buildah uses its own vfs storage there and chroot isolation, so it needs neither a daemon, nor
+# overlayfs, nor user namespaces. The build stage's `npm ci` needs the npm registry: the build uses
+# the host network, the host's registry setting (npm config get registry), and the host's npm cache.
+set -euo pipefail
+shopt -s inherit_errexit
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+# The Node in the base is the devDependency `node` (its platform package holds the binary), so
+# the image and the tests run the same Node. npm: the 10.x line Node 22 ships with.
+NODE_VERSION=$(node -p "require(process.argv[1]).devDependencies.node" "$ROOT/package.json")
+NPM_VERSION=10.9.9
+SUITE=bookworm
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+VERSION=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$ROOT/package.json")
+
+CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
+BASE_DIR=$CACHE_DIR/image/base-node$NODE_VERSION-npm$NPM_VERSION-$SUITE
+BASE_TAG=$NODE_VERSION-$SUITE-slim
+BASE_REF=oci:$BASE_DIR:$BASE_TAG
+IMAGE_DIR=$CACHE_DIR/image/website-operator
+IMAGE_TAG=$VERSION
+IMAGE_REF=oci:$IMAGE_DIR:$IMAGE_TAG
+# buildah's own storage (vfs: works on any filesystem, also inside a CI container).
+STORAGE=(--root "$CACHE_DIR/containers/storage" --runroot "$CACHE_DIR/containers/run" --storage-driver vfs)
+BUILDAH=(buildah "${STORAGE[@]}")
+# The name the base has in that storage: buildah 1.28 cannot build FROM an oci: reference whose path
+# is no valid image name (~/.cache has a dot), so `build` copies the layout there first (skopeo).
+BASE_NAME=localhost/website-stack/node:$BASE_TAG
+
+log() { printf '[image] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+deps() {
+  local missing=()
+  command -v buildah >/dev/null 2>&1 || missing+=(buildah)
+  command -v umoci >/dev/null 2>&1 || missing+=(umoci)
+  command -v runc >/dev/null 2>&1 || missing+=(runc)
+  command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+  command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
+  [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  [[ $(id -u) -eq 0 ]] || command -v sudo >/dev/null 2>&1 \
+    || die "the image needs ${missing[*]}; install them (Debian: apt-get install ${missing[*]}) and rerun"
+  local sudo
+  sudo=$([[ $(id -u) -eq 0 ]] || echo sudo)
+  log "installing ${missing[*]} from Debian"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Root is needed for debootstrap, for chroot isolation and for unpacking files of other owners.
+need_root() { [[ $(id -u) -eq 0 ]] || die "'$1' needs root (debootstrap and buildah's chroot isolation); run it with sudo"; }
+
+node_binary() {
+  local arch
+  case "$(uname -m)" in
+    x86_64) arch=x64 ;;
+    aarch64) arch=arm64 ;;
+    *) die "no Node package for $(uname -m)" ;;
+  esac
+  local bin=$ROOT/node_modules/node/node_modules/node-linux-$arch/bin/node
+  [[ -x $bin ]] || bash "$ROOT/scripts/install.sh"
+  [[ -x $bin ]] || die "no Node binary at $bin (the devDependency node's platform package)"
+  [[ "$("$bin" --version)" == "v$NODE_VERSION" ]] || die "$bin is not Node $NODE_VERSION"
+  echo "$bin"
+}
+
+base() {
+  if [[ -f $BASE_DIR/index.json ]]; then
+    echo "$BASE_REF"
+    return
+  fi
+  deps
+  need_root base
+  local node work ctr
+  node=$(node_binary)
+  work=$(mktemp -d "$CACHE_DIR/image/base.XXXXXX")
+  trap 'rm -rf "$work"' RETURN
+  log "debootstrap --variant=minbase $SUITE from $DEBIAN_MIRROR"
+  nice debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+    "$SUITE" "$work/rootfs" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 \
+    || { tail -20 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
+  # What debian:bookworm-slim leaves out: package lists, caches, docs and man pages, logs.
+  rm -rf "$work/rootfs"/var/lib/apt/lists/* "$work/rootfs"/var/cache/apt/*.bin "$work/rootfs"/var/cache/apt/archives/*.deb \
+    "$work/rootfs"/var/log/* "$work/rootfs"/usr/share/doc/* "$work/rootfs"/usr/share/man/* "$work/rootfs"/usr/share/info/*
+  printf 'deb %s %s main\n' "$DEBIAN_MIRROR" "$SUITE" >"$work/rootfs/etc/apt/sources.list"
+  # Node and npm where the official node image puts them.
+  log "Node $NODE_VERSION from $node; npm $NPM_VERSION from the npm registry"
+  install -m 0755 "$node" "$work/rootfs/usr/local/bin/node"
+  (cd "$work" && npm pack --silent "npm@$NPM_VERSION" >/dev/null)
+  mkdir -p "$work/rootfs/usr/local/lib/node_modules/npm"
+  tar -xzf "$work/npm-$NPM_VERSION.tgz" -C "$work/rootfs/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner
+  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$work/rootfs/usr/local/bin/npm"
+  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$work/rootfs/usr/local/bin/npx"
+  chroot "$work/rootfs" /usr/local/bin/node --version >/dev/null || die "Node does not start in the base"
+  chroot "$work/rootfs" /usr/local/bin/npm --version >/dev/null || die "npm does not start in the base"
+
+  log "committing the base as an OCI layout"
+  ctr=$("${BUILDAH[@]}" from --quiet scratch)
+  local mnt
+  mnt=$("${BUILDAH[@]}" mount "$ctr")
+  cp -a "$work/rootfs/." "$mnt/"
+  "${BUILDAH[@]}" umount "$ctr" >/dev/null
+  "${BUILDAH[@]}" config --os linux --arch "$(dpkg --print-architecture)" \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env NODE_VERSION="$NODE_VERSION" \
+    --cmd node --label org.opencontainers.image.description="Debian $SUITE (minbase) with Node $NODE_VERSION and npm $NPM_VERSION" "$ctr"
+  mkdir -p "$(dirname "$BASE_DIR")"
+  "${BUILDAH[@]}" commit --quiet --rm --format oci "$ctr" "oci:$work/layout:$BASE_TAG" >/dev/null
+  rm -rf "$BASE_DIR"
+  mv "$work/layout" "$BASE_DIR"
+  log "base: $BASE_REF ($(du -sh "$BASE_DIR" | cut -f1) compressed)"
+  echo "$BASE_REF"
+}
+
+# Bytes of the layers (compressed, as stored and pushed) and of the manifest's config, from the layout.
+layout_size() {
+  node -e '
+    const fs = require("fs"), dir = process.argv[1], tag = process.argv[2];
+    const blob = (d) => JSON.parse(fs.readFileSync(`${dir}/blobs/${d.replace(":", "/")}`, "utf8"));
+    const index = JSON.parse(fs.readFileSync(`${dir}/index.json`, "utf8"));
+    const m = index.manifests.find((x) => x.annotations?.["org.opencontainers.image.ref.name"] === tag);
+    const manifest = blob(m.digest);
+    const compressed = manifest.layers.reduce((s, l) => s + l.size, 0) + manifest.config.size;
+    console.log(`${compressed} ${manifest.layers.length}`);
+  ' "$1" "$2"
+}
+
+build() {
+  deps
+  need_root build
+  local base_ref
+  base_ref=$(base)
+  if ! "${BUILDAH[@]}" inspect --type image "$BASE_NAME" >/dev/null 2>&1; then
+    skopeo copy --quiet "$base_ref" "containers-storage:[vfs@$CACHE_DIR/containers/storage+$CACHE_DIR/containers/run]$BASE_NAME" >&2
+  fi
+  local -a args=(--layers --isolation chroot --network host --pull-never
+    --build-arg "NODE_IMAGE=$BASE_NAME" -t "localhost/website-operator:$IMAGE_TAG" -f "$ROOT/Dockerfile")
+  # The build stage's npm uses the host's npm settings for reaching the registry (its registry and
+  # the CA file it trusts, e.g. behind a TLS-intercepting proxy), and the host's npm cache (a cache
+  # only: npm ci still installs exactly the lockfile).
+  local registry cafile npmrc=$CACHE_DIR/image/build.npmrc
+  registry=$(npm config get registry 2>/dev/null || true)
+  # npm's cafile, wherever it is set (npm run puts it in npm_config_cafile; a global npmrc may set it
+  # for the system npm only), else Node's NODE_EXTRA_CA_CERTS.
+  cafile=${npm_config_cafile:-$(npm config get cafile 2>/dev/null || true)}
+  [[ -n $cafile && $cafile != null && $cafile != undefined ]] || cafile=${NODE_EXTRA_CA_CERTS:-}
+  : >"$npmrc"
+  [[ -z $registry || $registry == https://registry.npmjs.org/ ]] || printf 'registry=%s\n' "$registry" >>"$npmrc"
+  if [[ -n $cafile && -f $cafile ]]; then
+    printf 'cafile=/etc/ssl/certs/host-npm-ca.crt\n' >>"$npmrc"
+    args+=(--volume "$cafile:/etc/ssl/certs/host-npm-ca.crt:ro")
+  fi
+  [[ ! -s $npmrc ]] || args+=(--volume "$npmrc:/root/.npmrc:ro")
+  mkdir -p "$HOME/.npm/_cacache"
+  args+=(--volume "$HOME/.npm/_cacache:/root/.npm/_cacache")
+  log "buildah build ${args[*]} $ROOT"
+  local start=$SECONDS
+  nice "${BUILDAH[@]}" build "${args[@]}" "$ROOT" >&2
+  rm -rf "$IMAGE_DIR.tmp"
+  "${BUILDAH[@]}" push --quiet --format oci "localhost/website-operator:$IMAGE_TAG" "oci:$IMAGE_DIR.tmp:$IMAGE_TAG" >&2
+  rm -rf "$IMAGE_DIR"
+  mv "$IMAGE_DIR.tmp" "$IMAGE_DIR"
+  local size layers uncompressed
+  read -r size layers < <(layout_size "$IMAGE_DIR" "$IMAGE_TAG")
+  uncompressed=$("${BUILDAH[@]}" images --format '{{.Size}}' "localhost/website-operator:$IMAGE_TAG" | head -1)
+  log "built in $((SECONDS - start)) s"
+  echo "image=$IMAGE_REF"
+  echo "size=$size bytes compressed ($((size / 1024 / 1024)) MiB, $layers layers); $uncompressed uncompressed"
+}
+
+case "${1:-}" in
+  deps) deps ;;
+  base) base ;;
+  build) build ;;
+  ref) echo "$IMAGE_REF" ;;
+  prune) "${BUILDAH[@]}" rm --all >/dev/null; "${BUILDAH[@]}" rmi --prune >/dev/null; du -sh "$CACHE_DIR/containers" >&2 ;;
+  *) die "usage: scripts/image.sh deps|base|build|ref|prune" ;;
+esac
