@@ -2,7 +2,7 @@ import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
-import { type ConversionWebhookService, markWebsiteCrdOperator, type WebsiteCrdOperator } from '../website/website-crd.ts';
+import type { ConversionWebhookService, WebsiteCrdOperator } from '../website/website-crd.ts';
 import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
 import { type OperatorResources, OperatorDeployment } from './operator-deployment.ts';
 import { OperatorRbac } from './operator-rbac.ts';
@@ -138,6 +138,5 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       });
     }
     this.crdAnnotations = this.webhookCertificate?.crdAnnotations ?? {};
-    markWebsiteCrdOperator(this);
   }
 }

@@ -96,18 +96,13 @@ export interface WebsiteCrdOperator {
 }
 
 /**
- * Marks constructs that deploy an operator for a WebsiteCrd, so that a CRD left unconnected can
- * find them in its app and fail at synth instead of pointing its webhook at nothing.
+ * Whether a construct deploys an operator for a WebsiteCrd (it has what WebsiteCrdOperator names),
+ * so that a CRD left unconnected can find such operators in its app and fail at synth instead of
+ * pointing its webhook at nothing.
  */
-const CRD_OPERATOR = Symbol.for('website-stack.WebsiteCrdOperator');
-
-/** Registers `operator` (called by WebsiteOperator's constructor) for WebsiteCrd's synth-time check. */
-export function markWebsiteCrdOperator(operator: WebsiteCrdOperator): void {
-  Object.defineProperty(operator, CRD_OPERATOR, { value: true });
-}
-
-function isWebsiteCrdOperator(construct: unknown): construct is WebsiteCrdOperator {
-  return typeof construct === 'object' && construct !== null && CRD_OPERATOR in construct;
+function isWebsiteCrdOperator(construct: object): construct is WebsiteCrdOperator {
+  const candidate = construct as Partial<WebsiteCrdOperator>;
+  return typeof candidate.group === 'string' && typeof candidate.conversionWebhook === 'object' && typeof candidate.crdAnnotations === 'object';
 }
 
 const sameWebhook = (a: Required<ConversionWebhookService>, b: Required<ConversionWebhookService>) =>

@@ -7,7 +7,7 @@
 // the Service's endpoints: the container's address), the probes are called as the kubelet calls them,
 // and SIGTERM stops it.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { ROOT } from './env.ts';
 import { eventually, getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
 import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { OPERATOR_NS as NS } from './operator-process.ts';
-import { OciContainer, PodNetwork, bytes, configureBundle, ensureDir, memoryLimitOf, unpack } from './oci-pod.ts';
+import { OciContainer, PodNetwork, bytes, configureBundle, memoryLimitOf, unpack } from './oci-pod.ts';
 
 const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
 const deployment = dist.find((m) => m?.kind === 'Deployment');
@@ -96,7 +96,8 @@ beforeAll(async () => {
   });
 
   // The ServiceAccount volume: a bound token (TokenRequest), the cluster CA, the namespace.
-  const sa = ensureDir(join(work, 'serviceaccount'));
+  const sa = join(work, 'serviceaccount');
+  mkdirSync(sa);
   writeFileSync(join(sa, 'token'), (await ok(['create', 'token', podSpec.serviceAccountName, '-n', NS, '--duration=1h'])).trim());
   writeFileSync(join(sa, 'ca.crt'), readFileSync((await loadClusterInfo()).ca));
   writeFileSync(join(sa, 'namespace'), NS);

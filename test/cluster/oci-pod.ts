@@ -4,7 +4,7 @@
 // settings, emptyDir volumes as tmpfs, the ServiceAccount volume), in a network namespace of its own
 // joined to the host by a veth pair, so the pod has an IP address the API server can dial.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -213,7 +213,3 @@ export function memoryLimitOf(cgroupsPath: string): number | undefined {
   return undefined;
 }
 
-export function ensureDir(path: string): string {
-  mkdirSync(path, { recursive: true });
-  return path;
-}

@@ -13,11 +13,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
+import { type Manifest, only } from '../helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 const require = createRequire(import.meta.url);
 const rootPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+const semver = require('semver') as { satisfies(version: string, range: string): boolean };
 
 /** The peer versions the package claims, oldest and newest (package.json's peerDependencies). */
 const PEERS = {
@@ -25,7 +27,6 @@ const PEERS = {
   newest: { cdk8s: '2.70.106', constructs: '10.8.1', 'cdk8s-plus-34': '2.0.54' },
 } as const;
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string> }; [key: string]: any };
 
 const execFileAsync = promisify(execFile);
 
@@ -50,12 +51,6 @@ function manifests(dir: string): Manifest[] {
     .filter((file) => file.endsWith('.yaml'))
     .flatMap((file) => parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((doc) => doc.toJS() as Manifest))
     .filter(Boolean);
-}
-
-function only(objects: Manifest[], kind: string, name?: string): Manifest {
-  const found = objects.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
-  if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length}`);
-  return found[0];
 }
 
 /** What every app must show of its installed tree: the library and its peers, no operator runtime. */
@@ -260,7 +255,6 @@ app.synth();
     for (const [pkg, version] of Object.entries(peers)) expect(`${pkg}@${versionIn(app, pkg)}`).toBe(`${pkg}@${version}`);
     // The peer ranges hold these versions.
     for (const [pkg, version] of Object.entries(peers)) {
-      const semver = require('semver') as { satisfies(version: string, range: string): boolean };
       expect(`${pkg}@${version} in ${rootPackage.peerDependencies[pkg]}: ${semver.satisfies(version, rootPackage.peerDependencies[pkg])}`).toBe(
         `${pkg}@${version} in ${rootPackage.peerDependencies[pkg]}: true`,
       );
