@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { sleep } from './backoff.ts';
-import { type KubeClient, type KubeObject, LEASES, isConflict, isNotFound } from './kube-client.ts';
+import { type KubeApi, type KubeObject, LEASES, isConflict, isNotFound } from './kube-client.ts';
 import { microTime } from './time.ts';
 
 /**
@@ -18,7 +18,7 @@ import { microTime } from './time.ts';
  */
 
 export interface LeaderElectionOptions {
-  readonly client: KubeClient;
+  readonly client: KubeApi;
   readonly namespace: string;
   readonly name: string;
   /** Unique per replica: the pod name. */
