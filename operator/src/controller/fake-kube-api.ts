@@ -87,6 +87,8 @@ export class FakeKubeApi implements KubeApi {
   private readonly objects = new Map<string, Map<string, KubeObject>>();
   private readonly watchers = new Set<Watcher>();
   private readonly failures: InjectedFailure[] = [];
+  /** Every change, for watches that start from an earlier resourceVersion. */
+  private readonly history: Array<{ type: ResourceType; event: string; object: KubeObject }> = [];
   private revision = 1;
 
   /** Makes matching requests fail with `error` (once, or `times` times). */
@@ -200,6 +202,13 @@ export class FakeKubeApi implements KubeApi {
     this.answer('WATCH', type, { namespace }, 200);
     const controller = new AbortController();
     const watcher: Watcher = { type, namespace, selector: parseSelector(query.labelSelector), onEvent, onDone, controller };
+    // Changes after the resourceVersion the watch starts from, as the API server replays them.
+    const from = Number(query.resourceVersion ?? 0);
+    if (from > 0) {
+      for (const change of this.history) {
+        if (Number(change.object.metadata?.resourceVersion) > from) this.deliver(watcher, change.type, change.event, change.object);
+      }
+    }
     this.watchers.add(watcher);
     controller.signal.addEventListener('abort', () => {
       if (this.watchers.delete(watcher)) onDone(undefined);
@@ -277,12 +286,15 @@ export class FakeKubeApi implements KubeApi {
   }
 
   private notify(type: ResourceType, event: string, object: KubeObject): void {
-    for (const watcher of this.watchers) {
-      if (typeKey(watcher.type) !== typeKey(type)) continue;
-      if (watcher.namespace && watcher.namespace !== object.metadata?.namespace) continue;
-      if (!matches(object, watcher.selector)) continue;
-      watcher.onEvent(event, clone(object));
-    }
+    this.history.push({ type, event, object: clone(object) });
+    for (const watcher of this.watchers) this.deliver(watcher, type, event, object);
+  }
+
+  private deliver(watcher: Watcher, type: ResourceType, event: string, object: KubeObject): void {
+    if (typeKey(watcher.type) !== typeKey(type)) return;
+    if (watcher.namespace && watcher.namespace !== object.metadata?.namespace) return;
+    if (!matches(object, watcher.selector)) return;
+    watcher.onEvent(event, clone(object));
   }
 
   private answer(verb: string, type: ResourceType, ref: ObjectRef, code: number): void {
