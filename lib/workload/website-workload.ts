@@ -26,6 +26,9 @@ type KubeJson<T> = T extends readonly (infer E)[]
       : { [K in keyof T]: KubeJson<T[K]> }
     : T;
 
+// The same for every Website: built once, not per render.
+const NGINX_CONF = renderNginxConfig(WEB_PORT);
+
 /** Value of the managed-by label on everything the operator creates. */
 export const MANAGED_BY = 'website-operator';
 
@@ -141,7 +144,7 @@ export class WebsiteWorkload extends Construct {
               env: [
                 { name: 'SITE_DIR', value: SITE_DIR },
                 { name: 'WEBSITE_HTML', value: page },
-                { name: 'NGINX_CONF', value: renderNginxConfig(WEB_PORT) },
+                { name: 'NGINX_CONF', value: NGINX_CONF },
               ],
               ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
               readinessProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 5 },
