@@ -6,7 +6,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { EventRecorder } from '../../operator/src/controller/event-recorder.ts';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { Informer } from '../../operator/src/controller/informer.ts';
-import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, KubeClient } from '../../operator/src/controller/kube-client.ts';
+import { LeaderElector } from '../../operator/src/controller/leader-election.ts';
+import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, KubeClient, LEASES } from '../../operator/src/controller/kube-client.ts';
 
 // Parts of the operator's runtime on an in-memory API (FakeKubeApi) or a local HTTP server: what
 // they send, and what they keep.
@@ -151,5 +152,73 @@ describe('KubeClient credentials', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('LeaderElector', () => {
+  const options = { namespace: 'website-system', name: 'website-operator', leaseDurationMs: 400, renewDeadlineMs: 250, retryPeriodMs: 50 };
+  const until = async (condition: () => boolean, what: string) => {
+    for (let i = 0; i < 400 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    if (!condition()) throw new Error(`timed out waiting for ${what}`);
+  };
+  const campaign = (elector: LeaderElector) => {
+    const stop = new AbortController();
+    let leadership: AbortSignal | undefined;
+    const running = elector.run(stop.signal, async (signal) => {
+      leadership = signal;
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    });
+    return { stop: async () => (stop.abort(), running), lost: () => leadership?.aborted ?? false };
+  };
+
+  test('one replica leads; a stopping leader releases the Lease and the other takes over at once', async () => {
+    const api = new FakeKubeApi();
+    const a = new LeaderElector({ ...options, client: api, identity: 'a', leaseDurationMs: 60_000, renewDeadlineMs: 40_000 });
+    const b = new LeaderElector({ ...options, client: api, identity: 'b', leaseDurationMs: 60_000, renewDeadlineMs: 40_000 });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead');
+    const runB = campaign(b);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(b.isLeader()).toBe(false);
+    await runA.stop();
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ leaseDurationSeconds: 1 });
+    // Released: b need not wait out the 60 s lease.
+    await until(() => b.isLeader(), 'b to lead');
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    await runB.stop();
+  });
+
+  test('a leader that cannot renew gives up leading; another takes the Lease once it has expired', async () => {
+    const api = new FakeKubeApi();
+    // a's connection to the API server, which the test breaks.
+    let broken = false;
+    const viaA = new Proxy(api, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => (broken ? Promise.reject(new ApiError(0, 'ConnectionError', 'connect ECONNREFUSED')) : value.apply(target, args));
+      },
+    });
+    const a = new LeaderElector({ ...options, client: viaA, identity: 'a' });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead');
+    broken = true;
+    await until(() => runA.lost(), 'a to give up leading');
+    const b = new LeaderElector({ ...options, client: api, identity: 'b' });
+    const runB = campaign(b);
+    await until(() => b.isLeader(), 'b to take the expired Lease');
+    await Promise.all([runA.stop(), runB.stop()]);
+  });
+
+  test('a conflicting write means someone else won this round, not an error', async () => {
+    const api = new FakeKubeApi();
+    const warnings: string[] = [];
+    const logger = { warn: (_: unknown, msg: string) => warnings.push(msg), info: () => {} } as never;
+    api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(409, 'AlreadyExists', 'leases "website-operator" already exists'));
+    const a = new LeaderElector({ ...options, client: api, identity: 'a', logger });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead on a later round');
+    await runA.stop();
+    expect(warnings).toEqual([]);
   });
 });
