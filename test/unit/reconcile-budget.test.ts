@@ -201,3 +201,14 @@ describe('request budget of each reconcile path', () => {
     expect(h.logs.filter((l) => l.msg === 'reconcile failed, retrying with backoff').length).toBeGreaterThanOrEqual(1);
   });
 });
+
+test('a Website changed since the cache saw it (a conflict on the finalizer) is retried quietly: no Warning, no failed status', async () => {
+  const h = await start();
+  h.api.failWith((r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource, new ApiError(409, 'Conflict', 'the object has been modified'));
+  await h.api.create(WEBSITES, website('a'));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await h.requests();
+  expect(h.api.peek<KubeObject>(WEBSITES, NS, 'a')!.metadata!.finalizers).toEqual([finalizerName(GROUP)]);
+  expect((await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning')).toEqual([]);
+  expect(readyOf(h.api, 'a')).toMatchObject({ reason: 'Progressing' });
+});

@@ -95,6 +95,9 @@ export class WebsiteReconciler {
         ),
       );
     } catch (error) {
+      // The Website changed since the cache saw it (the finalizer patch carries its
+      // resourceVersion): routine, and the change is already queued. Retry; nothing to tell.
+      if (isConflict(error) && !isAlreadyExists(error)) throw error;
       const message = (error as Error).message;
       this.options.recorder.record(website, 'Warning', 'ReconcileFailed', message);
       await this.writeStatus(website, nextStatus(website, {}, failedCondition(website, message))).catch((statusError: Error) =>
