@@ -1,4 +1,4 @@
-import { ApiObject } from 'cdk8s';
+import { ApiObject, Chart, JsonPatch } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { operatorLabels } from './names.ts';
@@ -167,5 +167,9 @@ export class OperatorFlowControl extends Construct {
         ],
       },
     });
+    // Both are cluster-scoped: a namespace cdk8s takes from a namespaced chart would be wrong on them.
+    if (Chart.of(this).namespace !== undefined) {
+      for (const object of [this.priorityLevel, this.flowSchema]) object.addJsonPatch(JsonPatch.remove('/metadata/namespace'));
+    }
   }
 }
