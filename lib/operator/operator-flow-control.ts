@@ -52,16 +52,17 @@ export interface OperatorFlowControlOptions {
    * `--max-requests-inflight` 400 + `--max-mutating-requests-inflight` 200 = 600 seats), divided in
    * proportion to the shares of all levels (245 for the built-in ones). 10, like the built-in
    * `leader-election` level, gives ceil(600 * 10 / 255) = 24 seats: room for the operator's 4
-   * workers, its Lease renewals, and a relist of many Websites (a LIST occupies up to 10 seats)
-   * at once, while taking only 4% from every other level.
+   * workers, its Lease renewals and Events, and its informers' relists at once (a LIST of many
+   * objects occupies several seats, at most 15% of the level's: 4 here), while taking only 4% from
+   * every other level.
    * @default 10
    */
   readonly nominalConcurrencyShares?: number;
   /**
    * Percentage of the level's seats other levels may borrow while the operator does not use them.
    * A level-triggered operator is mostly idle between bursts (changes, resyncs), so it lends half;
-   * the other half (12 seats of 24) stays guaranteed, enough for a burst to start at once. The
-   * level has no borrowing limit: it may borrow what other levels lend.
+   * the other half (12 seats of 24) stays guaranteed, enough for its workers and a relist to start
+   * at once. The level has no borrowing limit: it may borrow what other levels lend.
    * @default 50
    */
   readonly lendablePercent?: number;

@@ -85,6 +85,17 @@ describe("OperatorFlowControl on the API server's API Priority and Fairness", ()
     }
   });
 
+  test('the priority level gets the seats its JSDoc promises: 24 of 600, 12 of them never lent', async () => {
+    // kube-apiserver's default concurrency limit, which the local cluster keeps: --max-requests-inflight
+    // 400 + --max-mutating-requests-inflight 200, divided among the Limited levels by their shares.
+    const levels: Manifest[] = (await getJson(['prioritylevelconfigurations'])).items;
+    const shares = levels.reduce((sum, level) => sum + (level.spec.limited?.nominalConcurrencyShares ?? 0), 0);
+    expect(Math.ceil((600 * 10) / shares)).toBe(24);
+    const metrics = await ok(['get', '--raw', '/metrics']);
+    const seats = (metric: string) => Number(new RegExp(`^apiserver_flowcontrol_${metric}\\{priority_level="${flowSchemaName}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    expect({ nominal: seats('nominal_limit_seats'), guaranteed: seats('lower_limit_seats') }).toEqual({ nominal: 24, guaranteed: 12 });
+  });
+
   test("requests made as the operator's ServiceAccount are classified by its FlowSchema, into its priority level", async () => {
     const operator = await tokenOf('website-operator');
     const expected = { flowSchemaUid: await uidOf('flowschema', flowSchemaName), priorityLevelUid: await uidOf('prioritylevelconfiguration', flowSchemaName) };
