@@ -1,9 +1,10 @@
 // The operator as it ships: operator/src/bin/operator.ts and everything it imports bundled by esbuild
-// into operator/build/ (git-ignored), an ES module for Node 22 plus chunks. What runs it: the image
+// into operator/build/ (git-ignored), an ES module for Node 22 plus chunks (.mjs: the image holds no
+// package.json to say so). What runs it: the image
 // (the Dockerfile's build stage runs this script), `npm run operator`, and scripts/operator-process.ts
 // (the cluster tests and the benchmark), so all three exercise the same files.
 //
-//   node scripts/build-operator.ts [outdir]    then: node operator/build/operator.js
+//   node scripts/build-operator.ts [outdir]    then: node operator/build/operator.mjs
 //
 // Why a bundle: Node loading the sources (type stripping) or tsc's output keeps every module of the
 // import graph in memory, most of which the operator never calls; bundling with tree shaking halves
@@ -24,7 +25,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where the bundle goes; the image copies it to /app. */
 export const OPERATOR_BUILD_DIR = join(ROOT, 'operator/build');
 /** The entry chunk's file name in that folder. */
-export const OPERATOR_ENTRY = 'operator.js';
+export const OPERATOR_ENTRY = 'operator.mjs';
 /** esbuild's metafile of the last build (which source went into which chunk), beside the bundle; not part of the image. */
 export const OPERATOR_METAFILE = 'meta.json';
 
@@ -82,6 +83,7 @@ export async function buildOperator(dir = OPERATOR_BUILD_DIR): Promise<OperatorB
     // built-in modules; an ES module has no `require`, so every chunk gets one.
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
     // No source maps: V8 would keep an inline one in memory for the life of the process (cdk8s-plus-34
     // ships 3.5 MB of them); the comments that point to the packages' own maps are dropped too.
     sourcemap: false,

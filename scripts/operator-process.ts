@@ -1,5 +1,5 @@
 // The real operator as a child process, authenticated as the operator's ServiceAccount under exactly
-// the Role dist/ ships: the bundle the image runs (operator/build/operator.js, built from the sources
+// the Role dist/ ships: the bundle the image runs (operator/build/operator.mjs, built from the sources
 // first by scripts/build-operator.ts), so the tests and the benchmark exercise what ships. Shared by
 // the cluster tests (test/cluster/operator-process.ts binds it to the test cluster) and the benchmark
 // (bench/).
@@ -190,8 +190,15 @@ export class OperatorProcess {
     const exited = operator.exited.then((code) => {
       throw new Error(`operator ${identity} exited (${code}) before listening:\n${operator.stderr.join('\n')}`);
     });
-    await Promise.race([waitUntil(`operator ${identity} to listen`, () => operator.metricsPort !== 0, 30_000), exited]);
-    exited.catch(() => undefined);
+    try {
+      await Promise.race([waitUntil(`operator ${identity} to listen`, () => operator.metricsPort !== 0, 30_000), exited]);
+    } catch (error) {
+      // Not listening in time: do not leave it running (and holding the caller's pipes open).
+      await operator.kill();
+      throw error;
+    } finally {
+      exited.catch(() => undefined);
+    }
     return operator;
   }
 
