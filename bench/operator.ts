@@ -1,4 +1,4 @@
-// The website operator under load: the real process (operator/src/bin/operator.ts) as its ServiceAccount on
+// The website operator under load: the real process (the bundle the image runs, operator/build/operator.mjs) as its ServiceAccount on
 // the benchmark's cluster, N Websites created at once, then an idle resync; and the cost of
 // rendering one Website through the construct.
 import { App, Chart } from 'cdk8s';

@@ -12,6 +12,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { operatorBundle } from '../scripts/operator-process.ts';
 import { BASELINE_NS, CREATE_CONCURRENCY, directDeploymentsBaseline, echoBaseline, idleNodeRss } from './baselines.ts';
 import { type BenchCluster, ROOT, clusterDown, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
 import { DEFAULT_SETTINGS, FAST_SETTINGS, type OperatorSettings, benchWebsiteOperator, killOperators, measureRender } from './operator.ts';
@@ -91,6 +92,8 @@ async function main(): Promise<void> {
   const began = Date.now();
   const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Node ${process.version}`;
   log(`machine: ${machine}`);
+  // The operator runs as the image runs it: the bundle, built from the working tree now.
+  log(`operator bundle: ${await operatorBundle()}`);
   log('render time per Website (in this process, before the cluster starts)');
   const render = measureRender();
   const nodeRss = await idleNodeRss();
@@ -148,7 +151,7 @@ async function main(): Promise<void> {
     '',
     `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${minutes} min. Machine: ${machine}.`,
     `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}.`,
-    `Operator: operator/src/bin/operator.ts as a process, as its ServiceAccount (token) under dist/'s Role; leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false; CONCURRENCY=${DEFAULT_SETTINGS.concurrency}.`,
+    `Operator: the bundle the image runs (operator/build/operator.mjs, built from operator/src/bin/operator.ts by scripts/build-operator.ts) as a process, as its ServiceAccount (token) under dist/'s Role; leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false; CONCURRENCY=${DEFAULT_SETTINGS.concurrency}.`,
     "Shell operator: lib/shell-operator/'s script run by scripts/shell-operator.sh, as its ServiceAccount (token) under the ShellOperator construct's Role, in a fresh namespace per N.",
     `Settings: ${subjects.map((s) => s.title).join('; ')}${values.quick ? ` (--quick: the QPS 20/30 defaults and the shell operator only up to N=${slowUpTo})` : ''}. At the defaults the client-side limit bounds throughput: about 9 requests per new Website (see below) at 20 per second is ≥ 450 s for N=1000; QPS 200/400 shows the operator's own cost.`,
     `Websites: ${replicas} replica each. For the website operator, created ${CREATE_CONCURRENCY} at a time by the benchmark (administrator client, no client-side limit); idle resync: the operator restarted with RESYNC_SECONDS=${resyncSeconds}. For the shell operator, created in 10 batches spread across one 10 s interval, so creations fall at every point of its cycle.`,
