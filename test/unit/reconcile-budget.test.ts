@@ -212,3 +212,12 @@ test('a Website changed since the cache saw it (a conflict on the finalizer) is 
   expect((await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning')).toEqual([]);
   expect(readyOf(h.api, 'a')).toMatchObject({ reason: 'Progressing' });
 });
+
+test('a Website deleted while it is reconciled (its patch answers NotFound) is success: no Warning, no failure logged', async () => {
+  const h = await start();
+  h.api.failWith((r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource, new ApiError(404, 'NotFound', 'websites "a" not found'));
+  await h.api.create(WEBSITES, website('a'));
+  await h.requests();
+  expect((await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning')).toEqual([]);
+  expect(h.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+});

@@ -138,7 +138,14 @@ export class WebsiteReconciler {
 
   private async ensureFinalizer(website: WebsiteV1 & KubeObject): Promise<void> {
     const finalizers = website.metadata.finalizers ?? [];
-    if (!finalizers.includes(this.finalizer)) await this.setFinalizers(website, [...finalizers, this.finalizer]);
+    if (finalizers.includes(this.finalizer)) return;
+    try {
+      await this.setFinalizers(website, [...finalizers, this.finalizer]);
+    } catch (error) {
+      // Deleted since the cache saw it: nothing to do (spec §7), and the garbage collector takes
+      // any child created beside this patch, whose owner no longer exists.
+      if (!isNotFound(error)) throw error;
+    }
   }
 
   /** A merge patch carrying the resourceVersion read: a concurrent change makes it fail (409) and retry. */
