@@ -182,6 +182,8 @@ export class OperatorProcess {
         HEALTH_PORT: '0',
         // It rewrites the CRD's clientConfig: only for those who ask.
         WEBHOOK_ENABLED: 'false',
+        // As the operator Deployment runs it.
+        LEADER_ELECTION: 'true',
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

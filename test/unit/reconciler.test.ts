@@ -75,7 +75,8 @@ describe('operator configuration', () => {
       operatorNamespace: 'website-system',
       watchNamespace: 'website-system',
       identity: 'op-1',
-      leaderElection: true,
+      // Off for a local run (kubebuilder's convention); the operator Deployment turns it on.
+      leaderElection: false,
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
@@ -97,7 +98,7 @@ describe('operator configuration', () => {
     [{ KUBE_API_QPS: 'fast' }, 'KUBE_API_QPS="fast" is not valid: expected a number >= 0.1'],
     [{ KUBE_API_BURST: '30' }, 'KUBE_API_BURST=30 needs KUBE_API_QPS: a burst is the allowance above a sustained rate'],
     [{ LEADER_ELECTION: 'yes' }, 'LEADER_ELECTION="yes" is not valid: expected true or false'],
-    [{ RENEW_DEADLINE_SECONDS: '20' }, 'leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got 15, 20, 2)'],
+    [{ LEADER_ELECTION: 'true', RENEW_DEADLINE_SECONDS: '20' }, 'leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got 15, 20, 2)'],
     [{ WEBHOOK_CERT_MODE: 'vault' }, 'WEBHOOK_CERT_MODE="vault" is not valid: expected operator or files'],
     [{ WEBHOOK_URL: 'http://insecure/convert' }, 'WEBHOOK_URL="http://insecure/convert" is not valid: expected https://<host>:<port>/<path>'],
   ])('%j is refused with a message naming the variable', (env, message) => {

@@ -222,3 +222,27 @@ describe('LeaderElector', () => {
     expect(warnings).toEqual([]);
   });
 });
+
+test('a Lease that cannot be created (its namespace is missing) is an error at every retry, naming the Lease, the cause and the fix', async () => {
+  const api = new FakeKubeApi();
+  api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(404, 'NotFound', 'namespaces "website-system" not found'), 3);
+  const errors: Array<{ fields: Record<string, string>; msg: string }> = [];
+  const logger = { error: (fields: Record<string, string>, msg: string) => errors.push({ fields, msg }), info: () => {}, warn: () => {} } as never;
+  const elector = new LeaderElector({ client: api, namespace: 'website-system', name: 'website-operator', identity: 'a', leaseDurationMs: 400, renewDeadlineMs: 250, retryPeriodMs: 20, logger });
+  const stop = new AbortController();
+  const running = elector.run(stop.signal, async (signal) => {
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  });
+  for (let i = 0; i < 300 && !elector.isLeader(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  stop.abort();
+  await running;
+  expect(errors).toHaveLength(3);
+  expect(errors[0]).toEqual({
+    msg: 'leader election: cannot take or renew the Lease website-system/website-operator; not reconciling until it can',
+    fields: {
+      lease: 'website-system/website-operator',
+      error: 'namespaces "website-system" not found',
+      fix: 'create the namespace website-system, set OPERATOR_NAMESPACE to an existing namespace, or run with LEADER_ELECTION=false (one replica)',
+    },
+  });
+});

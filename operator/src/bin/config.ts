@@ -13,7 +13,7 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | WEBSITE_GROUP | web.example.com |
  * | OPERATOR_NAMESPACE | website-system |
  * | POD_NAME | the host name |
- * | LEADER_ELECTION | true |
+ * | LEADER_ELECTION | false (a local run, kubebuilder's convention); the operator Deployment sets true |
  * | LEASE_NAME | website-operator |
  * | WATCH_NAMESPACE | OPERATOR_NAMESPACE |
  * | LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS | 15, 10, 2 |
@@ -96,7 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     operatorNamespace,
     watchNamespace: text('WATCH_NAMESPACE', operatorNamespace),
     identity: text('POD_NAME', hostname()),
-    leaderElection: flag('LEADER_ELECTION', true),
+    leaderElection: flag('LEADER_ELECTION', false),
     leaseName: text('LEASE_NAME', LEASE_NAME),
     leaseDurationMs: number('LEASE_DURATION_SECONDS', 15, { min: 1, integer: false }) * 1000,
     renewDeadlineMs: number('RENEW_DEADLINE_SECONDS', 10, { min: 0.1, integer: false }) * 1000,
