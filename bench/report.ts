@@ -143,11 +143,15 @@ export function histogramQuantile(histogram: Histogram, q: number): number {
   return lowerBound;
 }
 
-/** Share of observations at or under `bound`, which must be one of the buckets' bounds; NaN with none. */
+/**
+ * Share of observations at or under `bound`, which must be one of the buckets' bounds (to within
+ * floating-point noise: client_golang's exponential buckets print 1 s as 0.9999999999999999 or
+ * similar); NaN with none.
+ */
 export function fractionWithin(histogram: Histogram, bound: number): number {
   const total = histogram.buckets.at(-1)?.[1] ?? 0;
   if (total <= 0) return Number.NaN;
-  const bucket = histogram.buckets.find(([le]) => le === bound);
+  const bucket = histogram.buckets.find(([le]) => Math.abs(le - bound) <= Math.abs(bound) * 1e-9);
   if (!bucket) throw new Error(`the histogram has no bucket le="${bound}" (its bounds: ${histogram.buckets.map(([le]) => le).join(', ')})`);
   return bucket[1] / total;
 }

@@ -98,7 +98,8 @@ describe('histograms (the queue wait)', () => {
     expect(histogramQuantile(step, 0.99)).toBeCloseTo(0.1);
   });
 
-  test('the 1 s bound must be one of the buckets', () => {
+  test('the 1 s bound must be one of the buckets, as exactly as exponential buckets print it', () => {
+    expect(fractionWithin({ buckets: [[0.09999999999999999, 3], [0.9999999999999999, 9], [Number.POSITIVE_INFINITY, 10]], count: 10, sum: 2 }, 1)).toBe(0.9);
     const h = { buckets: [[0.5, 1], [2, 2], [Number.POSITIVE_INFINITY, 2]] as const, count: 2, sum: 1 };
     expect(() => fractionWithin(h, 1)).toThrow('the histogram has no bucket le="1" (its bounds: 0.5, 2, Infinity)');
   });
