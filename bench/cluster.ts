@@ -34,13 +34,17 @@ export interface ClusterOptions {
 }
 
 const DIR = join(ROOT, '.cluster', 'bench');
+const NAME = 'website-stack-bench';
 const PODS_PER_NODE = 110;
+/** Where the API server logs the requests bench/audit-policy.yaml selects: every ServiceAccount's but kube-system's. */
+export const AUDIT_LOG = join(DIR, 'kwok', 'clusters', NAME, 'logs', 'audit.log');
 
 function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): NodeJS.ProcessEnv {
   return {
     ...process.env,
     WEBSITE_STACK_CLUSTER_DIR: DIR,
-    WEBSITE_STACK_CLUSTER_NAME: 'website-stack-bench',
+    WEBSITE_STACK_CLUSTER_NAME: NAME,
+    WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'bench', 'audit-policy.yaml'),
     ...(nodes ? { WEBSITE_STACK_CLUSTER_NODES: String(nodes) } : {}),
     WEBSITE_STACK_CLUSTER_EXTRA_ARGS: extraArgs.map((a) => `--extra-args ${a}`).join(' '),
   };
@@ -189,12 +193,13 @@ export const BENCH_SELECTOR = 'app.kubernetes.io/name=website';
 
 /**
  * Empties `namespace` of what a run left (Websites without waiting for an operator, their
- * children and pods, the baselines' objects, events), deleting directly rather than through the
+ * children and pods (labelled BENCH_SELECTOR, or `everything`), the baselines' objects, events), deleting directly rather than through the
  * garbage collector, until the lists are empty, so the next run starts from nothing.
  */
-export async function emptyNamespace(cluster: BenchCluster, namespace: string, websites?: ResourceType): Promise<void> {
+export async function emptyNamespace(cluster: BenchCluster, namespace: string, websites?: ResourceType, { everything = false }: { everything?: boolean } = {}): Promise<void> {
   const { admin } = cluster;
-  const labelSelector = BENCH_SELECTOR;
+  // A namespace of a controller under test holds nothing else: its children go whatever their labels.
+  const labelSelector = everything ? undefined : BENCH_SELECTOR;
   const collections = [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
   const remaining = async () => {
     let count = websites ? (await admin.list(websites, namespace, { limit: 1 })).items.length : 0;

@@ -233,3 +233,248 @@ export function operatorColumn(run: OperatorRun, baselines: Baselines): Column {
   if (run.cpuMsPerWebsite !== undefined) figures.cpu = { value: run.cpuMsPerWebsite, unit: 'ms', baseline: baselines.renderUs / 1000 };
   return { title: `${run.title}, N=${run.n}`, figures, diagnostics: run.diagnostics };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Histograms, request counts, rate search, and the report as records (markdown and JSON).
+
+/** A Prometheus histogram: cumulative counts by upper bound (`le`, ascending, ending at +Inf). */
+export interface Histogram {
+  readonly buckets: readonly (readonly [le: number, count: number])[];
+  readonly count: number;
+  readonly sum: number;
+}
+
+/** The histogram `metric` (its `_bucket`, `_count`, `_sum` series) whose labels include `labels`, summed over the other labels. */
+export function parseHistogram(text: string, metric: string, labels: Readonly<Record<string, string>> = {}): Histogram {
+  const buckets = new Map<number, number>();
+  let count = 0;
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
+    if (!match || !match[1].startsWith(metric)) continue;
+    const own = seriesLabels(`${match[1]}${match[2] ?? ''}`);
+    if (!Object.entries(labels).every(([k, v]) => own[k] === v)) continue;
+    const value = Number(match[3]);
+    if (match[1] === `${metric}_bucket`) {
+      const le = own.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(own.le);
+      buckets.set(le, (buckets.get(le) ?? 0) + value);
+    } else if (match[1] === `${metric}_count`) count += value;
+    else if (match[1] === `${metric}_sum`) sum += value;
+  }
+  return { buckets: [...buckets].sort((a, b) => a[0] - b[0]), count, sum };
+}
+
+/** What was observed between two readings of the same histogram. */
+export function histogramDelta(before: Histogram, after: Histogram): Histogram {
+  const earlier = new Map(before.buckets);
+  return {
+    buckets: after.buckets.map(([le, count]) => [le, count - (earlier.get(le) ?? 0)] as const),
+    count: after.count - before.count,
+    sum: after.sum - before.sum,
+  };
+}
+
+/**
+ * The q-quantile (0..1) as Prometheus's histogram_quantile estimates it: linear within the bucket
+ * that holds it; the largest finite bound when it falls in +Inf; NaN with no observations.
+ */
+export function histogramQuantile(histogram: Histogram, q: number): number {
+  const total = histogram.buckets.at(-1)?.[1] ?? 0;
+  if (total <= 0) return Number.NaN;
+  const rank = q * total;
+  let lowerBound = 0;
+  let lowerCount = 0;
+  for (const [le, count] of histogram.buckets) {
+    if (count >= rank) {
+      if (le === Number.POSITIVE_INFINITY) return lowerBound;
+      if (count === lowerCount) return le;
+      return lowerBound + ((le - lowerBound) * (rank - lowerCount)) / (count - lowerCount);
+    }
+    lowerBound = le;
+    lowerCount = count;
+  }
+  return lowerBound;
+}
+
+/** Share of observations at or under `bound`, which must be one of the buckets' bounds; NaN with none. */
+export function fractionWithin(histogram: Histogram, bound: number): number {
+  const total = histogram.buckets.at(-1)?.[1] ?? 0;
+  if (total <= 0) return Number.NaN;
+  const bucket = histogram.buckets.find(([le]) => le === bound);
+  if (!bucket) throw new Error(`the histogram has no bucket le="${bound}" (its bounds: ${histogram.buckets.map(([le]) => le).join(', ')})`);
+  return bucket[1] / total;
+}
+
+/** One API request as the API server's audit log records it (the fields the benchmark reads). */
+export interface AuditEvent {
+  readonly stage?: string;
+  readonly verb: string;
+  readonly user?: { readonly username?: string };
+  readonly objectRef?: { readonly resource?: string; readonly subresource?: string; readonly name?: string };
+  readonly responseStatus?: { readonly code?: number };
+}
+
+/** A controller's API requests, split the way the goals are stated. */
+export interface RequestCounts {
+  /** Writes (create, update, patch, delete) of anything but Events and Leases: the work itself. */
+  readonly writes: number;
+  /** GETs answered 404: asking for what an informer cache could have said is absent. */
+  readonly notFoundGets: number;
+  /** Other single-object reads. */
+  readonly gets: number;
+  /** Events, of either API group. */
+  readonly events: number;
+  /** Leases (leader election), lists and watches: time-driven, not per Website. */
+  readonly background: number;
+}
+
+const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** Counts `events` (completed requests only) into RequestCounts. */
+export function countRequests(events: readonly AuditEvent[]): RequestCounts {
+  const counts = { writes: 0, notFoundGets: 0, gets: 0, events: 0, background: 0 };
+  for (const event of events) {
+    if (event.stage !== undefined && event.stage !== 'ResponseComplete') continue;
+    const resource = event.objectRef?.resource;
+    if (resource === 'events') counts.events += 1;
+    else if (resource === 'leases' || event.verb === 'list' || event.verb === 'watch') counts.background += 1;
+    else if (WRITES.has(event.verb)) counts.writes += 1;
+    else if (event.verb === 'get' && event.responseStatus?.code === 404) counts.notFoundGets += 1;
+    else counts.gets += 1;
+  }
+  return counts;
+}
+
+/** Requests on the way from a new Website to Ready: everything but the background ones. */
+export function requestsPerWebsite(counts: RequestCounts): number {
+  return counts.writes + counts.notFoundGets + counts.gets + counts.events;
+}
+
+/** One step of the churn: a rate tried for a while, and what the controller's queue showed. */
+export interface ChurnStep {
+  /** Changes per second asked for. */
+  readonly rate: number;
+  /** Changes per second the benchmark managed to send. */
+  readonly sentRate: number;
+  /** Queue wait p99 over the step and its drain (seconds), from the histogram. */
+  readonly waitP99Seconds: number;
+  /** Share of queue waits of at most 1 s. */
+  readonly within1s: number;
+}
+
+/** Whether a step held the goal: at least 99 % of queue waits within 1 s (so p99 < 1 s) and something measured. */
+export function stepHeld(step: ChurnStep): boolean {
+  return Number.isFinite(step.within1s) && step.within1s >= 0.99;
+}
+
+/**
+ * The sustained rate of a stepped churn: the rate sent in the last step that held before the
+ * first one that did not (steps run in rising order and stop at the first failure); 0 if none held.
+ */
+export function sustainedRate(steps: readonly ChurnStep[]): number {
+  let best = 0;
+  for (const step of steps) {
+    if (!stepHeld(step)) break;
+    best = step.sentRate;
+  }
+  return best;
+}
+
+/** The phases of a run, in the report's order. */
+export const PHASES = ['idle', 'burst', 'steady', 'churn', 'memory'] as const;
+export type Phase = (typeof PHASES)[number];
+
+/**
+ * One measured figure of one subject in one phase, with the baseline it is divided by: a row of
+ * bench/results/latest.json and a cell of latest.md. Stable: fields are only ever added.
+ */
+export interface FigureRecord {
+  /** e.g. "website-operator", "kro v0.9.4", "shell operator (10 s interval)". */
+  readonly subject: string;
+  readonly phase: Phase;
+  /** Websites present or created in the phase (burst: N; steady and churn: the standing population; memory: N). */
+  readonly n: number;
+  /** Stable key, e.g. "createToDeploymentP99". */
+  readonly figure: string;
+  /** What it is, for people. */
+  readonly label: string;
+  readonly unit: Unit | 'per_s';
+  readonly value: number;
+  /** Same unit as `value`. */
+  readonly baseline?: number;
+  readonly baselineLabel?: string;
+  readonly detail?: string;
+}
+
+/** value / baseline, or null without a usable one. */
+export function ratio(record: FigureRecord): number | null {
+  const { value, baseline } = record;
+  if (baseline === undefined || !Number.isFinite(value) || !Number.isFinite(baseline) || baseline === 0) return null;
+  return value / baseline;
+}
+
+function formatRecordValue(value: number, unit: FigureRecord['unit']): string {
+  if (unit === 'per_s') return Number.isFinite(value) ? `${value >= 10 ? value.toFixed(0) : value.toFixed(1)}/s` : 'n/a';
+  return formatValue(value, unit);
+}
+
+/** "value (ratio× of baseline; detail)". */
+export function formatRecord(record: FigureRecord | undefined): string {
+  if (!record) return '–';
+  const parts: string[] = [];
+  if (record.baseline !== undefined) parts.push(`${formatRatio(record.value, record.baseline)} of ${formatRecordValue(record.baseline, record.unit)}`);
+  if (record.detail) parts.push(record.detail);
+  const value = formatRecordValue(record.value, record.unit);
+  return parts.length ? `${value} (${parts.join('; ')})` : value;
+}
+
+/**
+ * One markdown table per phase: a row per figure (with its baseline's label), a column per
+ * subject and N; a figure a subject does not report stays empty.
+ */
+export function phaseTables(records: readonly FigureRecord[]): string {
+  const sections: string[] = [];
+  for (const phase of PHASES) {
+    const ofPhase = records.filter((r) => r.phase === phase);
+    if (!ofPhase.length) continue;
+    const columns = [...new Map(ofPhase.map((r) => [`${r.subject}\u0000${r.n}`, { subject: r.subject, n: r.n }])).values()];
+    const figures = [...new Map(ofPhase.map((r) => [r.figure, r])).values()];
+    const cell = (figure: string, column: { subject: string; n: number }) =>
+      formatRecord(ofPhase.find((r) => r.figure === figure && r.subject === column.subject && r.n === column.n));
+    sections.push(
+      `### ${PHASE_TITLES[phase]}`,
+      '',
+      markdownTable(
+        ['figure', 'baseline (same run)', ...columns.map((c) => `${c.subject}, N=${c.n}`)],
+        figures.map((f) => [f.label, f.baselineLabel ?? '–', ...columns.map((c) => cell(f.figure, c))]),
+      ),
+      '',
+    );
+  }
+  return sections.join('\n');
+}
+
+const PHASE_TITLES: Record<Phase, string> = {
+  idle: 'Idle (no Website), and per Website',
+  burst: 'Burst: N Websites created at once',
+  steady: 'Steady state: Websites present, then creates one at a time',
+  churn: 'Sustained churn: creates, edits and deletes at stepped rates',
+  memory: 'Memory: holding N Websites and their children',
+};
+
+/** What bench/results/latest.json holds (README "Benchmarks" documents it). */
+export interface ResultsJson {
+  /** Bumped only if a field changes meaning or goes away. */
+  readonly schemaVersion: 1;
+  readonly date: string;
+  readonly durationMinutes: number;
+  readonly machine: Readonly<Record<string, string | number>>;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly figures: readonly (FigureRecord & { readonly ratio: number | null })[];
+}
+
+/** The records as latest.json: each with its ratio; non-finite numbers become null (JSON has none). */
+export function resultsJson(meta: Omit<ResultsJson, 'schemaVersion' | 'figures'>, records: readonly FigureRecord[]): string {
+  const json: ResultsJson = { schemaVersion: 1, ...meta, figures: records.map((r) => ({ ...r, ratio: ratio(r) })) };
+  return `${JSON.stringify(json, (_key, value) => (typeof value === 'number' && !Number.isFinite(value) ? null : value), 2)}\n`;
+}
