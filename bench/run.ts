@@ -3,7 +3,7 @@
 // figure against a baseline measured in the same run. Writes bench/results/latest.md and
 // latest.json. See README "Benchmarks"; a controller joins through a bench/peer.ts adapter.
 //
-//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-shell]
+//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-kro] [--no-shell]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BASELINE_NS, CREATE_CONCURRENCY, EchoController, directDeploymentsBaseline, idleNodeRss } from './baselines.ts';
 import { ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
+import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
 import { type EchoBurst, type Plan, type RunBaselines, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
@@ -102,6 +103,7 @@ async function main(): Promise<void> {
       memory: { type: 'string' },
       peer: { type: 'string', multiple: true, default: [] },
       'no-shell': { type: 'boolean', default: false },
+      'no-kro': { type: 'boolean', default: false },
       replicas: { type: 'string', default: '1' },
       'keep-cluster': { type: 'boolean', default: false },
     },
@@ -121,7 +123,7 @@ async function main(): Promise<void> {
   };
   // The shell operator's cycles take about 0.1 s per Website; --quick keeps it to N=10.
   const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
-  const peers: Peer[] = [websiteOperatorPeer()];
+  const peers: Peer[] = [websiteOperatorPeer(), ...(values['no-kro'] ? [] : [kroPeer()])];
   for (const path of values.peer) peers.push(await loadPeer(path));
   const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])];
 
