@@ -3,7 +3,7 @@
 // figure against a baseline measured in the same run. Writes bench/results/latest.md and
 // latest.json. See README "Benchmarks"; a controller joins through a bench/peer.ts adapter.
 //
-//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-kro] [--no-shell]
+//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -104,6 +104,7 @@ async function main(): Promise<void> {
       peer: { type: 'string', multiple: true, default: [] },
       'no-shell': { type: 'boolean', default: false },
       'no-kro': { type: 'boolean', default: false },
+      only: { type: 'string' },
       replicas: { type: 'string', default: '1' },
       'keep-cluster': { type: 'boolean', default: false },
     },
@@ -125,7 +126,11 @@ async function main(): Promise<void> {
   const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
   const peers: Peer[] = [websiteOperatorPeer(), ...(values['no-kro'] ? [] : [kroPeer()])];
   for (const path of values.peer) peers.push(await loadPeer(path));
-  const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])];
+  const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
+  const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(
+    (s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)),
+  );
+  if (!subjects.length) throw new Error(`--only ${values.only} matches no subject (${[...peers.map((p) => p.title), 'shell operator'].join(', ')})`);
 
   const began = Date.now();
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? 'unknown', memoryBytes: totalmem(), kernel: `Linux ${release()}`, node: process.version, loadAverageAtStart: loadavg()[0] };
@@ -155,7 +160,7 @@ async function main(): Promise<void> {
   let baselines: RunBaselines;
   try {
     await ensureServiceCidr(cluster);
-    for (const peer of peers) await peer.install(context);
+    for (const peer of peers) if (subjects.some((s) => s.title === peer.title)) await peer.install(context);
 
     const burst = new Map<number, { echo: EchoBurst; directAllAvailableMs: number }>();
     let steady = latencySummary([]);
