@@ -124,7 +124,8 @@ async function main(): Promise<void> {
   };
   // The shell operator's cycles take about 0.1 s per Website; --quick keeps it to N=10.
   const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
-  const peers: Peer[] = [websiteOperatorPeer(), ...(values['no-kro'] ? [] : [kroPeer()])];
+  const websiteOperator = websiteOperatorPeer();
+  const peers: Peer[] = [websiteOperator, ...(values['no-kro'] ? [] : [kroPeer()])];
   for (const path of values.peer) peers.push(await loadPeer(path));
   const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
   const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(
@@ -211,7 +212,8 @@ async function main(): Promise<void> {
   }
 
   const minutes = (Date.now() - began) / 60_000;
-  records.push({ subject: 'website-operator', phase: 'idle', n: 0, figure: 'renderPerWebsite', label: 'render per Website (renderWorkload)', unit: 'us', value: render.renderUs, baseline: render.jsonRoundTripUs, baselineLabel: 'JSON round trip of its output' });
+  const operator = subjects.find((s) => s.title === websiteOperator.title);
+  if (operator) records.push({ subject: operator.title, phase: 'idle', n: 0, figure: 'renderPerWebsite', label: 'render per Website (renderWorkload)', unit: 'us', value: render.renderUs, baseline: render.jsonRoundTripUs, baselineLabel: 'JSON round trip of its output' });
   const date = new Date().toISOString();
   const settings = {
     quick,
