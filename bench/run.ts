@@ -174,7 +174,8 @@ async function main(): Promise<void> {
         const result = await echo.burst(n);
         const echoBurst = { latencyMs: latencySummary(result.createToChildMs), allChildrenMs: result.allChildrenMs, requestsPerSource: result.requestsPerSource };
         log(`baseline N=${n}: echo p50 ${formatValue(echoBurst.latencyMs.p50, 'ms')}, p99 ${formatValue(echoBurst.latencyMs.p99, 'ms')}, all children ${formatValue(result.allChildrenMs, 'ms')}`);
-        if (n === largest) {
+        // Steady state and churn only for subjects that go through them: the adapters'.
+        if (n === largest && subjects.some((s) => peers.some((p) => p.title === s.title))) {
           log(`baseline: echo controller, steady state over ${n} sources`);
           steady = await oneAtATime(
             (name, i) => echo.create(name, specFor(n + i, replicas)),
