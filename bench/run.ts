@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     steadyCreates: 20,
     // Doubling-ish steps from a rate any controller holds; the first that fails ends the search.
     churnRates: quick ? [2, 8, 32] : [2, 5, 10, 20, 40, 80, 160],
-    stepSeconds: quick ? 15 : 60,
+    stepSeconds: quick ? 10 : 60,
     memoryN: values.memory !== undefined ? numbers(values.memory, 'memory')[0] : quick ? undefined : 5000,
     replicas,
   };
