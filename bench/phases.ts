@@ -16,6 +16,7 @@ import {
   type Histogram,
   type LatencySummary,
   countRequests,
+  formatValue,
   fractionWithin,
   histogramDelta,
   histogramQuantile,
@@ -139,7 +140,7 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
 
 /** The records of a churn against the echo controller's. */
 export function churnRecords(subject: string, n: number, steps: readonly ChurnStep[], echo: readonly ChurnStep[]): FigureRecord[] {
-  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${step.waitP99Seconds.toFixed(2)} s`).join(', ');
+  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}`).join(', ');
   return [
     {
       subject,
