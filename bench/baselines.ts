@@ -5,10 +5,14 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
-import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
+import { DEPLOYMENTS, type KubeObject, isNotFound } from '../operator/src/controller/kube-client.ts';
 import { WorkQueue } from '../operator/src/controller/work-queue.ts';
+import { OperatorMetrics } from '../operator/src/observability/metrics.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { BENCH_SELECTOR, type BenchCluster, CONFIGMAPS, Watcher, deploymentAvailable, emptyNamespace, ensureNamespace, inPool, waitFor } from './cluster.ts';
+import type { WebsiteSpec } from './peer.ts';
+import { type ChurnTarget, specFor } from './phases.ts';
+import { type Histogram, parseHistogram } from './report.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
 export const BASELINE_NS = 'bench-baseline';
@@ -22,59 +26,116 @@ export interface EchoResult {
   readonly createToSeenMs: number[];
   /** First create sent → last child seen (ms). */
   readonly allChildrenMs: number;
+  /** API requests the controller made per source. */
+  readonly requestsPerSource: number;
 }
 
 /**
- * The least any operator can do: an "echo controller" in this process that watches ConfigMaps and,
- * for each new source, creates a child through a work queue with `workers` workers and no
- * client-side rate limit. N sources are created exactly as the Websites are (same client, same
- * concurrency), and a source's latency is measured exactly as a Website's: create sent → child
- * seen by a watch. What the operator adds on top (finalizer, rendering, apply, events, its rate
- * limit) is the ratio.
+ * The least any operator can do: an "echo controller" in this process that watches source
+ * ConfigMaps and keeps a child ConfigMap for each, level-triggered (a worker reads the source from
+ * the informer cache: present, one server-side apply of the child with the source's data; gone,
+ * one delete), through the operator's own Informer and WorkQueue with `workers` workers and no
+ * client-side rate limit. Sources are created, edited and deleted exactly as Websites are (same
+ * client, same concurrency, same churn), and a source's latency is measured exactly as a
+ * Website's: create sent → child seen by a watch. Its queue wait is the operator's own histogram
+ * (`workqueue_queue_duration_seconds`, in a registry of its own). What a controller adds on top
+ * (finalizer, rendering, more requests, events, a rate limit) is the ratio.
  */
-export async function echoBaseline(cluster: BenchCluster, n: number, workers: number): Promise<EchoResult> {
-  const { admin } = cluster;
-  await ensureNamespace(cluster, BASELINE_NS);
-  await emptyNamespace(cluster, BASELINE_NS);
-  const labels = { 'app.kubernetes.io/name': 'website' };
-  const stopping = new AbortController();
-  // Sources and children, timestamped by this process.
-  const watcher = new Watcher(admin, CONFIGMAPS, BASELINE_NS, { labelSelector: BENCH_SELECTOR });
-  // The controller: the operator's own Informer and WorkQueue classes.
-  const informer = new Informer<KubeObject>({ client: admin, type: CONFIGMAPS, namespace: BASELINE_NS, labelSelector: `${BENCH_SELECTOR},echo=source`, resyncMs: Number.POSITIVE_INFINITY });
-  const queue = new WorkQueue({ name: 'echo', concurrency: workers });
-  informer.on((event, source) => {
-    if (event === 'add') queue.add(source.metadata!.name!);
-  });
-  const running = Promise.all([
-    informer.run(stopping.signal),
-    queue.run(async (name) => {
-      await admin.create(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `child-${name}`, namespace: BASELINE_NS, labels: { ...labels, echo: 'child' } } });
-    }, stopping.signal),
-  ]);
-  try {
-    await Promise.all([watcher.synced(), informer.waitForSync()]);
+export class EchoController implements ChurnTarget {
+  private readonly cluster: BenchCluster;
+  private readonly metrics = new OperatorMetrics({ processMetrics: false });
+  private readonly stopping = new AbortController();
+  private readonly watcher: Watcher;
+  private readonly informer: Informer<KubeObject>;
+  private readonly queue: WorkQueue;
+  private running?: Promise<unknown>;
+  private requests = 0;
+
+  constructor(cluster: BenchCluster, workers: number) {
+    this.cluster = cluster;
+    const { admin } = cluster;
+    this.watcher = new Watcher(admin, CONFIGMAPS, BASELINE_NS, { labelSelector: BENCH_SELECTOR });
+    this.informer = new Informer<KubeObject>({ client: admin, type: CONFIGMAPS, namespace: BASELINE_NS, labelSelector: `${BENCH_SELECTOR},echo=source`, resyncMs: Number.POSITIVE_INFINITY });
+    this.queue = new WorkQueue({ name: 'echo', concurrency: workers, metrics: this.metrics });
+    this.informer.on((event, source) => {
+      if (event !== 'resync') this.queue.add(source.metadata!.name!);
+    });
+  }
+
+  /** Starts with an empty namespace; resolves once its caches are synced. */
+  static async start(cluster: BenchCluster, workers: number): Promise<EchoController> {
+    await ensureNamespace(cluster, BASELINE_NS);
+    await emptyNamespace(cluster, BASELINE_NS);
+    const echo = new EchoController(cluster, workers);
+    echo.running = Promise.all([
+      echo.informer.run(echo.stopping.signal),
+      echo.queue.run(async (name) => {
+        const source = echo.informer.get(`${BASELINE_NS}/${name}`);
+        echo.requests += 1;
+        if (source) {
+          await echo.cluster.admin.apply(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `child-${name}`, namespace: BASELINE_NS, labels: { ...LABELS, echo: 'child' } }, data: (source as { data?: Record<string, string> }).data ?? {} }, 'echo');
+        } else {
+          await echo.cluster.admin.delete(CONFIGMAPS, { namespace: BASELINE_NS, name: `child-${name}` }).catch((error) => {
+            if (!isNotFound(error)) throw error;
+          });
+        }
+      }, echo.stopping.signal),
+    ]);
+    await Promise.all([echo.watcher.synced(), echo.informer.waitForSync()]);
+    return echo;
+  }
+
+  /** N sources created at CREATE_CONCURRENCY, until every child is seen. */
+  async burst(n: number): Promise<EchoResult> {
     const names = Array.from({ length: n }, (_, i) => `echo-${String(i).padStart(5, '0')}`);
     const sentAt = new Map<string, number>();
+    const requestsBefore = this.requests;
     const first = performance.now();
-    await inPool(names, CREATE_CONCURRENCY, async (name) => {
+    await inPool(names, CREATE_CONCURRENCY, async (name, i) => {
       sentAt.set(name, performance.now());
-      await admin.create(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: BASELINE_NS, labels: { ...labels, echo: 'source' } } });
+      await this.create(name, specFor(i, 1));
     });
-    await waitFor('every echo child', () => names.every((name) => watcher.firstSeen.has(`child-${name}`)), 120_000 + n * 200, () => `${names.filter((name) => watcher.firstSeen.has(`child-${name}`)).length} of ${n}`);
+    await waitFor('every echo child', () => names.every((name) => this.childSeenAt(name) !== undefined), 120_000 + n * 200, () => `${names.filter((name) => this.childSeenAt(name) !== undefined).length} of ${n}`);
     return {
-      createToChildMs: names.map((name) => watcher.firstSeen.get(`child-${name}`)! - sentAt.get(name)!),
-      createToSeenMs: names.map((name) => watcher.firstSeen.get(name)! - sentAt.get(name)!),
-      allChildrenMs: Math.max(...names.map((name) => watcher.firstSeen.get(`child-${name}`)!)) - first,
+      createToChildMs: names.map((name) => this.childSeenAt(name)! - sentAt.get(name)!),
+      createToSeenMs: names.map((name) => this.watcher.firstSeen.get(name)! - sentAt.get(name)!),
+      allChildrenMs: Math.max(...names.map((name) => this.childSeenAt(name)!)) - first,
+      requestsPerSource: (this.requests - requestsBefore) / n,
     };
-  } finally {
-    stopping.abort();
-    queue.shutDown();
-    await running;
-    await watcher.stop();
-    await emptyNamespace(cluster, BASELINE_NS);
+  }
+
+  childSeenAt(name: string): number | undefined {
+    return this.watcher.firstSeen.get(`child-${name}`);
+  }
+
+  create(name: string, spec: WebsiteSpec): Promise<unknown> {
+    return this.cluster.admin.create(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: BASELINE_NS, labels: { ...LABELS, echo: 'source' } }, data: specData(spec) });
+  }
+
+  edit(name: string, spec: WebsiteSpec): Promise<unknown> {
+    return this.cluster.admin.patch(CONFIGMAPS, { namespace: BASELINE_NS, name }, 'merge', { data: specData(spec) });
+  }
+
+  remove(name: string): Promise<unknown> {
+    return this.cluster.admin.delete(CONFIGMAPS, { namespace: BASELINE_NS, name });
+  }
+
+  async queueWait(): Promise<Histogram> {
+    return parseHistogram(await this.metrics.registry.metrics(), 'workqueue_queue_duration_seconds', { name: 'echo' });
+  }
+
+  /** Stops the controller and empties its namespace. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    this.queue.shutDown();
+    await this.running;
+    await this.watcher.stop();
+    await emptyNamespace(this.cluster, BASELINE_NS);
   }
 }
+
+const LABELS = { 'app.kubernetes.io/name': 'website' };
+const specData = (spec: WebsiteSpec) => ({ title: spec.title, replicas: String(spec.replicas), color: spec.color });
 
 export interface DirectDeploymentsResult {
   /** First create sent → last Deployment available (ms). */

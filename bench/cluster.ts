@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
-import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES } from '../operator/src/controller/kube-client.ts';
+import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
 import { type ClusterAccess, kubectlOk, operatorRbacManifests } from '../scripts/operator-process.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -34,13 +34,17 @@ export interface ClusterOptions {
 }
 
 const DIR = join(ROOT, '.cluster', 'bench');
+const NAME = 'website-stack-bench';
 const PODS_PER_NODE = 110;
+/** Where the API server logs the requests bench/audit-policy.yaml selects: every ServiceAccount's but kube-system's. */
+export const AUDIT_LOG = join(DIR, 'kwok', 'clusters', NAME, 'logs', 'audit.log');
 
 function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): NodeJS.ProcessEnv {
   return {
     ...process.env,
     WEBSITE_STACK_CLUSTER_DIR: DIR,
-    WEBSITE_STACK_CLUSTER_NAME: 'website-stack-bench',
+    WEBSITE_STACK_CLUSTER_NAME: NAME,
+    WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'bench', 'audit-policy.yaml'),
     ...(nodes ? { WEBSITE_STACK_CLUSTER_NODES: String(nodes) } : {}),
     WEBSITE_STACK_CLUSTER_EXTRA_ARGS: extraArgs.map((a) => `--extra-args ${a}`).join(' '),
   };
@@ -189,21 +193,32 @@ export const BENCH_SELECTOR = 'app.kubernetes.io/name=website';
 
 /**
  * Empties `namespace` of what a run left (Websites without waiting for an operator, their
- * children and pods, the baselines' objects, events), deleting directly rather than through the
+ * children and pods (labelled BENCH_SELECTOR, or `everything`), the baselines' objects, events), deleting directly rather than through the
  * garbage collector, until the lists are empty, so the next run starts from nothing.
  */
-export async function emptyNamespace(cluster: BenchCluster, namespace: string, websites?: ResourceType): Promise<void> {
+export async function emptyNamespace(cluster: BenchCluster, namespace: string, websites?: ResourceType, { everything = false }: { everything?: boolean } = {}): Promise<void> {
   const { admin } = cluster;
-  const labelSelector = BENCH_SELECTOR;
-  const collections = [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
+  // A namespace of a controller under test holds nothing else: its children go whatever their labels.
+  const labelSelector = everything ? undefined : BENCH_SELECTOR;
+  // Not every ConfigMap of a controller's namespace: kube-root-ca.crt comes back as soon as it goes.
+  const collections = everything ? [DEPLOYMENTS, REPLICASETS, SERVICES, PODS] : [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
+  // A controller that defines its Website API itself (kro, from its ResourceGraphDefinition) may not be serving it yet: then there are none.
+  const listWebsites = async (query: { limit?: number } = {}) => {
+    try {
+      return websites ? (await admin.list<KubeObject>(websites, namespace, query)).items : [];
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+  };
   const remaining = async () => {
-    let count = websites ? (await admin.list(websites, namespace, { limit: 1 })).items.length : 0;
+    let count = (await listWebsites({ limit: 1 })).length;
     for (const type of collections) count += (await admin.list(type, namespace, { labelSelector, limit: 1 })).items.length;
     return count;
   };
   for (let attempt = 1; ; attempt++) {
-    if (websites) {
-      const items = (await admin.list<KubeObject>(websites, namespace)).items;
+    const items = await listWebsites();
+    if (websites && items.length) {
       await inPool(items, 16, async (website) => {
         if (!website.metadata?.finalizers?.length) return;
         await admin.patch(websites, { namespace, name: website.metadata.name }, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);

@@ -25,32 +25,6 @@ export function latencySummary(values: readonly number[]): LatencySummary {
 
 export type Unit = 'ms' | 'us' | 'bytes' | 'count';
 
-/** One measured number, with the baseline measured in the same run (the cell shows the ratio). */
-export interface Figure {
-  readonly value: number;
-  readonly unit: Unit;
-  /** Same unit as `value`. Without it the cell shows the value alone. */
-  readonly baseline?: number;
-  /** Said after the value, e.g. "2 016 reconciles in 2 periods". */
-  readonly detail?: string;
-}
-
-/** One run of one operator at one N: what becomes a column of the table. */
-export interface Column {
-  /** e.g. "website-operator QPS 200/400, N=1000". */
-  readonly title: string;
-  readonly figures: Readonly<Partial<Record<string, Figure>>>;
-  /** Counts worth a look (errors, conflicts, retries), shown below the table. */
-  readonly diagnostics?: readonly string[];
-}
-
-/** A row of the table: which figure, and what its baseline is. */
-export interface Row {
-  readonly key: string;
-  readonly label: string;
-  readonly baseline: string;
-}
-
 function thousands(integer: number): string {
   return Math.round(integer).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 }
@@ -89,15 +63,6 @@ export function formatRatio(value: number, baseline: number): string {
   return `${ratio.toPrecision(1)}×`;
 }
 
-/** "value (ratio× of baseline; detail)". */
-export function formatCell(figure: Figure | undefined): string {
-  if (!figure) return '–';
-  const parts: string[] = [];
-  if (figure.baseline !== undefined) parts.push(`${formatRatio(figure.value, figure.baseline)} of ${formatValue(figure.baseline, figure.unit)}`);
-  if (figure.detail) parts.push(figure.detail);
-  return parts.length ? `${formatValue(figure.value, figure.unit)} (${parts.join('; ')})` : formatValue(figure.value, figure.unit);
-}
-
 const escapeCell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 /** A markdown table; `header` and every row have the same number of cells. */
@@ -109,127 +74,258 @@ export function markdownTable(header: readonly string[], rows: readonly (readonl
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** Rows are figures, columns are runs; each cell is the run's figure against the run's baseline. */
-export function figuresTable(rows: readonly Row[], columns: readonly Column[]): string {
-  return markdownTable(
-    ['figure', 'baseline (same run)', ...columns.map((c) => c.title)],
-    rows.map((row) => [row.label, row.baseline, ...columns.map((c) => formatCell(c.figures[row.key]))]),
-  );
-}
-
-/** Counters from two scrapes of the same series: after minus before, by series. */
-export function counterDelta(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Map<string, number> {
-  const delta = new Map<string, number>();
-  for (const [series, value] of after) {
-    const d = value - (before.get(series) ?? 0);
-    if (d !== 0) delta.set(series, d);
-  }
-  return delta;
-}
-
-/** Every sample of the metrics `names` in a Prometheus text, by full series (`name{labels}`). */
-export function parseSeries(text: string, names: readonly string[]): Map<string, number> {
-  const series = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
-    if (!match || !names.includes(match[1])) continue;
-    series.set(`${match[1]}${match[2] ?? ''}`, Number(match[3]));
-  }
-  return series;
-}
-
-/** The labels of a series key made by parseSeries. */
+/** The labels of a series key (`name{labels}`). */
 export function seriesLabels(series: string): Record<string, string> {
   const braces = series.indexOf('{');
   if (braces < 0) return {};
   return Object.fromEntries([...series.slice(braces).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
 }
 
-/** The baselines of one N, measured once and shared by every operator's column. */
-export interface Baselines {
-  readonly n: number;
-  /** Echo controller (see bench/baselines.ts): create sent → child seen (ms). */
-  readonly echoLatencyMs: LatencySummary;
-  /** Echo controller: first create sent → last child seen (ms). */
-  readonly echoAllChildrenMs: number;
-  /** N rendered Deployments created directly: first create sent → last one available (ms). */
-  readonly directAllAvailableMs: number;
-  /** renderWorkload, per Website (µs), measured in the bench process. */
-  readonly renderUs: number;
+// ---------------------------------------------------------------------------------------------
+// Histograms, request counts, rate search, and the report as records (markdown and JSON).
+
+/** A Prometheus histogram: cumulative counts by upper bound (`le`, ascending, ending at +Inf). */
+export interface Histogram {
+  readonly buckets: readonly (readonly [le: number, count: number])[];
+  readonly count: number;
+  readonly sum: number;
+}
+
+/** The histogram `metric` (its `_bucket`, `_count`, `_sum` series) whose labels include `labels`, summed over the other labels. */
+export function parseHistogram(text: string, metric: string, labels: Readonly<Record<string, string>> = {}): Histogram {
+  const buckets = new Map<number, number>();
+  let count = 0;
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
+    if (!match || !match[1].startsWith(metric)) continue;
+    const own = seriesLabels(`${match[1]}${match[2] ?? ''}`);
+    if (!Object.entries(labels).every(([k, v]) => own[k] === v)) continue;
+    const value = Number(match[3]);
+    if (match[1] === `${metric}_bucket`) {
+      const le = own.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(own.le);
+      buckets.set(le, (buckets.get(le) ?? 0) + value);
+    } else if (match[1] === `${metric}_count`) count += value;
+    else if (match[1] === `${metric}_sum`) sum += value;
+  }
+  return { buckets: [...buckets].sort((a, b) => a[0] - b[0]), count, sum };
+}
+
+/** What was observed between two readings of the same histogram. */
+export function histogramDelta(before: Histogram, after: Histogram): Histogram {
+  const earlier = new Map(before.buckets);
+  return {
+    buckets: after.buckets.map(([le, count]) => [le, count - (earlier.get(le) ?? 0)] as const),
+    count: after.count - before.count,
+    sum: after.sum - before.sum,
+  };
 }
 
 /**
- * What one operator did with N Websites. Everything but the latencies is optional: an operator
- * measured another way (a polling shell loop has no resync, no /metrics) leaves cells empty.
+ * The q-quantile (0..1) as Prometheus's histogram_quantile estimates it: linear within the bucket
+ * that holds it; the largest finite bound when it falls in +Inf; NaN with no observations.
  */
-export interface OperatorRun {
-  /** Operator and settings, e.g. "website-operator, QPS 200/400". */
-  readonly title: string;
-  readonly n: number;
-  /**
-   * Website create sent → its Deployment seen by a watch (ms). (An operator measured from the
-   * Website seen by a watch instead differs by one API round trip, a few tens of ms here.)
-   */
-  readonly latencyMs: LatencySummary;
-  /** First Website create sent → last Deployment seen (ms). */
-  readonly allDeploymentsMs: number;
-  /** First Website create sent → last Website with status Ready True (ms). */
-  readonly allReadyMs?: number;
-  /** API writes (websites, deployments, services) from the first create until every Website was Ready. */
-  readonly createWrites?: number;
-  /** API writes by a freshly started operator's first pass over N existing Websites. */
-  readonly restartWrites?: number;
-  /** Idle resync: API writes and reconciles over a window of at least two resync periods. */
-  readonly idle?: { readonly writes: number; readonly reconciles: number; readonly windowMs: number; readonly resyncSeconds: number };
-  /** Operator RSS with no Website, after creating N, and in a restarted operator after the idle resyncs (bytes). */
-  readonly rss?: { readonly zero: number; readonly afterCreate: number; readonly idle?: number };
-  /** Operator CPU time from the first create until every Website was Ready, per Website (ms). */
-  readonly cpuMsPerWebsite?: number;
-  /** A polling operator: API requests per cycle once every Website has its children (it repeats them every cycle). */
-  readonly requestsPerCycle?: number;
-  readonly diagnostics?: readonly string[];
+export function histogramQuantile(histogram: Histogram, q: number): number {
+  const total = histogram.buckets.at(-1)?.[1] ?? 0;
+  if (total <= 0) return Number.NaN;
+  const rank = q * total;
+  let lowerBound = 0;
+  let lowerCount = 0;
+  for (const [le, count] of histogram.buckets) {
+    if (count >= rank) {
+      if (le === Number.POSITIVE_INFINITY) return lowerBound;
+      if (count === lowerCount) return le;
+      return lowerBound + ((le - lowerBound) * (rank - lowerCount)) / (count - lowerCount);
+    }
+    lowerBound = le;
+    lowerCount = count;
+  }
+  return lowerBound;
 }
 
-/** The table's rows: each figure and what it is divided by. */
-export const ROWS: readonly Row[] = [
-  { key: 'p50', label: 'create → Deployment seen, p50', baseline: 'echo controller, p50' },
-  { key: 'p99', label: 'create → Deployment seen, p99', baseline: 'echo controller, p99' },
-  { key: 'max', label: 'create → Deployment seen, max', baseline: 'echo controller, max' },
-  { key: 'allDeployments', label: 'all N Deployments seen', baseline: 'echo controller, all N children seen' },
-  { key: 'allReady', label: 'all N Websites Ready', baseline: 'N rendered Deployments created directly, all available' },
-  { key: 'requestsPerCycle', label: 'API requests per cycle, steady state', baseline: 'N' },
-  { key: 'idleWrites', label: 'API writes during idle resync (goal 0)', baseline: 'API writes to create the N Websites' },
-  { key: 'idleReconciles', label: 'reconciles during idle resync', baseline: 'N (a ratio ≥ 2 proves two full resyncs)' },
-  { key: 'restartWrites', label: 'API writes of a restart at N (goal 0)', baseline: 'API writes to create the N Websites' },
-  { key: 'rssCreate', label: 'operator RSS after creating N', baseline: 'same process with 0 Websites' },
-  { key: 'rssIdle', label: 'operator RSS at N, restarted, after idle resync', baseline: 'first process with 0 Websites' },
-  { key: 'cpu', label: 'operator CPU per Website created', baseline: 'renderWorkload per Website' },
-];
+/**
+ * Share of observations at or under `bound`, which must be one of the buckets' bounds (to within
+ * floating-point noise: client_golang's exponential buckets print 1 s as 0.9999999999999999 or
+ * similar); NaN with none.
+ */
+export function fractionWithin(histogram: Histogram, bound: number): number {
+  const total = histogram.buckets.at(-1)?.[1] ?? 0;
+  if (total <= 0) return Number.NaN;
+  const bucket = histogram.buckets.find(([le]) => Math.abs(le - bound) <= Math.abs(bound) * 1e-9);
+  if (!bucket) throw new Error(`the histogram has no bucket le="${bound}" (its bounds: ${histogram.buckets.map(([le]) => le).join(', ')})`);
+  return bucket[1] / total;
+}
 
-/** One column of the table: the run's figures against the same N's baselines. */
-export function operatorColumn(run: OperatorRun, baselines: Baselines): Column {
-  const figures: Record<string, Figure> = {
-    p50: { value: run.latencyMs.p50, unit: 'ms', baseline: baselines.echoLatencyMs.p50 },
-    p99: { value: run.latencyMs.p99, unit: 'ms', baseline: baselines.echoLatencyMs.p99 },
-    max: { value: run.latencyMs.max, unit: 'ms', baseline: baselines.echoLatencyMs.max },
-    allDeployments: { value: run.allDeploymentsMs, unit: 'ms', baseline: baselines.echoAllChildrenMs },
-  };
-  if (run.allReadyMs !== undefined) figures.allReady = { value: run.allReadyMs, unit: 'ms', baseline: baselines.directAllAvailableMs };
-  if (run.idle) {
-    const { writes, reconciles, windowMs, resyncSeconds } = run.idle;
-    figures.idleWrites = { value: writes, unit: 'count', baseline: run.createWrites, detail: `over ${formatValue(windowMs, 'ms')}, resync every ${resyncSeconds} s` };
-    figures.idleReconciles = { value: reconciles, unit: 'count', baseline: run.n };
+/** One API request as the API server's audit log records it (the fields the benchmark reads). */
+export interface AuditEvent {
+  readonly stage?: string;
+  readonly verb: string;
+  readonly user?: { readonly username?: string };
+  readonly objectRef?: { readonly resource?: string; readonly subresource?: string; readonly name?: string };
+  readonly responseStatus?: { readonly code?: number };
+}
+
+/** A controller's API requests, split the way the goals are stated. */
+export interface RequestCounts {
+  /** Writes (create, update, patch, delete) of anything but Events and Leases: the work itself. */
+  readonly writes: number;
+  /** GETs answered 404: asking for what an informer cache could have said is absent. */
+  readonly notFoundGets: number;
+  /** Other single-object reads. */
+  readonly gets: number;
+  /** Events, of either API group. */
+  readonly events: number;
+  /** Leases (leader election), lists and watches: time-driven, not per Website. */
+  readonly background: number;
+}
+
+const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** Counts `events` (completed requests only) into RequestCounts. */
+export function countRequests(events: readonly AuditEvent[]): RequestCounts {
+  const counts = { writes: 0, notFoundGets: 0, gets: 0, events: 0, background: 0 };
+  for (const event of events) {
+    if (event.stage !== undefined && event.stage !== 'ResponseComplete') continue;
+    const resource = event.objectRef?.resource;
+    if (resource === 'events') counts.events += 1;
+    else if (resource === 'leases' || event.verb === 'list' || event.verb === 'watch') counts.background += 1;
+    else if (WRITES.has(event.verb)) counts.writes += 1;
+    else if (event.verb === 'get' && event.responseStatus?.code === 404) counts.notFoundGets += 1;
+    else counts.gets += 1;
   }
-  if (run.requestsPerCycle !== undefined) figures.requestsPerCycle = { value: run.requestsPerCycle, unit: 'count', baseline: run.n };
-  if (run.restartWrites !== undefined) figures.restartWrites = { value: run.restartWrites, unit: 'count', baseline: run.createWrites };
-  if (run.rss) {
-    const perWebsite = (bytes: number) => {
-      const delta = (bytes - run.rss!.zero) / run.n;
-      return `${delta < 0 ? '−' : '+'}${formatValue(Math.abs(delta), 'bytes')} per Website`;
-    };
-    figures.rssCreate = { value: run.rss.afterCreate, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.afterCreate) };
-    if (run.rss.idle !== undefined) figures.rssIdle = { value: run.rss.idle, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.idle) };
+  return counts;
+}
+
+/** Requests on the way from a new Website to Ready: everything but the background ones. */
+export function requestsPerWebsite(counts: RequestCounts): number {
+  return counts.writes + counts.notFoundGets + counts.gets + counts.events;
+}
+
+/** One step of the churn: a rate tried for a while, and what the controller's queue showed. */
+export interface ChurnStep {
+  /** Changes per second asked for. */
+  readonly rate: number;
+  /** Changes per second the benchmark managed to send. */
+  readonly sentRate: number;
+  /** Queue wait p99 over the step and its drain (seconds), from the histogram. */
+  readonly waitP99Seconds: number;
+  /** Share of queue waits of at most 1 s. */
+  readonly within1s: number;
+}
+
+/** Whether a step held the goal: at least 99 % of queue waits within 1 s (so p99 < 1 s) and something measured. */
+export function stepHeld(step: ChurnStep): boolean {
+  return Number.isFinite(step.within1s) && step.within1s >= 0.99;
+}
+
+/**
+ * The sustained rate of a stepped churn: the rate sent in the last step that held before the
+ * first one that did not (steps run in rising order and stop at the first failure); 0 if none held.
+ */
+export function sustainedRate(steps: readonly ChurnStep[]): number {
+  let best = 0;
+  for (const step of steps) {
+    if (!stepHeld(step)) break;
+    best = step.sentRate;
   }
-  if (run.cpuMsPerWebsite !== undefined) figures.cpu = { value: run.cpuMsPerWebsite, unit: 'ms', baseline: baselines.renderUs / 1000 };
-  return { title: `${run.title}, N=${run.n}`, figures, diagnostics: run.diagnostics };
+  return best;
+}
+
+/** The phases of a run, in the report's order. */
+export const PHASES = ['idle', 'burst', 'steady', 'churn', 'memory'] as const;
+export type Phase = (typeof PHASES)[number];
+
+/**
+ * One measured figure of one subject in one phase, with the baseline it is divided by: a row of
+ * bench/results/latest.json and a cell of latest.md. Stable: fields are only ever added.
+ */
+export interface FigureRecord {
+  /** e.g. "website-operator", "kro v0.9.4", "shell operator (10 s interval)". */
+  readonly subject: string;
+  readonly phase: Phase;
+  /** Websites present or created in the phase (burst: N; steady and churn: the standing population; memory: N). */
+  readonly n: number;
+  /** Stable key, e.g. "createToDeploymentP99". */
+  readonly figure: string;
+  /** What it is, for people. */
+  readonly label: string;
+  readonly unit: Unit | 'per_s';
+  readonly value: number;
+  /** Same unit as `value`. */
+  readonly baseline?: number;
+  readonly baselineLabel?: string;
+  readonly detail?: string;
+}
+
+/** value / baseline, or null without a usable one. */
+export function ratio(record: FigureRecord): number | null {
+  const { value, baseline } = record;
+  if (baseline === undefined || !Number.isFinite(value) || !Number.isFinite(baseline) || baseline === 0) return null;
+  return value / baseline;
+}
+
+function formatRecordValue(value: number, unit: FigureRecord['unit']): string {
+  if (unit === 'per_s') return Number.isFinite(value) ? `${value >= 10 ? value.toFixed(0) : value.toFixed(1)}/s` : 'n/a';
+  return formatValue(value, unit);
+}
+
+/** "value (ratio× of baseline; detail)". */
+export function formatRecord(record: FigureRecord | undefined): string {
+  if (!record) return '–';
+  const parts: string[] = [];
+  if (record.baseline !== undefined) parts.push(`${formatRatio(record.value, record.baseline)} of ${formatRecordValue(record.baseline, record.unit)}`);
+  if (record.detail) parts.push(record.detail);
+  const value = formatRecordValue(record.value, record.unit);
+  return parts.length ? `${value} (${parts.join('; ')})` : value;
+}
+
+/**
+ * One markdown table per phase: a row per figure (with its baseline's label), a column per
+ * subject and N; a figure a subject does not report stays empty.
+ */
+export function phaseTables(records: readonly FigureRecord[]): string {
+  const sections: string[] = [];
+  for (const phase of PHASES) {
+    const ofPhase = records.filter((r) => r.phase === phase);
+    if (!ofPhase.length) continue;
+    const columns = [...new Map(ofPhase.map((r) => [`${r.subject}\u0000${r.n}`, { subject: r.subject, n: r.n }])).values()];
+    const figures = [...new Map(ofPhase.map((r) => [r.figure, r])).values()];
+    const cell = (figure: string, column: { subject: string; n: number }) =>
+      formatRecord(ofPhase.find((r) => r.figure === figure && r.subject === column.subject && r.n === column.n));
+    sections.push(
+      `### ${PHASE_TITLES[phase]}`,
+      '',
+      markdownTable(
+        ['figure', 'baseline (same run)', ...columns.map((c) => `${c.subject}, N=${c.n}`)],
+        figures.map((f) => [f.label, f.baselineLabel ?? '–', ...columns.map((c) => cell(f.figure, c))]),
+      ),
+      '',
+    );
+  }
+  return sections.join('\n');
+}
+
+const PHASE_TITLES: Record<Phase, string> = {
+  idle: 'Idle (no Website), and per Website',
+  burst: 'Burst: N Websites created at once',
+  steady: 'Steady state: Websites present, then creates one at a time',
+  churn: 'Sustained churn: creates, edits and deletes at stepped rates',
+  memory: 'Memory: holding N Websites and their children',
+};
+
+/** What bench/results/latest.json holds (README "Benchmarks" documents it). */
+export interface ResultsJson {
+  /** Bumped only if a field changes meaning or goes away. */
+  readonly schemaVersion: 1;
+  readonly date: string;
+  readonly durationMinutes: number;
+  readonly machine: Readonly<Record<string, string | number>>;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly figures: readonly (FigureRecord & { readonly ratio: number | null })[];
+}
+
+/** The records as latest.json: each with its ratio; non-finite numbers become null (JSON has none). */
+export function resultsJson(meta: Omit<ResultsJson, 'schemaVersion' | 'figures'>, records: readonly FigureRecord[]): string {
+  const json: ResultsJson = { schemaVersion: 1, ...meta, figures: records.map((r) => ({ ...r, ratio: ratio(r) })) };
+  return `${JSON.stringify(json, (_key, value) => (typeof value === 'number' && !Number.isFinite(value) ? null : value), 2)}\n`;
 }

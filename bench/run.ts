@@ -1,56 +1,67 @@
-// `npm run bench`: the website operator and the shell operator side by side at N = 10, 100 and 1000
-// Websites on a local cluster of its own, every figure against a baseline measured in the same run.
-// Prints a markdown report and writes it to bench/results/latest.md. See README "Benchmarks".
+// `npm run bench`: every controller under test through the same phases (idle, burst at N = 10, 100
+// and 1000, steady state, sustained churn, memory at 5000) on a local cluster of its own, every
+// figure against a baseline measured in the same run. Writes bench/results/latest.md and
+// latest.json. See README "Benchmarks"; a controller joins through a bench/peer.ts adapter.
 //
-//   npm run bench -- [--n 10,100,1000] [--quick] [--resync 5] [--replicas 1] [--keep-cluster]
-//
-// At N=1000 the QPS 20/30 defaults take about 8 minutes (their client-side rate limit: about 9
-// requests per new Website at 20 per second) and the shell operator several more (a cycle of 1000
-// Websites takes 92 to 99 s, and it is measured over three of them); --quick runs both only up to
-// N=100.
+//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
+//                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, release, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { operatorBundle } from '../scripts/operator-process.ts';
-import { BASELINE_NS, CREATE_CONCURRENCY, directDeploymentsBaseline, echoBaseline, idleNodeRss } from './baselines.ts';
-import { type BenchCluster, ROOT, clusterDown, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
-import { DEFAULT_SETTINGS, FAST_SETTINGS, type OperatorSettings, benchWebsiteOperator, killOperators, measureRender } from './operator.ts';
-import { benchShellOperator, shellOperatorRun, stopShellOperatorBench } from './shell-operator.ts';
-import { type Baselines, type Column, type OperatorRun, ROWS, figuresTable, formatRatio, formatValue, latencySummary, markdownTable, operatorColumn, percentile } from './report.ts';
+import { BASELINE_NS, CREATE_CONCURRENCY, EchoController, directDeploymentsBaseline, idleNodeRss } from './baselines.ts';
+import { ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
+import { kroPeer } from './kro.ts';
+import { measureRender, websiteOperatorPeer } from './operator.ts';
+import type { Peer, PeerContext } from './peer.ts';
+import { type EchoBurst, type Plan, type RunBaselines, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
+import { type FigureRecord, formatRatio, formatValue, latencySummary, markdownTable, phaseTables, resultsJson, sustainedRate } from './report.ts';
+import { benchShellOperator, stopShellOperatorBench } from './shell-operator.ts';
 
-/** What every operator under test gets: the cluster, and where to say what it is doing. */
-export interface BenchContext {
-  readonly cluster: BenchCluster;
-  readonly log: (message: string) => void;
+/** One controller under test: its figures as records, and what is worth a look below the tables. */
+export interface Subject {
+  readonly title: string;
+  readonly description: string;
+  run(plan: Plan, baselines: RunBaselines, context: PeerContext): Promise<{ records: FigureRecord[]; diagnostics: string[] }>;
+}
+
+/** Any controller described by a bench/peer.ts adapter: every phase. */
+function peerSubject(peer: Peer): Subject {
+  return { title: peer.title, description: peer.description, run: (plan, baselines, context) => runPeer(peer, { plan, baselines, context }) };
 }
 
 /**
- * One operator (in one configuration) under test: a column per N. Another operator joins the
- * table with one more entry in `subjects` below, as the shell operator (bench/shell-operator.ts)
- * did. Figures a subject does not report stay empty in its column.
+ * The shell operator as a user runs it (scripts/shell-operator.sh), at its default 10 s interval:
+ * burst figures only. Steady state and churn would measure its interval, not its work (a change
+ * waits up to one sleep and one whole cycle, 10 s or more, far beyond the 1 s queue-wait goal), and
+ * it has no process that holds Websites (memory) nor a queue.
  */
-export interface Subject {
-  readonly title: string;
-  /** Skips N where this subject would take too long. @default every N */
-  readonly runsAt?: (n: number) => boolean;
-  run(n: number, context: BenchContext): Promise<OperatorRun>;
-}
-
-function websiteOperator(settings: OperatorSettings, options: { runsAt?: (n: number) => boolean; resyncSeconds: number; replicas: number }): Subject {
+function shellSubject(ns: readonly number[]): Subject {
+  const title = 'shell operator (10 s interval)';
   return {
-    title: `website-operator ${settings.label}`,
-    runsAt: options.runsAt,
-    run: (n, { cluster, log }) => benchWebsiteOperator({ cluster, n, settings, log, resyncSeconds: options.resyncSeconds, replicas: options.replicas }),
-  };
-}
-
-/** The shell operator as a user runs it (scripts/shell-operator.sh), at its default 10 s interval. */
-function shellOperator(options: { runsAt?: (n: number) => boolean; replicas: number }): Subject {
-  return {
-    title: 'shell operator (10 s interval)',
-    runsAt: options.runsAt,
-    run: async (n, { cluster, log }) => shellOperatorRun(await benchShellOperator({ n, cluster, log: (m) => log(`shell operator, ${m}`), replicas: options.replicas })),
+    title,
+    description: `${title}: lib/shell-operator/'s script run by scripts/shell-operator.sh, as its ServiceAccount under the ShellOperator construct's Role, in a fresh namespace per N; Websites created in 10 batches across one interval; latency from a watch seeing the Website (one API round trip after its create); burst only, at N = ${ns.join(', ')}`,
+    async run(_plan, baselines, { cluster, log }) {
+      const records: FigureRecord[] = [];
+      const diagnostics: string[] = [];
+      for (const n of ns) {
+        const r = await benchShellOperator({ n, cluster, log: (m) => log(`shell operator, ${m}`), replicas: _plan.replicas });
+        const echo = baselines.burst.get(n)?.echo;
+        const b = (figure: string, label: string, unit: FigureRecord['unit'], value: number, baseline?: number, baselineLabel?: string): FigureRecord => ({ subject: title, phase: 'burst', n, figure, label, unit, value, baseline, baselineLabel });
+        records.push(
+          b('createToDeploymentP50', 'create → Deployment seen, p50', 'ms', r.latencyMs.p50, echo?.latencyMs.p50, 'echo controller, p50'),
+          b('createToDeploymentP99', 'create → Deployment seen, p99', 'ms', r.latencyMs.p99, echo?.latencyMs.p99, 'echo controller, p99'),
+          b('createToDeploymentMax', 'create → Deployment seen, max', 'ms', r.latencyMs.max, echo?.latencyMs.max, 'echo controller, max'),
+          b('allDeployments', 'all N Deployments seen', 'ms', r.allDeploymentsMs, echo?.allChildrenMs, 'echo controller, all N children'),
+          b('requestsPerCycle', 'API requests per cycle, steady state', 'count', r.requestsPerCycle, n, 'N'),
+        );
+        diagnostics.push(
+          `N=${n}: create → Deployment p90 ${formatValue(r.latencyMs.p90, 'ms')}; requests per cycle by kind: ${Object.entries(r.requestsPerCycleByKind).map(([k, v]) => `${k} ${formatValue(v, 'count')}`).join(', ')}; cycles ${r.cycleMs.map((ms) => formatValue(ms, 'ms')).join(', ')}`,
+        );
+      }
+      return { records, diagnostics };
+    },
   };
 }
 
@@ -62,79 +73,136 @@ const CLUSTER_ARGS = [
   'kube-scheduler=kube-api-burst=1000',
 ];
 
+/** The operator's default CONCURRENCY: the echo controller's workers. */
+const ECHO_WORKERS = 4;
+
 const log = (message: string) => process.stderr.write(`[bench] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
+
+function numbers(text: string, option: string): number[] {
+  const values = text.split(',').map((v) => Number(v.trim()));
+  if (values.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--${option} takes positive whole numbers separated by commas, got ${JSON.stringify(text)}`);
+  return values;
+}
+
+/** A module whose default export (or `peer` export) is a Peer, or a function returning one. */
+async function loadPeer(path: string): Promise<Peer> {
+  const module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown; peer?: unknown };
+  const exported = module.default ?? module.peer;
+  const peer = (typeof exported === 'function' ? await (exported as () => Peer | Promise<Peer>)() : exported) as Peer | undefined;
+  if (!peer || typeof peer.start !== 'function' || typeof peer.website !== 'function') {
+    throw new Error(`${path} exports no Peer (bench/peer.ts): export default the adapter, or a function that returns it`);
+  }
+  return peer;
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      n: { type: 'string', default: '10,100,1000' },
       quick: { type: 'boolean', default: false },
-      resync: { type: 'string', default: '5' },
+      n: { type: 'string' },
+      memory: { type: 'string' },
+      peer: { type: 'string', multiple: true, default: [] },
+      'no-shell': { type: 'boolean', default: false },
+      'no-kro': { type: 'boolean', default: false },
+      only: { type: 'string' },
       replicas: { type: 'string', default: '1' },
       'keep-cluster': { type: 'boolean', default: false },
     },
   });
-  const ns = values.n.split(',').map((v) => Number(v.trim()));
-  if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--n takes positive whole numbers separated by commas, got ${JSON.stringify(values.n)}`);
-  const resyncSeconds = Number(values.resync);
+  const quick = values.quick;
+  const ns = numbers(values.n ?? (quick ? '10,100' : '10,100,1000'), 'n').sort((a, b) => a - b);
   const replicas = Number(values.replicas);
-  if (!(resyncSeconds >= 1)) throw new Error(`--resync takes seconds (at least 1), got ${JSON.stringify(values.resync)}`);
-  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new Error(`--replicas takes 1 to 5 (the Website schema's bounds), got ${JSON.stringify(values.replicas)}`);
-  // At N = 1000 the client-side limit alone makes the QPS 20 defaults take 8 minutes, and the
-  // shell operator's cycles take about 95 s each: --quick runs those two only up to 100.
-  const slowUpTo = values.quick ? 100 : Number.POSITIVE_INFINITY;
-  const subjects: Subject[] = [
-    websiteOperator(DEFAULT_SETTINGS, { runsAt: (n) => n <= slowUpTo, resyncSeconds, replicas }),
-    websiteOperator(FAST_SETTINGS, { resyncSeconds, replicas }),
-    shellOperator({ runsAt: (n) => n <= slowUpTo, replicas }),
-  ];
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 4) throw new Error(`--replicas takes 1 to 4 (the Website schema allows 5, and the churn's edits add one), got ${JSON.stringify(values.replicas)}`);
+  const plan: Plan = {
+    ns,
+    steadyCreates: 20,
+    // Steps of about 1.5× (2× for --quick) from a rate any controller holds, up to beyond the
+    // 155 changes/s webhosting-operator's evaluation reports; the first that fails ends the search.
+    churnRates: quick ? [2, 4, 8, 16, 32] : [2, 3, 5, 8, 12, 18, 27, 40, 60, 90, 135, 200],
+    stepSeconds: quick ? 10 : 30,
+    memoryN: values.memory !== undefined ? numbers(values.memory, 'memory')[0] : quick ? undefined : 5000,
+    replicas,
+  };
+  // The shell operator's cycles take about 0.1 s per Website; --quick keeps it to N=10.
+  const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
+  const websiteOperator = websiteOperatorPeer();
+  const peers: Peer[] = [websiteOperator, ...(values['no-kro'] ? [] : [kroPeer()])];
+  for (const path of values.peer) peers.push(await loadPeer(path));
+  const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
+  const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(
+    (s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)),
+  );
+  if (!subjects.length) throw new Error(`--only ${values.only} matches no subject (${[...peers.map((p) => p.title), 'shell operator'].join(', ')})`);
 
   const began = Date.now();
-  const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Node ${process.version}`;
-  log(`machine: ${machine}`);
-  // The operator runs as the image runs it: the bundle, built from the working tree now.
-  log(`operator bundle: ${await operatorBundle()}`);
+  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? 'unknown', memoryBytes: totalmem(), kernel: `Linux ${release()}`, node: process.version, loadAverageAtStart: loadavg()[0] };
+  const machineText = `${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, ${machine.kernel}, Node ${machine.node}, load average ${machine.loadAverageAtStart.toFixed(1)} at the start`;
+  log(`machine: ${machineText}`);
+  log(`plan: ${JSON.stringify(plan)}; subjects: ${subjects.map((s) => s.title).join(', ')}`);
   log('render time per Website (in this process, before the cluster starts)');
   const render = measureRender();
   const nodeRss = await idleNodeRss();
 
-  const cluster = await clusterUp({ pods: Math.max(...ns) * replicas + 50, extraArgs: CLUSTER_ARGS, log });
+  const largest = Math.max(...ns);
+  const pods = Math.max(largest * replicas, (largest + plan.steadyCreates) * (replicas + 1), (plan.memoryN ?? 0) * replicas) + 50;
+  const cluster = await clusterUp({ pods, extraArgs: CLUSTER_ARGS, log });
   let stopCluster = !values['keep-cluster'];
   const interrupted = () => {
     log('interrupted');
-    killOperators();
     stopShellOperatorBench();
-    (stopCluster ? clusterDown() : Promise.resolve()).finally(() => process.exit(130));
+    void stopPeers()
+      .then(() => (stopCluster ? clusterDown() : undefined))
+      .finally(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
-  const columns: Column[] = [];
+  const context: PeerContext = { cluster, log };
+  const records: FigureRecord[] = [];
+  const diagnostics: { title: string; lines: string[] }[] = [];
+  let baselines: RunBaselines;
   try {
-    await installOperatorObjects(cluster);
     await ensureServiceCidr(cluster);
+    for (const peer of peers) if (subjects.some((s) => s.title === peer.title)) await peer.install(context);
+
+    const burst = new Map<number, { echo: EchoBurst; directAllAvailableMs: number }>();
+    let steady = latencySummary([]);
+    let churnSteps: RunBaselines['churn'] = [];
+    const echoBursts = new Map<number, EchoBurst>();
     for (const n of ns) {
-      const context: BenchContext = { cluster, log };
-      log(`N=${n}: baseline: echo controller`);
-      const echo = await echoBaseline(cluster, n, DEFAULT_SETTINGS.concurrency);
-      log(`N=${n}: baseline: ${n} Deployments created directly`);
-      const direct = await directDeploymentsBaseline(cluster, n, replicas);
-      const baseline: Baselines = {
-        n,
-        echoLatencyMs: latencySummary(echo.createToChildMs),
-        echoAllChildrenMs: echo.allChildrenMs,
-        directAllAvailableMs: direct.allAvailableMs,
-        renderUs: render.renderUs,
-      };
-      log(`N=${n}: echo p50 ${formatValue(percentile(echo.createToChildMs, 50), 'ms')}, p99 ${formatValue(percentile(echo.createToChildMs, 99), 'ms')}; API round trip p50 ${formatValue(percentile(echo.createToSeenMs, 50), 'ms')}; direct Deployments all available after ${formatValue(direct.allAvailableMs, 'ms')}`);
-      for (const subject of subjects) {
-        if (subject.runsAt && !subject.runsAt(n)) {
-          log(`N=${n}: skipping ${subject.title} (--quick)`);
-          continue;
+      log(`baseline N=${n}: echo controller`);
+      const echo = await EchoController.start(cluster, ECHO_WORKERS);
+      try {
+        const result = await echo.burst(n);
+        const echoBurst = { latencyMs: latencySummary(result.createToChildMs), allChildrenMs: result.allChildrenMs, requestsPerSource: result.requestsPerSource };
+        log(`baseline N=${n}: echo p50 ${formatValue(echoBurst.latencyMs.p50, 'ms')}, p99 ${formatValue(echoBurst.latencyMs.p99, 'ms')}, all children ${formatValue(result.allChildrenMs, 'ms')}`);
+        // Steady state and churn only for subjects that go through them: the adapters'.
+        if (n === largest && subjects.some((s) => peers.some((p) => p.title === s.title))) {
+          log(`baseline: echo controller, steady state over ${n} sources`);
+          steady = await oneAtATime(
+            (name, i) => echo.create(name, specFor(n + i, replicas)),
+            (name) => echo.childSeenAt(name),
+            Array.from({ length: plan.steadyCreates }, (_, i) => `steady-${String(i).padStart(5, '0')}`),
+          );
+          log(`baseline: echo controller, churn over ${n} sources`);
+          const population = [...Array.from({ length: n }, (_, i) => `echo-${String(i).padStart(5, '0')}`), ...Array.from({ length: plan.steadyCreates }, (_, i) => `steady-${String(i).padStart(5, '0')}`)];
+          churnSteps = await churn(echo, population, plan.churnRates, plan.stepSeconds, replicas, (m) => log(`echo controller: ${m}`));
         }
-        const run = await subject.run(n, context);
-        columns.push(operatorColumn(run, baseline));
-        process.stderr.write(`${figuresTable(ROWS, columns.slice(-1))}\n`);
+        echoBursts.set(n, echoBurst);
+      } finally {
+        await echo.stop();
       }
+      log(`baseline N=${n}: ${n} Deployments created directly`);
+      const direct = await directDeploymentsBaseline(cluster, n, replicas);
+      burst.set(n, { echo: echoBursts.get(n)!, directAllAvailableMs: direct.allAvailableMs });
+    }
+    baselines = { burst, steady, churn: churnSteps, idleNodeRss: nodeRss, renderUs: render.renderUs };
+
+    for (const subject of subjects) {
+      log(`${subject.title}: starting`);
+      const result = await subject.run(plan, baselines, context);
+      records.push(...result.records);
+      diagnostics.push({ title: subject.title, lines: result.diagnostics });
+      process.stderr.write(`${phaseTables(result.records)}\n`);
     }
   } finally {
     process.off('SIGINT', interrupted);
@@ -145,26 +213,35 @@ async function main(): Promise<void> {
     }
   }
 
-  const minutes = ((Date.now() - began) / 60_000).toFixed(1);
+  const minutes = (Date.now() - began) / 60_000;
+  const operator = subjects.find((s) => s.title === websiteOperator.title);
+  if (operator) records.push({ subject: operator.title, phase: 'idle', n: 0, figure: 'renderPerWebsite', label: 'render per Website (renderWorkload)', unit: 'us', value: render.renderUs, baseline: render.jsonRoundTripUs, baselineLabel: 'JSON round trip of its output' });
+  const date = new Date().toISOString();
+  const settings = {
+    quick,
+    ...plan,
+    createConcurrency: CREATE_CONCURRENCY,
+    echoWorkers: ECHO_WORKERS,
+    cluster: cluster.description,
+    subjects: subjects.map((s) => ({ title: s.title, description: s.description })),
+  };
   const report = [
-    `# Benchmark: the website operator and the shell operator at N = ${ns.join(', ')}`,
+    `# Benchmark: ${subjects.map((s) => s.title).join(', ')}`,
     '',
-    `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${minutes} min. Machine: ${machine}.`,
-    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}.`,
-    `Operator: the bundle the image runs (operator/build/operator.mjs, built from operator/src/bin/operator.ts by scripts/build-operator.ts) as a process, as its ServiceAccount (token) under dist/'s Role; leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false; CONCURRENCY=${DEFAULT_SETTINGS.concurrency}.`,
-    "Shell operator: lib/shell-operator/'s script run by scripts/shell-operator.sh, as its ServiceAccount (token) under the ShellOperator construct's Role, in a fresh namespace per N.",
-    `Settings: ${subjects.map((s) => s.title).join('; ')}${values.quick ? ` (--quick: the QPS 20/30 defaults and the shell operator only up to N=${slowUpTo})` : ''}. At the defaults the client-side limit bounds throughput: about 9 requests per new Website (see below) at 20 per second is ≥ 450 s for N=1000; QPS 200/400 shows the operator's own cost.`,
-    `Websites: ${replicas} replica each. For the website operator, created ${CREATE_CONCURRENCY} at a time by the benchmark (administrator client, no client-side limit); idle resync: the operator restarted with RESYNC_SECONDS=${resyncSeconds}. For the shell operator, created in 10 batches spread across one 10 s interval, so creations fall at every point of its cycle.`,
+    `${date.slice(0, 16).replace('T', ' ')} UTC, ${minutes.toFixed(1)} min${quick ? ' (--quick)' : ''}. Machine: ${machineText}.`,
+    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}; the API server audits ServiceAccounts' requests (bench/audit-policy.yaml).`,
     '',
-    figuresTable(ROWS, columns),
+    ...subjects.map((s) => `- ${s.description}.`),
     '',
-    'Each cell: the figure (its ratio to the baseline of the same N, measured in the same run, and that baseline). Baselines:',
-    `- **echo controller**: ConfigMaps created exactly like the Websites; a controller in the benchmark process (the operator's own Informer and WorkQueue, ${DEFAULT_SETTINGS.concurrency} workers, no rate limit) creates a child ConfigMap for each; latency is create sent → child seen by a watch, as for Websites. The least any operator can do: one watch event, one create, one watch event.`,
-    `- **Deployments created directly**: the N Deployments the operator would render (renderWorkload, no owner reference), created by the benchmark at the same pace in namespace ${BASELINE_NS}, until each is available: the cluster's own time to run them.`,
-    '- **API writes**: CREATE/APPLY/PATCH/UPDATE/DELETE of websites (incl. status), deployments and services, from the operator\'s `rest_client_requests_total` (Lease renewals and events are counted in the diagnostics below).',
-    `- **RSS**: VmRSS of the operator process (/proc), median of three readings; the baseline is the same configuration with 0 Websites (caches synced, leading). A reading depends on when V8 last collected garbage: at small N the change per Website is noise. An idle Node ${process.version} process (\`setInterval\`) has ${formatValue(nodeRss, 'bytes')}.`,
-    '- **CPU per Website**: the operator\'s process_cpu_seconds_total from the first create until all were Ready, over N; baseline: renderWorkload per Website (below).',
-    '- **API requests per cycle** (the shell operator, which repeats its work every cycle; the website operator\'s counterpart is its idle resync): requests the API server dispatched for the operator\'s ServiceAccount (`apiserver_flowcontrol_dispatched_requests_total` under FlowSchemas of its own), averaged over two cycles once every Website has its children; baseline: N. The shell operator\'s latency starts when a watch sees the Website rather than when its create is sent: one API round trip later (a few tens of ms here).',
+    `Plan: burst at N = ${ns.join(', ')} (${replicas} replica each, ${CREATE_CONCURRENCY} creates in flight, administrator client); steady state and churn over the N = ${largest} Websites left by the last burst: ${plan.steadyCreates} creates one at a time, then churn at ${plan.churnRates.join(', ')} changes/s for ${plan.stepSeconds} s each (edit, create, edit, delete, repeating; stopped at the first rate that fails); memory ${plan.memoryN !== undefined ? `with ${plan.memoryN} Websites, after a restart` : `at N = ${largest} (the last burst; the full run holds 5000)`}.`,
+    '',
+    phaseTables(records),
+    'Each cell: the figure (its ratio to the baseline measured in the same run, and that baseline; details). Baselines:',
+    `- **echo controller**: ConfigMaps created, edited and deleted exactly like the Websites; a controller in the benchmark process (the operator's own Informer and WorkQueue, ${ECHO_WORKERS} workers, no rate limit, in namespace ${BASELINE_NS}) keeps one child ConfigMap per source (one apply, or one delete); latency is create sent → child seen by a watch, as for Websites; its queue wait is the same histogram. The least any controller can do.`,
+    '- **Deployments created directly**: the N Deployments the website operator renders (renderWorkload, no owner reference), created by the benchmark at the same pace, until each is available: the cluster\'s own time to run them.',
+    "- **API requests** come from the API server's audit log (the controller's ServiceAccount, completed requests), from the first create until every Website was Ready: writes of anything but Events and Leases, GETs answered 404, other GETs, Events. Leases, lists and watches are left out (they depend on time, not on Websites) and shown below.",
+    `- **RSS** is VmRSS from /proc (median of three readings a second apart); **CPU** is user + system time from /proc/<pid>/stat, first create to all Ready. An idle Node ${process.version} process (\`setInterval\`) has ${formatValue(nodeRss, 'bytes')}.`,
+    '- **Churn**: a rate holds when at least 99 % of the controller\'s queue waits (`workqueue_queue_duration_seconds`, over the step and until its queue drains) are within 1 s; the figure is the rate actually sent in the last step that held.',
     '',
     '## Render time per Website (warm, in the benchmark process)',
     '',
@@ -177,17 +254,18 @@ async function main(): Promise<void> {
       ],
     ),
     '',
-    `Medians of 7 rounds of ${render.iterations / 7} Websites each, the three interleaved.`,
+    `Medians of 7 rounds of ${render.iterations / 7} Websites each, the three interleaved. Echo controller churn: ${baselines.churn.map((s) => `${s.rate}/s: p99 ${s.waitP99Seconds.toFixed(3)} s`).join(', ')} (sustained ${sustainedRate(baselines.churn).toFixed(1)}/s).`,
     '',
-    '## Under load: requests, errors, retries, warnings',
+    '## Diagnostics',
     '',
-    ...columns.flatMap((c) => [`**${c.title}**`, '', ...(c.diagnostics ?? []).map((d) => `- ${d}`), '']),
+    ...diagnostics.flatMap((d) => [`**${d.title}**`, '', ...d.lines.map((line) => `- ${line}`), '']),
   ].join('\n');
   process.stdout.write(`${report}\n`);
   const dir = join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'latest.md'), `${report}\n`);
-  log(`written to bench/results/latest.md (${minutes} min)`);
+  await writeFile(join(dir, 'latest.json'), resultsJson({ date, durationMinutes: Number(minutes.toFixed(2)), machine, settings }, records));
+  log(`written to bench/results/latest.md and latest.json (${minutes.toFixed(1)} min)`);
 }
 
 main().catch((error: Error) => {

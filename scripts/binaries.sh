@@ -9,7 +9,8 @@
 # (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
 # Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml), tracegen
 # (Jaeger's OTLP load generator, for `npm run bench:collector`), and actionlint (the linter the unit
-# tests run on .github/workflows).
+# tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
+# same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it).
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
@@ -28,6 +29,7 @@ JAEGER_VERSION=v2.13.0
 JAEGER_MODULE_VERSION=v1.76.0
 OTELCOL_VERSION=v0.159.0
 ACTIONLINT_VERSION=v1.7.12
+KRO_VERSION=v0.9.4
 OTELCOL_MANIFEST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/otelcol-builder.yaml"
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
@@ -51,9 +53,10 @@ version_of() {
     jaeger|hotrod|tracegen) echo "$JAEGER_VERSION" ;;
     builder) echo "$OTELCOL_VERSION" ;;
     actionlint) echo "$ACTIONLINT_VERSION" ;;
+    kro) echo "$KRO_VERSION" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen actionlint; groups: cluster, tracing)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen actionlint kro; groups: cluster, tracing)" ;;
   esac
 }
 
@@ -188,6 +191,14 @@ build() {
       mkdir -p "$gobin"
       CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "github.com/rhysd/actionlint/cmd/actionlint@$version" || ok=$?
       [[ $ok == 0 ]] && mv "$gobin/actionlint" "$tmp"
+      ;;
+    kro)
+      # Upstream's go.mod has no replace directives, so `go install …@version` builds it with its own
+      # go.sum. The package is cmd/controller; the binary is renamed kro in the cache.
+      local gobin="$CACHE_DIR/src/kro-$version"
+      mkdir -p "$gobin"
+      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "github.com/kubernetes-sigs/kro/cmd/controller@$version" || ok=$?
+      [[ $ok == 0 ]] && mv "$gobin/controller" "$tmp"
       ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.

@@ -131,6 +131,22 @@ describe('scripts/binaries.sh', () => {
     expect(result.stderr).toContain('Go is not installed');
   });
 
+  test('prints a cached kro without building it (no Go needed)', () => {
+    const kro = cached(`kro-${pinned('KRO_VERSION')}`);
+    const result = run(['kro'], { PATH: noGo });
+    expect(result.stdout).toBe(`kro=${kro}\n`);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  test('needs Go to build kro when it is not cached (it is in no group, and no preset variable names it)', () => {
+    fakeBinary('kro');
+    const result = run(['kro'], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
+    expect(result.stdout).toBe('');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('Go is not installed');
+  });
+
   test("keys the cached otelcol by the Collector version and a hash of the builder manifest", () => {
     const otelcol = cached(`otelcol-${pinned('OTELCOL_VERSION')}-${manifestHash(manifest)}`);
     const result = run(['otelcol'], { PATH: noGo });

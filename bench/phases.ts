@@ -1,0 +1,462 @@
+// The phases every controller under test goes through, whatever it is (bench/peer.ts): idle, burst
+// creates at each N, steady state, sustained churn and memory. Everything is observed from outside
+// the controller: latencies by watches in this process, API requests from the API server's audit
+// log, RSS and CPU time from /proc, queue wait from the controller's own Prometheus histogram.
+import { execFileSync } from 'node:child_process';
+import { open, readFile, stat } from 'node:fs/promises';
+import { sleep } from '../operator/src/controller/backoff.ts';
+import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
+import { CREATE_CONCURRENCY, type EchoController } from './baselines.ts';
+import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool, waitFor } from './cluster.ts';
+import type { Peer, PeerContext, PeerProcess, WebsiteSpec } from './peer.ts';
+import {
+  type AuditEvent,
+  type ChurnStep,
+  type FigureRecord,
+  type Histogram,
+  type LatencySummary,
+  countRequests,
+  formatValue,
+  fractionWithin,
+  histogramDelta,
+  histogramQuantile,
+  latencySummary,
+  median,
+  parseHistogram,
+  requestsPerWebsite,
+  stepHeld,
+  sustainedRate,
+} from './report.ts';
+
+/** The sizes of one run (bench/run.ts picks them; --quick makes them smaller). */
+export interface Plan {
+  /** Burst sizes, ascending; the largest is also the standing population of steady state and churn. */
+  readonly ns: readonly number[];
+  /** Creates, one at a time, over the standing population. */
+  readonly steadyCreates: number;
+  /** Churn rates tried in rising order (changes per second), each for `stepSeconds`. */
+  readonly churnRates: readonly number[];
+  readonly stepSeconds: number;
+  /** Websites held for the memory figure; without it, the largest burst's N. */
+  readonly memoryN?: number;
+  readonly replicas: number;
+}
+
+/** The baselines measured once per run, shared by every subject. */
+export interface RunBaselines {
+  /** By N: the echo controller's burst, and N rendered Deployments created directly. */
+  readonly burst: ReadonlyMap<number, { readonly echo: EchoBurst; readonly directAllAvailableMs: number }>;
+  /** The echo controller over the standing population. */
+  readonly steady: LatencySummary;
+  readonly churn: readonly ChurnStep[];
+  /** An idle Node process (`setInterval`), bytes. */
+  readonly idleNodeRss: number;
+  /** renderWorkload per Website, µs. */
+  readonly renderUs: number;
+}
+
+export interface EchoBurst {
+  readonly latencyMs: LatencySummary;
+  readonly allChildrenMs: number;
+  /** API requests the echo controller made per source. */
+  readonly requestsPerSource: number;
+}
+
+/** The operations a churn sends, and where the subject's queue wait is read. */
+export interface ChurnTarget {
+  create(name: string, spec: WebsiteSpec): Promise<unknown>;
+  edit(name: string, spec: WebsiteSpec): Promise<unknown>;
+  remove(name: string): Promise<unknown>;
+  queueWait(): Promise<Histogram>;
+}
+
+const COLORS = ['#2196F3', '#E91E63', '#4CAF50', '#FF9800', '#9C27B0'];
+
+/** The spec of the i-th Website of a run: title, replicas and colour all vary. */
+export function specFor(i: number, replicas: number): WebsiteSpec {
+  return { title: `Website ${i}`, replicas, color: COLORS[i % COLORS.length] };
+}
+
+/**
+ * A stepped churn over `population` (names that exist): at each rate, for `stepSeconds`, one
+ * change every 1/rate s, in the repeating mix edit, create, edit, delete (half edits of title,
+ * replicas or colour; creates and deletes balance, so the population stays the same size); then
+ * until the queue has drained (no new queue wait for 2 s, at most 30 s). Stops after the first
+ * step whose queue wait p99 is 1 s or more.
+ */
+export async function churn(target: ChurnTarget, population: readonly string[], rates: readonly number[], stepSeconds: number, replicas: number, log: (message: string) => void): Promise<ChurnStep[]> {
+  const live = [...population];
+  const steps: ChurnStep[] = [];
+  let created = 0;
+  for (const rate of rates) {
+    const before = await target.queueWait();
+    const inFlight = new Set<Promise<unknown>>();
+    let sent = 0;
+    let failed = 0;
+    const start = performance.now();
+    for (let i = 0; ; i++) {
+      const due = start + (i * 1000) / rate;
+      if (due - start >= stepSeconds * 1000) break;
+      await sleep(Math.max(0, due - performance.now()));
+      // Bounded: a controller (or API server) that cannot keep up does not pile up requests here.
+      while (inFlight.size >= 64) await Promise.race(inFlight);
+      let operation: Promise<unknown>;
+      const kind = i % 4;
+      if (kind === 1) {
+        const name = `churn-${String(created++).padStart(5, '0')}`;
+        live.push(name);
+        operation = target.create(name, specFor(created, replicas));
+      } else if (kind === 3) {
+        operation = target.remove(live.shift()!);
+      } else {
+        const name = live[(i * 7919) % live.length];
+        operation = target.edit(name, { title: `Edited ${i}`, replicas: Math.min(5, replicas + ((i >> 1) % 2)), color: COLORS[(i >> 1) % COLORS.length] });
+      }
+      const tracked: Promise<unknown> = operation.then(
+        () => (sent += 1),
+        () => (failed += 1),
+      );
+      inFlight.add(tracked);
+      void tracked.finally(() => inFlight.delete(tracked));
+    }
+    await Promise.all(inFlight);
+    const sentRate = sent / ((performance.now() - start) / 1000);
+    let after = await target.queueWait();
+    const drainDeadline = performance.now() + 30_000;
+    for (let quietSince = performance.now(); performance.now() - quietSince < 2000 && performance.now() < drainDeadline; ) {
+      await sleep(500);
+      const next = await target.queueWait();
+      if (next.count !== after.count) quietSince = performance.now();
+      after = next;
+    }
+    const waits = histogramDelta(before, after);
+    const step: ChurnStep = { rate, sentRate, waitP99Seconds: histogramQuantile(waits, 0.99), within1s: fractionWithin(waits, 1) };
+    steps.push(step);
+    log(`churn ${rate}/s: sent ${sentRate.toFixed(1)}/s (${failed} failed), ${waits.count} queue waits, p99 ${step.waitP99Seconds.toFixed(3)} s, ${(step.within1s * 100).toFixed(1)} % within 1 s`);
+    if (!stepHeld(step)) break;
+  }
+  return steps;
+}
+
+/** The records of a churn against the echo controller's. */
+export function churnRecords(subject: string, n: number, steps: readonly ChurnStep[], echo: readonly ChurnStep[], rates: readonly number[]): FigureRecord[] {
+  // Held at every rate tried: the true figure is higher, and the table says so.
+  const ceiling = (s: readonly ChurnStep[]) => (s.length === rates.length && s.every(stepHeld) ? ', held at every rate tried (a lower bound)' : '');
+  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}`).join(', ') + ceiling(s);
+  return [
+    {
+      subject,
+      phase: 'churn',
+      n,
+      figure: 'sustainedChangesPerSecond',
+      label: 'changes/s sustained with queue wait p99 < 1 s',
+      unit: 'per_s',
+      value: sustainedRate(steps),
+      baseline: sustainedRate(echo),
+      baselineLabel: `echo controller, same churn${ceiling(echo)}`,
+      detail: shown(steps),
+    },
+  ];
+}
+
+/** CPU time (user + system) of a process so far, in ms, from /proc/<pid>/stat. */
+export async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** VmRSS of a process, bytes. */
+export async function rssBytes(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status);
+  if (!kib) throw new Error(`no VmRSS in /proc/${pid}/status (has the process exited?)`);
+  return Number(kib[1]) * 1024;
+}
+
+/** Median of three RSS readings a second apart. */
+export async function steadyRss(pid: number): Promise<number> {
+  const readings: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    if (i) await sleep(1000);
+    readings.push(await rssBytes(pid));
+  }
+  return median(readings);
+}
+
+/** The API server's audit log (bench/audit-policy.yaml), read between two offsets. */
+export const auditLog = {
+  async offset(): Promise<number> {
+    return (await stat(AUDIT_LOG).catch(() => ({ size: 0 }))).size;
+  },
+  /** Completed requests of `user` logged between the offsets. */
+  async events(user: string, from: number, to: number): Promise<AuditEvent[]> {
+    if (to <= from) return [];
+    const file = await open(AUDIT_LOG, 'r');
+    try {
+      const buffer = Buffer.alloc(to - from);
+      await file.read(buffer, 0, buffer.length, from);
+      const quoted = JSON.stringify(user);
+      return buffer
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line.includes(quoted))
+        .map((line) => JSON.parse(line) as AuditEvent & { user?: { username?: string } })
+        .filter((event) => event.user?.username === user && event.stage === 'ResponseComplete');
+    } finally {
+      await file.close();
+    }
+  },
+};
+
+async function metricsText(process: PeerProcess): Promise<string> {
+  const response = await fetch(process.metricsUrl);
+  if (!response.ok) throw new Error(`GET ${process.metricsUrl}: ${response.status}`);
+  return response.text();
+}
+
+/** A peer process with the benchmark's bookkeeping: stopped once, however the run ends. */
+const running = new Set<PeerProcess>();
+
+/** Stops every peer process still running (the benchmark was interrupted). */
+export async function stopPeers(): Promise<void> {
+  await Promise.all([...running].map((p) => p.stop().catch(() => undefined)));
+}
+
+async function startPeer(peer: Peer, context: PeerContext): Promise<PeerProcess> {
+  const process = await peer.start(context);
+  running.add(process);
+  return {
+    pid: process.pid,
+    metricsUrl: process.metricsUrl,
+    stop: async () => {
+      running.delete(process);
+      await process.stop();
+    },
+  };
+}
+
+export interface PeerRunOptions {
+  readonly plan: Plan;
+  readonly baselines: RunBaselines;
+  readonly context: PeerContext;
+}
+
+/**
+ * Every phase for one peer, each figure with its baseline:
+ * - idle: RSS at 0 Websites, caches synced (vs an idle Node process);
+ * - burst, at each N: create → Deployment p50/p99/max and all Deployments (vs the echo
+ *   controller), all Ready (vs the same Deployments created directly), CPU per Website (vs
+ *   renderWorkload), API requests per Website until Ready split into writes, GETs answering 404
+ *   and Events (vs the echo controller's requests per source), RSS holding N (vs idle);
+ * - steady (over the largest N): creates one at a time, create → Deployment p99 (vs echo);
+ * - churn (over the largest N): the sustained change rate (vs echo);
+ * - memory: RSS holding `plan.memoryN` Websites and their children (vs idle).
+ */
+export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunOptions): Promise<{ records: FigureRecord[]; diagnostics: string[] }> {
+  const { cluster, log } = context;
+  const subject = peer.title;
+  const records: FigureRecord[] = [];
+  const diagnostics: string[] = [];
+  const say = (message: string) => log(`${subject}: ${message}`);
+  let idleRss = Number.NaN;
+
+  for (const [index, n] of plan.ns.entries()) {
+    const last = index === plan.ns.length - 1;
+    await emptyNamespace(cluster, peer.namespace, peer.websites, { everything: true });
+    const process = await startPeer(peer, context);
+    const watchers = watchWebsites(cluster, peer);
+    try {
+      await watchers.synced();
+      if (index === 0) {
+        // Idle: the first reading after start includes start-up garbage; give V8 or Go a moment.
+        await sleep(5000);
+        idleRss = await steadyRss(process.pid);
+        records.push({ subject, phase: 'idle', n: 0, figure: 'rssIdle', label: 'RSS, idle (no Website)', unit: 'bytes', value: idleRss, baseline: baselines.idleNodeRss, baselineLabel: 'an idle Node process' });
+      }
+      say(`N=${n}: creating ${n} Websites`);
+      const burst = await createAll(peer, cluster, watchers, process, names('w', n), plan.replicas, say);
+      const base = baselines.burst.get(n)!;
+      const echo = base.echo;
+      const counts = burst.requests;
+      const b = (figure: string, label: string, unit: FigureRecord['unit'], value: number, baseline?: number, baselineLabel?: string, detail?: string): FigureRecord => ({
+        subject,
+        phase: 'burst',
+        n,
+        figure,
+        label,
+        unit,
+        value,
+        baseline,
+        baselineLabel,
+        detail,
+      });
+      records.push(
+        b('createToDeploymentP50', 'create → Deployment seen, p50', 'ms', burst.latencyMs.p50, echo.latencyMs.p50, 'echo controller, p50'),
+        b('createToDeploymentP99', 'create → Deployment seen, p99', 'ms', burst.latencyMs.p99, echo.latencyMs.p99, 'echo controller, p99'),
+        b('createToDeploymentMax', 'create → Deployment seen, max', 'ms', burst.latencyMs.max, echo.latencyMs.max, 'echo controller, max'),
+        b('allDeployments', 'all N Deployments seen', 'ms', burst.allDeploymentsMs, echo.allChildrenMs, 'echo controller, all N children'),
+        b('allReady', 'all N Websites Ready', 'ms', burst.allReadyMs, base.directAllAvailableMs, 'N rendered Deployments created directly, all available'),
+        b('cpuPerWebsite', 'CPU per new Website', 'ms', burst.cpuMs / n, baselines.renderUs / 1000, 'renderWorkload per Website'),
+        b('requestsPerWebsite', 'API requests per new Website until Ready', 'count', requestsPerWebsite(counts) / n, echo.requestsPerSource, 'echo controller, per source', `writes ${(counts.writes / n).toFixed(2)}, GETs answering 404 ${(counts.notFoundGets / n).toFixed(2)}, other GETs ${(counts.gets / n).toFixed(2)}, Events ${(counts.events / n).toFixed(2)}`),
+        b('writesPerWebsite', '… of which writes', 'count', counts.writes / n, echo.requestsPerSource, 'echo controller, per source'),
+        b('notFoundGetsPerWebsite', '… of which GETs answering 404 (goal 0)', 'count', counts.notFoundGets / n),
+        b('eventsPerWebsite', '… of which Events', 'count', counts.events / n),
+        b('rssHoldingN', 'RSS holding N Websites', 'bytes', burst.rss, idleRss, 'same process, idle'),
+      );
+      diagnostics.push(`N=${n}: ${(counts.background / n).toFixed(2)} background requests per Website (leases, lists, watches) until Ready; ${burst.failures}`);
+      if (last && plan.memoryN === undefined) {
+        records.push({ subject, phase: 'memory', n, figure: 'rssHoldingN', label: 'RSS holding N Websites and their children', unit: 'bytes', value: burst.rss, baseline: idleRss, baselineLabel: 'same process, idle' });
+      }
+      if (!last) continue;
+
+      say(`steady state: ${plan.steadyCreates} creates one at a time over ${n}`);
+      const steady = await oneAtATime(
+        (name, i) => cluster.admin.create(peer.websites, peer.website(name, specFor(n + i, plan.replicas))),
+        (name) => watchers.deployments.firstSeen.get(peer.deploymentName(name)),
+        names('s', plan.steadyCreates),
+      );
+      records.push({ subject, phase: 'steady', n, figure: 'createToDeploymentP99', label: `create → Deployment seen, p99 of ${plan.steadyCreates} one at a time`, unit: 'ms', value: steady.p99, baseline: baselines.steady.p99, baselineLabel: `echo controller over ${n} sources`, detail: `p50 ${steady.p50.toFixed(0)} ms` });
+
+      say(`churn over ${n}: ${plan.churnRates.join(', ')} changes/s, ${plan.stepSeconds} s each`);
+      const steps = await churn(peerChurnTarget(peer, cluster, process), [...names('w', n), ...names('s', plan.steadyCreates)], plan.churnRates, plan.stepSeconds, plan.replicas, say);
+      records.push(...churnRecords(subject, n, steps, baselines.churn, plan.churnRates));
+    } finally {
+      await process.stop();
+      await watchers.stop();
+    }
+  }
+
+  if (plan.memoryN !== undefined) {
+    const n = plan.memoryN;
+    await emptyNamespace(cluster, peer.namespace, peer.websites, { everything: true });
+    const process = await startPeer(peer, context);
+    const watchers = watchWebsites(cluster, peer);
+    try {
+      await watchers.synced();
+      say(`memory: creating ${n} Websites`);
+      const burst = await createAll(peer, cluster, watchers, process, names('m', n), plan.replicas, say);
+      records.push({ subject, phase: 'memory', n, figure: 'rssHoldingN', label: 'RSS holding N Websites and their children', unit: 'bytes', value: burst.rss, baseline: idleRss, baselineLabel: 'same process, idle', detail: `all Ready after ${(burst.allReadyMs / 1000).toFixed(0)} s` });
+    } finally {
+      await process.stop();
+      await watchers.stop();
+    }
+  }
+  await emptyNamespace(cluster, peer.namespace, peer.websites, { everything: true });
+  return { records, diagnostics };
+}
+
+function names(prefix: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}`);
+}
+
+interface Watchers {
+  readonly deployments: Watcher;
+  readonly websites: Watcher;
+  synced(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function watchWebsites(cluster: BenchCluster, peer: Peer): Watchers {
+  const deployments = new Watcher(cluster.admin, DEPLOYMENTS, peer.namespace);
+  const websites = new Watcher<KubeObject>(cluster.admin, peer.websites, peer.namespace, { reached: (w) => peer.ready(w) });
+  return {
+    deployments,
+    websites,
+    synced: async () => {
+      await Promise.all([deployments.synced(), websites.synced()]);
+    },
+    stop: async () => {
+      await Promise.all([deployments.stop(), websites.stop()]);
+    },
+  };
+}
+
+interface Burst {
+  readonly latencyMs: LatencySummary;
+  readonly allDeploymentsMs: number;
+  readonly allReadyMs: number;
+  readonly cpuMs: number;
+  readonly requests: ReturnType<typeof countRequests>;
+  readonly rss: number;
+  readonly failures: string;
+}
+
+/** Creates `websites` at CREATE_CONCURRENCY and waits until every one has its Deployment and is Ready. */
+async function createAll(peer: Peer, cluster: BenchCluster, watchers: Watchers, process: PeerProcess, websites: readonly string[], replicas: number, say: (message: string) => void): Promise<Burst> {
+  const n = websites.length;
+  const sentAt = new Map<string, number>();
+  const auditFrom = await auditLog.offset();
+  const cpuBefore = await cpuMs(process.pid);
+  const start = performance.now();
+  await inPool(websites, CREATE_CONCURRENCY, async (name, i) => {
+    sentAt.set(name, performance.now());
+    await cluster.admin.create(peer.websites, peer.website(name, specFor(i, replicas)));
+  });
+  const deployed = () => websites.filter((w) => watchers.deployments.firstSeen.has(peer.deploymentName(w))).length;
+  const ready = () => websites.filter((w) => watchers.websites.reachedAt.has(w)).length;
+  const progress = () => `${deployed()} Deployments, ${ready()} Ready of ${n}`;
+  // Generous: a slow controller is a figure, not a failure, unless it is very slow.
+  const budgetMs = 600_000 + n * 1000;
+  const ticker = setInterval(() => say(progress()), 30_000);
+  let allDeploymentsAt = 0;
+  try {
+    await waitFor('every Deployment', () => deployed() === n, budgetMs, progress);
+    allDeploymentsAt = performance.now();
+    await waitFor('every Website to be Ready', () => ready() === n, budgetMs, progress);
+  } finally {
+    clearInterval(ticker);
+  }
+  const cpu = (await cpuMs(process.pid)) - cpuBefore;
+  // The API server logs a request once it has answered it: let the last ones land.
+  await sleep(1000);
+  const events = await auditLog.events(peer.user, auditFrom, await auditLog.offset());
+  const requests = countRequests(events);
+  const codes = new Map<string, number>();
+  for (const event of events) {
+    const code = event.responseStatus?.code ?? 0;
+    if (code >= 400) codes.set(`${event.verb} ${event.objectRef?.resource ?? ''} → ${code}`, (codes.get(`${event.verb} ${event.objectRef?.resource ?? ''} → ${code}`) ?? 0) + 1);
+  }
+  say(`all Ready after ${((performance.now() - start) / 1000).toFixed(1)} s`);
+  await sleep(2000);
+  return {
+    latencyMs: latencySummary(websites.map((w) => watchers.deployments.firstSeen.get(peer.deploymentName(w))! - sentAt.get(w)!)),
+    allDeploymentsMs: allDeploymentsAt - start,
+    allReadyMs: Math.max(...websites.map((w) => watchers.websites.reachedAt.get(w)!)) - start,
+    cpuMs: cpu,
+    requests,
+    rss: await steadyRss(process.pid),
+    failures: codes.size ? `responses ≥ 400: ${[...codes].map(([k, v]) => `${k} ×${v}`).join(', ')}` : 'no response ≥ 400',
+  };
+}
+
+/** Creates each of `websites` and waits for its child before the next; create sent → child seen. */
+export async function oneAtATime(create: (name: string, index: number) => Promise<unknown>, childSeenAt: (name: string) => number | undefined, websites: readonly string[]): Promise<LatencySummary> {
+  const latencies: number[] = [];
+  for (const [i, name] of websites.entries()) {
+    const sent = performance.now();
+    await create(name, i);
+    await waitFor(`the child of ${name}`, () => childSeenAt(name) !== undefined, 120_000, undefined, 10);
+    latencies.push(childSeenAt(name)! - sent);
+  }
+  return latencySummary(latencies);
+}
+
+function peerChurnTarget(peer: Peer, cluster: BenchCluster, process: PeerProcess): ChurnTarget {
+  const { admin } = cluster;
+  const ref = (name: string) => ({ namespace: peer.namespace, name });
+  return {
+    create: (name, spec) => admin.create(peer.websites, peer.website(name, spec)),
+    edit: (name, spec) => admin.patch(peer.websites, ref(name), 'merge', peer.edit(spec)),
+    remove: (name) => admin.delete(peer.websites, ref(name)),
+    queueWait: async () => parseHistogram(await metricsText(process), peer.queueWait.metric, peer.queueWait.labels),
+  };
+}
+
+/** The echo controller as a churn target: its sources are ConfigMaps (bench/baselines.ts). */
+export function echoChurnTarget(echo: EchoController): ChurnTarget {
+  return echo;
+}
