@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
-import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES } from '../operator/src/controller/kube-client.ts';
+import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
 import { type ClusterAccess, kubectlOk, operatorRbacManifests } from '../scripts/operator-process.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -200,15 +200,25 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
   const { admin } = cluster;
   // A namespace of a controller under test holds nothing else: its children go whatever their labels.
   const labelSelector = everything ? undefined : BENCH_SELECTOR;
-  const collections = [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
+  // Not every ConfigMap of a controller's namespace: kube-root-ca.crt comes back as soon as it goes.
+  const collections = everything ? [DEPLOYMENTS, REPLICASETS, SERVICES, PODS] : [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
+  // A controller that defines its Website API itself (kro, from its ResourceGraphDefinition) may not be serving it yet: then there are none.
+  const listWebsites = async (query: { limit?: number } = {}) => {
+    try {
+      return websites ? (await admin.list<KubeObject>(websites, namespace, query)).items : [];
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+  };
   const remaining = async () => {
-    let count = websites ? (await admin.list(websites, namespace, { limit: 1 })).items.length : 0;
+    let count = (await listWebsites({ limit: 1 })).length;
     for (const type of collections) count += (await admin.list(type, namespace, { labelSelector, limit: 1 })).items.length;
     return count;
   };
   for (let attempt = 1; ; attempt++) {
-    if (websites) {
-      const items = (await admin.list<KubeObject>(websites, namespace)).items;
+    const items = await listWebsites();
+    if (websites && items.length) {
       await inPool(items, 16, async (website) => {
         if (!website.metadata?.finalizers?.length) return;
         await admin.patch(websites, { namespace, name: website.metadata.name }, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);

@@ -25,32 +25,6 @@ export function latencySummary(values: readonly number[]): LatencySummary {
 
 export type Unit = 'ms' | 'us' | 'bytes' | 'count';
 
-/** One measured number, with the baseline measured in the same run (the cell shows the ratio). */
-export interface Figure {
-  readonly value: number;
-  readonly unit: Unit;
-  /** Same unit as `value`. Without it the cell shows the value alone. */
-  readonly baseline?: number;
-  /** Said after the value, e.g. "2 016 reconciles in 2 periods". */
-  readonly detail?: string;
-}
-
-/** One run of one operator at one N: what becomes a column of the table. */
-export interface Column {
-  /** e.g. "website-operator QPS 200/400, N=1000". */
-  readonly title: string;
-  readonly figures: Readonly<Partial<Record<string, Figure>>>;
-  /** Counts worth a look (errors, conflicts, retries), shown below the table. */
-  readonly diagnostics?: readonly string[];
-}
-
-/** A row of the table: which figure, and what its baseline is. */
-export interface Row {
-  readonly key: string;
-  readonly label: string;
-  readonly baseline: string;
-}
-
 function thousands(integer: number): string {
   return Math.round(integer).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 }
@@ -89,15 +63,6 @@ export function formatRatio(value: number, baseline: number): string {
   return `${ratio.toPrecision(1)}×`;
 }
 
-/** "value (ratio× of baseline; detail)". */
-export function formatCell(figure: Figure | undefined): string {
-  if (!figure) return '–';
-  const parts: string[] = [];
-  if (figure.baseline !== undefined) parts.push(`${formatRatio(figure.value, figure.baseline)} of ${formatValue(figure.baseline, figure.unit)}`);
-  if (figure.detail) parts.push(figure.detail);
-  return parts.length ? `${formatValue(figure.value, figure.unit)} (${parts.join('; ')})` : formatValue(figure.value, figure.unit);
-}
-
 const escapeCell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 /** A markdown table; `header` and every row have the same number of cells. */
@@ -109,129 +74,11 @@ export function markdownTable(header: readonly string[], rows: readonly (readonl
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** Rows are figures, columns are runs; each cell is the run's figure against the run's baseline. */
-export function figuresTable(rows: readonly Row[], columns: readonly Column[]): string {
-  return markdownTable(
-    ['figure', 'baseline (same run)', ...columns.map((c) => c.title)],
-    rows.map((row) => [row.label, row.baseline, ...columns.map((c) => formatCell(c.figures[row.key]))]),
-  );
-}
-
-/** Counters from two scrapes of the same series: after minus before, by series. */
-export function counterDelta(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Map<string, number> {
-  const delta = new Map<string, number>();
-  for (const [series, value] of after) {
-    const d = value - (before.get(series) ?? 0);
-    if (d !== 0) delta.set(series, d);
-  }
-  return delta;
-}
-
-/** Every sample of the metrics `names` in a Prometheus text, by full series (`name{labels}`). */
-export function parseSeries(text: string, names: readonly string[]): Map<string, number> {
-  const series = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
-    if (!match || !names.includes(match[1])) continue;
-    series.set(`${match[1]}${match[2] ?? ''}`, Number(match[3]));
-  }
-  return series;
-}
-
-/** The labels of a series key made by parseSeries. */
+/** The labels of a series key (`name{labels}`). */
 export function seriesLabels(series: string): Record<string, string> {
   const braces = series.indexOf('{');
   if (braces < 0) return {};
   return Object.fromEntries([...series.slice(braces).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-}
-
-/** The baselines of one N, measured once and shared by every operator's column. */
-export interface Baselines {
-  readonly n: number;
-  /** Echo controller (see bench/baselines.ts): create sent → child seen (ms). */
-  readonly echoLatencyMs: LatencySummary;
-  /** Echo controller: first create sent → last child seen (ms). */
-  readonly echoAllChildrenMs: number;
-  /** N rendered Deployments created directly: first create sent → last one available (ms). */
-  readonly directAllAvailableMs: number;
-  /** renderWorkload, per Website (µs), measured in the bench process. */
-  readonly renderUs: number;
-}
-
-/**
- * What one operator did with N Websites. Everything but the latencies is optional: an operator
- * measured another way (a polling shell loop has no resync, no /metrics) leaves cells empty.
- */
-export interface OperatorRun {
-  /** Operator and settings, e.g. "website-operator, QPS 200/400". */
-  readonly title: string;
-  readonly n: number;
-  /**
-   * Website create sent → its Deployment seen by a watch (ms). (An operator measured from the
-   * Website seen by a watch instead differs by one API round trip, a few tens of ms here.)
-   */
-  readonly latencyMs: LatencySummary;
-  /** First Website create sent → last Deployment seen (ms). */
-  readonly allDeploymentsMs: number;
-  /** First Website create sent → last Website with status Ready True (ms). */
-  readonly allReadyMs?: number;
-  /** API writes (websites, deployments, services) from the first create until every Website was Ready. */
-  readonly createWrites?: number;
-  /** API writes by a freshly started operator's first pass over N existing Websites. */
-  readonly restartWrites?: number;
-  /** Idle resync: API writes and reconciles over a window of at least two resync periods. */
-  readonly idle?: { readonly writes: number; readonly reconciles: number; readonly windowMs: number; readonly resyncSeconds: number };
-  /** Operator RSS with no Website, after creating N, and in a restarted operator after the idle resyncs (bytes). */
-  readonly rss?: { readonly zero: number; readonly afterCreate: number; readonly idle?: number };
-  /** Operator CPU time from the first create until every Website was Ready, per Website (ms). */
-  readonly cpuMsPerWebsite?: number;
-  /** A polling operator: API requests per cycle once every Website has its children (it repeats them every cycle). */
-  readonly requestsPerCycle?: number;
-  readonly diagnostics?: readonly string[];
-}
-
-/** The table's rows: each figure and what it is divided by. */
-export const ROWS: readonly Row[] = [
-  { key: 'p50', label: 'create → Deployment seen, p50', baseline: 'echo controller, p50' },
-  { key: 'p99', label: 'create → Deployment seen, p99', baseline: 'echo controller, p99' },
-  { key: 'max', label: 'create → Deployment seen, max', baseline: 'echo controller, max' },
-  { key: 'allDeployments', label: 'all N Deployments seen', baseline: 'echo controller, all N children seen' },
-  { key: 'allReady', label: 'all N Websites Ready', baseline: 'N rendered Deployments created directly, all available' },
-  { key: 'requestsPerCycle', label: 'API requests per cycle, steady state', baseline: 'N' },
-  { key: 'idleWrites', label: 'API writes during idle resync (goal 0)', baseline: 'API writes to create the N Websites' },
-  { key: 'idleReconciles', label: 'reconciles during idle resync', baseline: 'N (a ratio ≥ 2 proves two full resyncs)' },
-  { key: 'restartWrites', label: 'API writes of a restart at N (goal 0)', baseline: 'API writes to create the N Websites' },
-  { key: 'rssCreate', label: 'operator RSS after creating N', baseline: 'same process with 0 Websites' },
-  { key: 'rssIdle', label: 'operator RSS at N, restarted, after idle resync', baseline: 'first process with 0 Websites' },
-  { key: 'cpu', label: 'operator CPU per Website created', baseline: 'renderWorkload per Website' },
-];
-
-/** One column of the table: the run's figures against the same N's baselines. */
-export function operatorColumn(run: OperatorRun, baselines: Baselines): Column {
-  const figures: Record<string, Figure> = {
-    p50: { value: run.latencyMs.p50, unit: 'ms', baseline: baselines.echoLatencyMs.p50 },
-    p99: { value: run.latencyMs.p99, unit: 'ms', baseline: baselines.echoLatencyMs.p99 },
-    max: { value: run.latencyMs.max, unit: 'ms', baseline: baselines.echoLatencyMs.max },
-    allDeployments: { value: run.allDeploymentsMs, unit: 'ms', baseline: baselines.echoAllChildrenMs },
-  };
-  if (run.allReadyMs !== undefined) figures.allReady = { value: run.allReadyMs, unit: 'ms', baseline: baselines.directAllAvailableMs };
-  if (run.idle) {
-    const { writes, reconciles, windowMs, resyncSeconds } = run.idle;
-    figures.idleWrites = { value: writes, unit: 'count', baseline: run.createWrites, detail: `over ${formatValue(windowMs, 'ms')}, resync every ${resyncSeconds} s` };
-    figures.idleReconciles = { value: reconciles, unit: 'count', baseline: run.n };
-  }
-  if (run.requestsPerCycle !== undefined) figures.requestsPerCycle = { value: run.requestsPerCycle, unit: 'count', baseline: run.n };
-  if (run.restartWrites !== undefined) figures.restartWrites = { value: run.restartWrites, unit: 'count', baseline: run.createWrites };
-  if (run.rss) {
-    const perWebsite = (bytes: number) => {
-      const delta = (bytes - run.rss!.zero) / run.n;
-      return `${delta < 0 ? '−' : '+'}${formatValue(Math.abs(delta), 'bytes')} per Website`;
-    };
-    figures.rssCreate = { value: run.rss.afterCreate, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.afterCreate) };
-    if (run.rss.idle !== undefined) figures.rssIdle = { value: run.rss.idle, unit: 'bytes', baseline: run.rss.zero, detail: perWebsite(run.rss.idle) };
-  }
-  if (run.cpuMsPerWebsite !== undefined) figures.cpu = { value: run.cpuMsPerWebsite, unit: 'ms', baseline: baselines.renderUs / 1000 };
-  return { title: `${run.title}, N=${run.n}`, figures, diagnostics: run.diagnostics };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,11 +143,15 @@ export function histogramQuantile(histogram: Histogram, q: number): number {
   return lowerBound;
 }
 
-/** Share of observations at or under `bound`, which must be one of the buckets' bounds; NaN with none. */
+/**
+ * Share of observations at or under `bound`, which must be one of the buckets' bounds (to within
+ * floating-point noise: client_golang's exponential buckets print 1 s as 0.9999999999999999 or
+ * similar); NaN with none.
+ */
 export function fractionWithin(histogram: Histogram, bound: number): number {
   const total = histogram.buckets.at(-1)?.[1] ?? 0;
   if (total <= 0) return Number.NaN;
-  const bucket = histogram.buckets.find(([le]) => le === bound);
+  const bucket = histogram.buckets.find(([le]) => Math.abs(le - bound) <= Math.abs(bound) * 1e-9);
   if (!bucket) throw new Error(`the histogram has no bucket le="${bound}" (its bounds: ${histogram.buckets.map(([le]) => le).join(', ')})`);
   return bucket[1] / total;
 }

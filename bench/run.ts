@@ -3,7 +3,7 @@
 // figure against a baseline measured in the same run. Writes bench/results/latest.md and
 // latest.json. See README "Benchmarks"; a controller joins through a bench/peer.ts adapter.
 //
-//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-shell]
+//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BASELINE_NS, CREATE_CONCURRENCY, EchoController, directDeploymentsBaseline, idleNodeRss } from './baselines.ts';
 import { ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
+import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
 import { type EchoBurst, type Plan, type RunBaselines, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
@@ -102,6 +103,8 @@ async function main(): Promise<void> {
       memory: { type: 'string' },
       peer: { type: 'string', multiple: true, default: [] },
       'no-shell': { type: 'boolean', default: false },
+      'no-kro': { type: 'boolean', default: false },
+      only: { type: 'string' },
       replicas: { type: 'string', default: '1' },
       'keep-cluster': { type: 'boolean', default: false },
     },
@@ -115,15 +118,20 @@ async function main(): Promise<void> {
     steadyCreates: 20,
     // Doubling-ish steps from a rate any controller holds; the first that fails ends the search.
     churnRates: quick ? [2, 8, 32] : [2, 5, 10, 20, 40, 80, 160],
-    stepSeconds: quick ? 15 : 60,
+    stepSeconds: quick ? 10 : 60,
     memoryN: values.memory !== undefined ? numbers(values.memory, 'memory')[0] : quick ? undefined : 5000,
     replicas,
   };
   // The shell operator's cycles take about 0.1 s per Website; --quick keeps it to N=10.
   const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
-  const peers: Peer[] = [websiteOperatorPeer()];
+  const websiteOperator = websiteOperatorPeer();
+  const peers: Peer[] = [websiteOperator, ...(values['no-kro'] ? [] : [kroPeer()])];
   for (const path of values.peer) peers.push(await loadPeer(path));
-  const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])];
+  const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
+  const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(
+    (s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)),
+  );
+  if (!subjects.length) throw new Error(`--only ${values.only} matches no subject (${[...peers.map((p) => p.title), 'shell operator'].join(', ')})`);
 
   const began = Date.now();
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? 'unknown', memoryBytes: totalmem(), kernel: `Linux ${release()}`, node: process.version, loadAverageAtStart: loadavg()[0] };
@@ -153,7 +161,7 @@ async function main(): Promise<void> {
   let baselines: RunBaselines;
   try {
     await ensureServiceCidr(cluster);
-    for (const peer of peers) await peer.install(context);
+    for (const peer of peers) if (subjects.some((s) => s.title === peer.title)) await peer.install(context);
 
     const burst = new Map<number, { echo: EchoBurst; directAllAvailableMs: number }>();
     let steady = latencySummary([]);
@@ -166,7 +174,8 @@ async function main(): Promise<void> {
         const result = await echo.burst(n);
         const echoBurst = { latencyMs: latencySummary(result.createToChildMs), allChildrenMs: result.allChildrenMs, requestsPerSource: result.requestsPerSource };
         log(`baseline N=${n}: echo p50 ${formatValue(echoBurst.latencyMs.p50, 'ms')}, p99 ${formatValue(echoBurst.latencyMs.p99, 'ms')}, all children ${formatValue(result.allChildrenMs, 'ms')}`);
-        if (n === largest) {
+        // Steady state and churn only for subjects that go through them: the adapters'.
+        if (n === largest && subjects.some((s) => peers.some((p) => p.title === s.title))) {
           log(`baseline: echo controller, steady state over ${n} sources`);
           steady = await oneAtATime(
             (name, i) => echo.create(name, specFor(n + i, replicas)),
@@ -204,7 +213,8 @@ async function main(): Promise<void> {
   }
 
   const minutes = (Date.now() - began) / 60_000;
-  records.push({ subject: 'website-operator', phase: 'idle', n: 0, figure: 'renderPerWebsite', label: 'render per Website (renderWorkload)', unit: 'us', value: render.renderUs, baseline: render.jsonRoundTripUs, baselineLabel: 'JSON round trip of its output' });
+  const operator = subjects.find((s) => s.title === websiteOperator.title);
+  if (operator) records.push({ subject: operator.title, phase: 'idle', n: 0, figure: 'renderPerWebsite', label: 'render per Website (renderWorkload)', unit: 'us', value: render.renderUs, baseline: render.jsonRoundTripUs, baselineLabel: 'JSON round trip of its output' });
   const date = new Date().toISOString();
   const settings = {
     quick,

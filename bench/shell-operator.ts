@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { App, Chart } from 'cdk8s';
 import { ShellOperator } from '../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
-import { type OperatorRun, formatValue, percentile } from './report.ts';
+import { percentile } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -365,28 +365,6 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     // Waits, so the garbage collector's work does not load the next measurement.
     await kubectl(cluster, ['delete', 'namespace', ns, '--wait=true', '--timeout=600s']);
   }
-}
-
-/**
- * One result as a column of `npm run bench`'s table (bench/run.ts): the latencies, all Deployments
- * seen and the requests per cycle; the rest goes below the table.
- */
-export function shellOperatorRun(result: ShellOperatorBenchResult): OperatorRun {
-  const interval = result.intervalSeconds;
-  const kinds = Object.entries(result.requestsPerCycleByKind).map(([kind, count]) => `${kind} ${formatValue(count, 'count')}`);
-  return {
-    title: `shell operator (${interval} s interval)`,
-    n: result.n,
-    latencyMs: { p50: result.latencyMs.p50, p99: result.latencyMs.p99, max: result.latencyMs.max },
-    allDeploymentsMs: result.allDeploymentsMs,
-    requestsPerCycle: result.requestsPerCycle,
-    diagnostics: [
-      `Websites created in 10 batches across one ${interval} s interval; latency from a watch seeing the Website (not from its create sent) to a watch seeing its Deployment`,
-      `create → Deployment p90: ${formatValue(result.latencyMs.p90, 'ms')}`,
-      `API requests per steady-state cycle, by kind: ${kinds.join(', ')}`,
-      `steady-state cycles: ${result.cycleMs.map((ms) => formatValue(ms, 'ms')).join(', ')}, each followed by the ${interval} s sleep`,
-    ],
-  };
 }
 
 /** The results side by side, one column per N. */
