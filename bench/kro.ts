@@ -2,7 +2,7 @@
 // controller binary (scripts/binaries.sh kro) as a local process on the bench cluster, and a
 // ResourceGraphDefinition that expresses our Website → Deployment + Service in kro's terms.
 //
-//   npm run bench -- --peer ./bench/kro.ts        kro joins the table (bench/run.ts loads this default export)
+//   npm run bench                                kro is a subject by default (bench/run.ts; --no-kro leaves it out)
 //   npm run bench:kro-check                      proves it does the job (bench/kro-check.ts)
 //
 // The RGD is derived from renderWorkload() (the construct our operator renders with), so both
@@ -402,7 +402,7 @@ export class KroProcess implements PeerProcess {
     return this.until('kro to serve websites.kro.run', (text) => sumMetric(text, 'dynamic_controller_gvr_count') >= 1, timeoutMs);
   }
 
-  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`; the exit code. */
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs` (kro itself allows 60 s for a graceful shutdown). */
   async stop(graceMs = 30_000): Promise<void> {
     if (this.running) this.child.kill('SIGTERM');
     const timer = setTimeout(() => this.running && this.child.kill('SIGKILL'), graceMs);
@@ -467,5 +467,5 @@ export function kroPeer(settings: KroSettings = {}): Peer {
   };
 }
 
-/** `npm run bench -- --peer ./bench/kro.ts`: kro at its defaults. */
+/** kro at its defaults, also for `npm run bench -- --peer ./bench/kro.ts` (the module's default export). */
 export default kroPeer();
