@@ -441,7 +441,7 @@ export function kroPeer(settings: KroSettings = {}): Peer {
     return kro;
   };
   return {
-    title: `kro ${KRO_VERSION}`,
+    title: `kro ${KRO_VERSION}${settings.workers ? ` (${workers} worker${workers === 1 ? '' : 's'})` : ''}`,
     description:
       `kro ${KRO_VERSION}: kubernetes-sigs/kro's cmd/controller built by scripts/binaries.sh, run as ServiceAccount ${KRO_NS}/${KRO_SERVICE_ACCOUNT} ` +
       `(kro's static ClusterRole plus websites.kro.run, Deployments and Services), leader election on, ${workers} instance worker${workers === 1 ? '' : 's'}` +
