@@ -9,6 +9,7 @@ import { websitesType } from '../operator/src/reconciler/website.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import { LEASE_NAME } from '../lib/operator/names.ts';
+import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
 import { OPERATOR_NS, OperatorProcess, operatorBundle, serviceAccountKubeconfig, sumMetric } from '../scripts/operator-process.ts';
 import { installOperatorObjects, waitFor } from './cluster.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
@@ -24,7 +25,7 @@ export function websiteOperatorPeer({ title = 'website-operator', env = {} }: { 
   let kubeconfig: string | undefined;
   return {
     title,
-    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${Object.keys(env).length ? `, ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ', every other setting at its default'}`,
+    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${Object.keys(env).length ? `, ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ', every other setting at its default'}`,
     websites,
     namespace: OPERATOR_NS,
     user: serviceAccountUser(OPERATOR_NS, 'website-operator'),
@@ -38,7 +39,9 @@ export function websiteOperatorPeer({ title = 'website-operator', env = {} }: { 
       // A Lease left by a killed run would make the operator wait for it to expire.
       await cluster.admin.delete(LEASES, { namespace: OPERATOR_NS, name: LEASE_NAME }).catch(() => undefined);
       kubeconfig ??= await serviceAccountKubeconfig(cluster);
-      const operator = await OperatorProcess.start('bench', kubeconfig, { NODE_ENV: 'production', LOG_LEVEL: 'info', ...env });
+      // The environment the operator Deployment of dist/ gives it (its V8 heap cap among it).
+      const deployment = { NODE_ENV: 'production', NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit) };
+      const operator = await OperatorProcess.start('bench', kubeconfig, { ...deployment, LOG_LEVEL: 'info', ...env });
       try {
         await waitFor('the operator to lead', async () => {
           if (!operator.running) throw new Error(`the operator exited:\n${operator.stderr.slice(-20).join('\n')}`);

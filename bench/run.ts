@@ -4,6 +4,7 @@
 // latest.json. See README "Benchmarks"; a controller joins through a bench/peer.ts adapter.
 //
 //   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
+//                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -104,6 +105,7 @@ async function main(): Promise<void> {
       peer: { type: 'string', multiple: true, default: [] },
       'no-shell': { type: 'boolean', default: false },
       'no-kro': { type: 'boolean', default: false },
+      'operator-env': { type: 'string', multiple: true, default: [] },
       only: { type: 'string' },
       replicas: { type: 'string', default: '1' },
       'keep-cluster': { type: 'boolean', default: false },
@@ -126,7 +128,19 @@ async function main(): Promise<void> {
   // The shell operator's cycles take about 0.1 s per Website; --quick keeps it to N=10.
   const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
   const websiteOperator = websiteOperatorPeer();
-  const peers: Peer[] = [websiteOperator, ...(values['no-kro'] ? [] : [kroPeer()])];
+  // Each --operator-env adds the website operator once more with those settings, beside its
+  // defaults: how its CONCURRENCY default was chosen (README "Benchmarks").
+  const variants = values['operator-env'].map((list) => {
+    const env = Object.fromEntries(
+      list.split(',').map((pair) => {
+        const [key, ...value] = pair.split('=');
+        if (!/^[A-Z_][A-Z0-9_]*$/.test(key.trim()) || value.length === 0) throw new Error(`--operator-env takes NAME=VALUE pairs separated by commas, got ${JSON.stringify(list)}`);
+        return [key.trim(), value.join('=').trim()];
+      }),
+    );
+    return websiteOperatorPeer({ title: `website-operator ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`, env });
+  });
+  const peers: Peer[] = [websiteOperator, ...variants, ...(values['no-kro'] ? [] : [kroPeer()])];
   for (const path of values.peer) peers.push(await loadPeer(path));
   const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
   const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(

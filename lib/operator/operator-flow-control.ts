@@ -21,11 +21,12 @@ export interface OperatorFlowControlQueuing {
    */
   readonly handSize?: number;
   /**
-   * Requests that may wait in one queue. Each of the operator's workers waits on one request at a
-   * time, so it never has more than about its `CONCURRENCY` (4) plus leader election, Events and
-   * informer lists outstanding: 50 (the API's default) lets a burst wait for a seat rather than be
-   * rejected, for up to about 40 workers, while a runaway client still meets 429 and backs off.
-   * @default 50
+   * Requests that may wait in one queue. Each of the operator's workers has at most three writes
+   * outstanding (a new Website's finalizer and both children go out together), so its default 32
+   * workers have up to about 100, plus leader election, Events (4 at a time) and informer lists:
+   * 128 lets a burst wait for a seat rather than be rejected, while a runaway client still meets
+   * 429 and backs off.
+   * @default 128
    */
   readonly queueLengthLimit?: number;
 }
@@ -110,7 +111,7 @@ export class OperatorFlowControl extends Construct {
     const lendablePercent = props.lendablePercent ?? 50;
     const queues = props.queuing?.queues ?? 1;
     const handSize = props.queuing?.handSize ?? 1;
-    const queueLengthLimit = props.queuing?.queueLengthLimit ?? 50;
+    const queueLengthLimit = props.queuing?.queueLengthLimit ?? 128;
 
     const problems: string[] = [];
     const integer = (field: string, value: number, min: number, max: number, why: string) => {

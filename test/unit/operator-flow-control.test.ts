@@ -22,14 +22,14 @@ describe('OperatorFlowControl', () => {
     const priorityLevel = only(manifests, 'PriorityLevelConfiguration');
     const flowSchema = only(manifests, 'FlowSchema');
 
-    test('a Limited priority level that queues: 10 shares, half lendable, one queue of 50', () => {
+    test('a Limited priority level that queues: 10 shares, half lendable, one queue of 128', () => {
       expect(priorityLevel.apiVersion).toBe(FLOW_CONTROL);
       expect(priorityLevel.spec).toEqual({
         type: 'Limited',
         limited: {
           nominalConcurrencyShares: 10,
           lendablePercent: 50,
-          limitResponse: { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 50 } },
+          limitResponse: { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 128 } },
         },
       });
     });

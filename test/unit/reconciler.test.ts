@@ -80,7 +80,7 @@ describe('operator configuration', () => {
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
-      concurrency: 4,
+      concurrency: 32,
       // No client-side rate limit unless one is configured (controller-runtime since v0.21).
       qps: undefined,
       burst: undefined,

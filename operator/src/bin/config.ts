@@ -17,7 +17,7 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | LEASE_NAME | website-operator |
  * | WATCH_NAMESPACE | OPERATOR_NAMESPACE |
  * | LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS | 15, 10, 2 |
- * | CONCURRENCY | 4 |
+ * | CONCURRENCY | 32 (chosen by `npm run bench -- --operator-env CONCURRENCY=…`: see the README) |
  * | KUBE_API_QPS, KUBE_API_BURST | unset: no client-side limit (the API server's Priority and Fairness governs); a QPS alone gets a burst of 1.5 × QPS |
  * | RESYNC_SECONDS | 600 |
  * | CACHE_SYNC_TIMEOUT_SECONDS | 30 |
@@ -101,7 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     leaseDurationMs: number('LEASE_DURATION_SECONDS', 15, { min: 1, integer: false }) * 1000,
     renewDeadlineMs: number('RENEW_DEADLINE_SECONDS', 10, { min: 0.1, integer: false }) * 1000,
     retryPeriodMs: number('RETRY_PERIOD_SECONDS', 2, { min: 0.1, integer: false }) * 1000,
-    concurrency: number('CONCURRENCY', 4, { min: 1 }),
+    concurrency: number('CONCURRENCY', 32, { min: 1 }),
     qps: number('KUBE_API_QPS', undefined, { min: 0.1, integer: false }),
     burst: number('KUBE_API_BURST', undefined, { min: 1 }),
     resyncMs: number('RESYNC_SECONDS', 600, { min: 1, integer: false }) * 1000,
