@@ -192,13 +192,7 @@ export class FakeKubeApi implements KubeApi {
     this.remove(type, current);
   }
 
-  async watch(
-    type: ResourceType,
-    namespace: string | undefined,
-    query: Record<string, string | number | boolean | undefined>,
-    onEvent: (type: string, object: KubeObject) => void,
-    onDone: (error: unknown) => void,
-  ): Promise<AbortController> {
+  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone) => {
     this.answer('WATCH', type, { namespace }, 200);
     const controller = new AbortController();
     const watcher: Watcher = { type, namespace, selector: parseSelector(query.labelSelector), onEvent, onDone, controller };
@@ -214,7 +208,7 @@ export class FakeKubeApi implements KubeApi {
       if (this.watchers.delete(watcher)) onDone(undefined);
     });
     return controller;
-  }
+  };
 
   /** Ends every open watch as the API server closing them would. */
   closeWatches(): void {

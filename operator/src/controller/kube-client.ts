@@ -255,14 +255,7 @@ export class KubeClient implements KubeApi {
     await this.request('DELETE', type, ref, { body });
   }
 
-  async watch(
-    type: ResourceType,
-    namespace: string | undefined,
-    query: Record<string, string | number | boolean | undefined>,
-    onEvent: (type: string, object: KubeObject) => void,
-    onDone: (error: unknown) => void,
-    inactivityTimeoutMs: number,
-  ): Promise<AbortController> {
+  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {
     await this.limiter?.take();
     this.options.metrics?.apiRequests.inc({ verb: 'WATCH', resource: type.resource, code: 200 });
     const watch = new Watch(this.kubeConfig);
@@ -276,7 +269,7 @@ export class KubeClient implements KubeApi {
         onDone(error);
       }
     });
-  }
+  };
 
   async request<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', type: ResourceType, ref: ObjectRef, options: RequestOptions = {}): Promise<T> {
     const path = resourcePath(type, ref);
