@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { open, readFile, stat } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
-import { CREATE_CONCURRENCY, type EchoController } from './baselines.ts';
+import { CREATE_CONCURRENCY } from './baselines.ts';
 import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool, waitFor } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess, WebsiteSpec } from './peer.ts';
 import {
@@ -454,9 +454,4 @@ function peerChurnTarget(peer: Peer, cluster: BenchCluster, process: PeerProcess
     remove: (name) => admin.delete(peer.websites, ref(name)),
     queueWait: async () => parseHistogram(await metricsText(process), peer.queueWait.metric, peer.queueWait.labels),
   };
-}
-
-/** The echo controller as a churn target: its sources are ConfigMaps (bench/baselines.ts). */
-export function echoChurnTarget(echo: EchoController): ChurnTarget {
-  return echo;
 }
