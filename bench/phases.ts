@@ -130,7 +130,7 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
       after = next;
     }
     const waits = histogramDelta(before, after);
-    const step: ChurnStep = { rate, sentRate, waitP99Seconds: histogramQuantile(waits, 0.99), within1s: fractionWithin(waits, 1) };
+    const step: ChurnStep = { rate, sentRate, failed, waitP99Seconds: histogramQuantile(waits, 0.99), within1s: fractionWithin(waits, 1) };
     steps.push(step);
     log(`churn ${rate}/s: sent ${sentRate.toFixed(1)}/s (${failed} failed), ${waits.count} queue waits, p99 ${step.waitP99Seconds.toFixed(3)} s, ${(step.within1s * 100).toFixed(1)} % within 1 s`);
     if (!stepHeld(step)) break;
@@ -142,7 +142,7 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
 export function churnRecords(subject: string, n: number, steps: readonly ChurnStep[], echo: readonly ChurnStep[], rates: readonly number[]): FigureRecord[] {
   // Held at every rate tried: the true figure is higher, and the table says so.
   const ceiling = (s: readonly ChurnStep[]) => (s.length === rates.length && s.every(stepHeld) ? ', held at every rate tried (a lower bound)' : '');
-  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}`).join(', ') + ceiling(s);
+  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}${step.failed ? ` (${step.failed} changes refused)` : ''}`).join(', ') + ceiling(s);
   return [
     {
       subject,

@@ -205,8 +205,10 @@ export function requestsPerWebsite(counts: RequestCounts): number {
 export interface ChurnStep {
   /** Changes per second asked for. */
   readonly rate: number;
-  /** Changes per second the benchmark managed to send. */
+  /** Changes per second the benchmark managed to send (answered 2xx). */
   readonly sentRate: number;
+  /** Changes the API server refused (conflicts, a Website already gone, ...). */
+  readonly failed: number;
   /** Queue wait p99 over the step and its drain (seconds), from the histogram. */
   readonly waitP99Seconds: number;
   /** Share of queue waits of at most 1 s. */

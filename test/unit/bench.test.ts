@@ -131,7 +131,7 @@ describe('API requests from the audit log', () => {
 });
 
 describe('the churn rate search', () => {
-  const step = (rate: number, within1s: number, sentRate = rate): ChurnStep => ({ rate, sentRate, waitP99Seconds: within1s >= 0.99 ? 0.2 : 3, within1s });
+  const step = (rate: number, within1s: number, sentRate = rate): ChurnStep => ({ rate, sentRate, failed: 0, waitP99Seconds: within1s >= 0.99 ? 0.2 : 3, within1s });
 
   test('a step holds when 99 % of queue waits are within 1 s', () => {
     expect(stepHeld(step(10, 0.99))).toBe(true);
