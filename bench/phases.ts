@@ -130,7 +130,9 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
       after = next;
     }
     const waits = histogramDelta(before, after);
-    const step: ChurnStep = { rate, sentRate, failed, waitP99Seconds: histogramQuantile(waits, 0.99), within1s: fractionWithin(waits, 1) };
+    // A histogram without a 1 s bucket: the interpolated p99 decides (see stepHeld).
+    const within1s = waits.buckets.some(([le]) => Math.abs(le - 1) <= 1e-9) ? fractionWithin(waits, 1) : Number.NaN;
+    const step: ChurnStep = { rate, sentRate, failed, waitP99Seconds: histogramQuantile(waits, 0.99), within1s };
     steps.push(step);
     log(`churn ${rate}/s: sent ${sentRate.toFixed(1)}/s (${failed} failed), ${waits.count} queue waits, p99 ${step.waitP99Seconds.toFixed(3)} s, ${(step.within1s * 100).toFixed(1)} % within 1 s`);
     if (!stepHeld(step)) break;
@@ -239,6 +241,15 @@ async function startPeer(peer: Peer, context: PeerContext): Promise<PeerProcess>
   };
 }
 
+/**
+ * Where a subject puts its figures and notes as it goes: what it measured before a failure is
+ * still reported.
+ */
+export interface SubjectOutput {
+  readonly records: FigureRecord[];
+  readonly diagnostics: string[];
+}
+
 export interface PeerRunOptions {
   readonly plan: Plan;
   readonly baselines: RunBaselines;
@@ -255,12 +266,11 @@ export interface PeerRunOptions {
  * - steady (over the largest N): creates one at a time, create → Deployment p99 (vs echo);
  * - churn (over the largest N): the sustained change rate (vs echo);
  * - memory: RSS holding `plan.memoryN` Websites and their children (vs idle).
+ * Records go to `output` as each is measured.
  */
-export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunOptions): Promise<{ records: FigureRecord[]; diagnostics: string[] }> {
+export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunOptions, { records, diagnostics }: SubjectOutput): Promise<void> {
   const { cluster, log } = context;
   const subject = peer.title;
-  const records: FigureRecord[] = [];
-  const diagnostics: string[] = [];
   const say = (message: string) => log(`${subject}: ${message}`);
   let idleRss = Number.NaN;
 
@@ -346,7 +356,6 @@ export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunO
     }
   }
   await emptyNamespace(cluster, peer.namespace, peer.websites, { everything: true });
-  return { records, diagnostics };
 }
 
 function names(prefix: string, n: number): string[] {
