@@ -124,7 +124,12 @@ async function main(): Promise<void> {
   const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
   const websiteOperator = websiteOperatorPeer();
   const peers: Peer[] = [websiteOperator, ...(values['no-kro'] ? [] : [kroPeer()])];
-  for (const path of values.peer) peers.push(await loadPeer(path));
+  for (const path of values.peer) {
+    const peer = await loadPeer(path);
+    // Figures are keyed by title: two alike would mix (e.g. --peer bench/kro.ts without --no-kro).
+    if (peers.some((p) => p.title === peer.title)) throw new Error(`${path}: a controller titled "${peer.title}" is already under test; give it another title, or leave the other out (--no-kro)`);
+    peers.push(peer);
+  }
   const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
   const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(
     (s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)),
