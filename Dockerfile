@@ -1,8 +1,9 @@
 # The Website operator image:
 #   docker build -t ghcr.io/website-stack/website-operator:0.1.0 .
-# Multi-stage: the build stage compiles the operator (with the library constructs it renders with)
-# and installs the operator workspace's production dependencies, through scripts/image-tree.sh; the
-# final stage holds Node 22, that tree, and nothing else, and runs as a non-root user.
+# Multi-stage: the build stage bundles the operator with esbuild (scripts/build-operator.ts, through
+# scripts/image-tree.sh): one ES module and its chunks holding the operator, the library constructs
+# it renders with and the code of its dependencies; the final stage holds Node 22 and that bundle,
+# nothing else, and runs as a non-root user.
 # NODE_IMAGE is any image with Node 22.19 or later at /usr/local/bin/node (scripts/image.sh builds
 # one from Debian packages where no registry is reachable).
 ARG NODE_IMAGE=node:22.23.3-bookworm-slim
@@ -11,14 +12,14 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 COPY operator/package.json operator/
-# Dev dependencies for the compiler; no install scripts (the `node` package would fetch a second Node).
+# Dev dependencies for esbuild; no install scripts (the `node` package would fetch a second Node;
+# esbuild's binary comes in its platform package without one).
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
-COPY operator/tsconfig.json operator/
 COPY imports imports
 COPY lib lib
 COPY operator/src operator/src
-COPY scripts/image-tree.sh scripts/
+COPY scripts/build-operator.ts scripts/image-tree.sh scripts/
 RUN PATH=/src/node_modules/.bin:$PATH bash scripts/image-tree.sh /app
 
 FROM ${NODE_IMAGE}
@@ -28,4 +29,4 @@ COPY --from=build /app /app
 # 65532: the uid the operator Deployment's securityContext runs as (lib/security.ts NONROOT_UID).
 USER 65532:65532
 EXPOSE 8080 8081 9443
-ENTRYPOINT ["node", "/app/operator/src/bin/operator.js"]
+ENTRYPOINT ["node", "/app/operator.mjs"]

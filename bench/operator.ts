@@ -1,9 +1,7 @@
-// The website operator as a controller under test (bench/peer.ts): operator/src/bin/operator.ts
-// compiled and run as its image runs it (scripts/image-tree.sh, `node operator/src/bin/operator.js`
-// with NODE_ENV=production), as its ServiceAccount under dist/'s Role, at its defaults; and the
-// cost of rendering one Website through the construct.
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
+// The website operator as a controller under test (bench/peer.ts): the bundle its image runs
+// (operator/build/operator.mjs, built from the working tree by scripts/build-operator.ts) with
+// NODE_ENV=production, as its ServiceAccount under dist/'s Role, at its defaults; and the cost of
+// rendering one Website through the construct.
 import { App, Chart } from 'cdk8s';
 import { LEASES, type KubeObject } from '../operator/src/controller/kube-client.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
@@ -11,24 +9,10 @@ import { websitesType } from '../operator/src/reconciler/website.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import { LEASE_NAME } from '../lib/operator/names.ts';
-import { OPERATOR_NS, OperatorProcess, serviceAccountKubeconfig, sumMetric } from '../scripts/operator-process.ts';
-import { ROOT, installOperatorObjects, waitFor } from './cluster.ts';
+import { OPERATOR_NS, OperatorProcess, operatorBundle, serviceAccountKubeconfig, sumMetric } from '../scripts/operator-process.ts';
+import { installOperatorObjects, waitFor } from './cluster.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
 import { median } from './report.ts';
-
-/** Where the operator's image tree is assembled once per run. */
-const IMAGE_TREE = join(ROOT, '.cluster', 'bench', 'operator-image');
-
-/** Assembles the image's file tree (the Dockerfile's build stage, without a container). */
-function buildImageTree(log: (message: string) => void): Promise<void> {
-  log('website-operator: compiling the image tree (scripts/image-tree.sh)');
-  return new Promise((resolve, reject) => {
-    const child = execFile('bash', [join(ROOT, 'scripts/image-tree.sh'), IMAGE_TREE], { env: { ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}` }, maxBuffer: 64 << 20 }, (error, _stdout, stderr) =>
-      error ? reject(new Error(`scripts/image-tree.sh failed: ${stderr.trim().split('\n').slice(-10).join('\n')}`)) : resolve(),
-    );
-    child.stdin?.end();
-  });
-}
 
 /**
  * The website operator at its defaults: only what a Deployment of dist/ sets besides (no
@@ -40,20 +24,21 @@ export function websiteOperatorPeer({ title = 'website-operator', env = {} }: { 
   let kubeconfig: string | undefined;
   return {
     title,
-    description: `${title}: operator/src/bin/operator.js compiled by scripts/image-tree.sh and run as the image runs it (NODE_ENV=production), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${Object.keys(env).length ? `, ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ', every other setting at its default'}`,
+    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${Object.keys(env).length ? `, ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ', every other setting at its default'}`,
     websites,
     namespace: OPERATOR_NS,
     user: serviceAccountUser(OPERATOR_NS, 'website-operator'),
     queueWait: { metric: 'workqueue_queue_duration_seconds', labels: { name: 'website' } },
     async install({ cluster, log }: PeerContext) {
       await installOperatorObjects(cluster);
-      await buildImageTree(log);
+      log('website-operator: the bundle (scripts/build-operator.ts)');
+      await operatorBundle();
     },
     async start({ cluster }: PeerContext) {
       // A Lease left by a killed run would make the operator wait for it to expire.
       await cluster.admin.delete(LEASES, { namespace: OPERATOR_NS, name: LEASE_NAME }).catch(() => undefined);
       kubeconfig ??= await serviceAccountKubeconfig(cluster);
-      const operator = await OperatorProcess.start('bench', kubeconfig, { NODE_ENV: 'production', LOG_LEVEL: 'info', ...env }, join(IMAGE_TREE, 'operator/src/bin/operator.js'));
+      const operator = await OperatorProcess.start('bench', kubeconfig, { NODE_ENV: 'production', LOG_LEVEL: 'info', ...env });
       try {
         await waitFor('the operator to lead', async () => {
           if (!operator.running) throw new Error(`the operator exited:\n${operator.stderr.slice(-20).join('\n')}`);

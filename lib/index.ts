@@ -10,6 +10,7 @@ export * from './operator/operator-rbac.ts';
 export * from './operator/operator-deployment.ts';
 export * from './operator/webhook-service.ts';
 export * from './operator/cert-manager-webhook-certificate.ts';
+export * from './operator/operator-flow-control.ts';
 export * from './operator/website-operator.ts';
 export * from './workload/page.ts';
 export * from './workload/website-workload.ts';

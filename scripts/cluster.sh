@@ -103,7 +103,12 @@ wait_for() {
 up() {
   binaries
   mkdir -p "$DIR/bin"
-  ln -sf "$KUBECTL" "$DIR/bin/kubectl"
+  # kubectl with a discovery cache of this cluster's own: the default one (~/.kube/cache) is keyed
+  # by host and port, and another local cluster that used the same port earlier (with other CRDs)
+  # would make kubectl resolve resource names against the wrong API.
+  rm -f "$DIR/bin/kubectl"
+  printf '#!/bin/sh\nexec %q --cache-dir %q "$@"\n' "$KUBECTL" "$DIR/kube-cache" >"$DIR/bin/kubectl"
+  chmod +x "$DIR/bin/kubectl"
   [[ -z $AUDIT_POLICY || -f $AUDIT_POLICY ]] || die "no audit policy file at $AUDIT_POLICY (WEBSITE_STACK_CLUSTER_AUDIT_POLICY)"
   local replacing="found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
   if healthy; then
@@ -120,7 +125,7 @@ up() {
     stop_leftovers
     rm -rf "$KWOK_WORKDIR/clusters/$NAME"
   fi
-  rm -f "$KUBECONFIG_FILE"
+  rm -rf "$KUBECONFIG_FILE" "$DIR/kube-cache"
   local start=$SECONDS
   local -a audit=()
   [[ -z $AUDIT_POLICY ]] || audit=(--kube-audit-policy "$AUDIT_POLICY")
@@ -173,7 +178,7 @@ down() {
     "$KWOKCTL" --name "$NAME" delete cluster >>"$DIR/kwokctl.log" 2>&1 || true
   fi
   stop_leftovers
-  rm -rf "$KWOK_WORKDIR/clusters/$NAME" "$KUBECONFIG_FILE"
+  rm -rf "$KWOK_WORKDIR/clusters/$NAME" "$KUBECONFIG_FILE" "$DIR/kube-cache"
   log "cluster '$NAME' is down"
 }
 

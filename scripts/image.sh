@@ -95,6 +95,7 @@ base() {
   need_root base
   local node work ctr
   node=$(node_binary)
+  mkdir -p "$CACHE_DIR/image"
   work=$(mktemp -d "$CACHE_DIR/image/base.XXXXXX")
   trap 'rm -rf "$work"' RETURN
   log "debootstrap --variant=minbase $SUITE from $DEBIAN_MIRROR"

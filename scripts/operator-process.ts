@@ -1,6 +1,8 @@
-// The real operator entrypoint (operator/src/bin/operator.ts) as a child process, authenticated as the
-// operator's ServiceAccount under exactly the Role dist/ ships. Shared by the cluster tests
-// (test/cluster/operator-process.ts binds it to the test cluster) and the benchmark (bench/).
+// The real operator as a child process, authenticated as the operator's ServiceAccount under exactly
+// the Role dist/ ships: the bundle the image runs (operator/build/operator.mjs, built from the sources
+// first by scripts/build-operator.ts), so the tests and the benchmark exercise what ships. Shared by
+// the cluster tests (test/cluster/operator-process.ts binds it to the test cluster) and the benchmark
+// (bench/).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -10,6 +12,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { buildOperator } from './build-operator.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -123,6 +126,17 @@ async function waitUntil(what: string, done: () => boolean, timeoutMs: number): 
   }
 }
 
+let built: Promise<string> | undefined;
+
+/**
+ * The operator bundle built from the working tree, once per process (an unchanged tree rewrites
+ * nothing, so test files building in parallel do not disturb an operator already running).
+ */
+export function operatorBundle(): Promise<string> {
+  built ??= buildOperator().then((build) => build.entry);
+  return built;
+}
+
 export class OperatorProcess {
   readonly logs: LogLine[] = [];
   readonly stderr: string[] = [];
@@ -154,9 +168,12 @@ export class OperatorProcess {
    * endpoints listen. Metrics and health ports are picked by the process (parsed from its
    * "operator started" log line); the conversion webhook is off unless `env` turns it on.
    */
-  /** `entrypoint`: the TypeScript source by default; the image test passes the compiled one. */
-  static async start(identity: string, kubeconfig: string, env: Record<string, string> = {}, entrypoint = join(ROOT, 'operator/src/bin/operator.ts')): Promise<OperatorProcess> {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', entrypoint], {
+  /**
+   * `entrypoint`: the bundle (operatorBundle()) by default; another file Node runs, such as the
+   * sources (operator/src/bin/operator.ts, type-stripped), for comparison.
+   */
+  static async start(identity: string, kubeconfig: string, env: Record<string, string> = {}, entrypoint?: string): Promise<OperatorProcess> {
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', entrypoint ?? (await operatorBundle())], {
       env: {
         PATH: process.env.PATH,
         KUBECONFIG: kubeconfig,
@@ -165,6 +182,8 @@ export class OperatorProcess {
         HEALTH_PORT: '0',
         // It rewrites the CRD's clientConfig: only for those who ask.
         WEBHOOK_ENABLED: 'false',
+        // As the operator Deployment runs it.
+        LEADER_ELECTION: 'true',
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -173,8 +192,15 @@ export class OperatorProcess {
     const exited = operator.exited.then((code) => {
       throw new Error(`operator ${identity} exited (${code}) before listening:\n${operator.stderr.join('\n')}`);
     });
-    await Promise.race([waitUntil(`operator ${identity} to listen`, () => operator.metricsPort !== 0, 30_000), exited]);
-    exited.catch(() => undefined);
+    try {
+      await Promise.race([waitUntil(`operator ${identity} to listen`, () => operator.metricsPort !== 0, 30_000), exited]);
+    } catch (error) {
+      // Not listening in time: do not leave it running (and holding the caller's pipes open).
+      await operator.kill();
+      throw error;
+    } finally {
+      exited.catch(() => undefined);
+    }
     return operator;
   }
 

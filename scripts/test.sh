@@ -8,5 +8,7 @@ bash scripts/system-deps.sh
 bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
 echo "[test] type-check (tsc --noEmit)"
 tsc --noEmit
+echo "[test] operator bundle (scripts/build-operator.ts: what the image, the cluster tests and the benchmark run)"
+node --disable-warning=ExperimentalWarning scripts/build-operator.ts
 echo "[test] jest"
 NODE_OPTIONS="${NODE_OPTIONS:-} --experimental-vm-modules --disable-warning=ExperimentalWarning" jest "$@"

@@ -21,6 +21,7 @@ import {
  *   POD_NAME                 this replica's identity for leader election (downward API)
  *   LEADER_ELECTION          'true' | 'false'
  *   LEASE_NAME               leader-election Lease in OPERATOR_NAMESPACE
+ *   NODE_OPTIONS             --max-old-space-size tied to the memory limit (nodeOptionsFor)
  *   OTEL_SERVICE_NAME,
  *   OTEL_EXPORTER_OTLP_ENDPOINT   only when tracing is configured
  *
@@ -52,15 +53,52 @@ export interface OperatorResources {
 }
 
 /**
- * Requests sized for a thousand Websites on one Node.js process (measured: about 195 MiB with none,
- * 233 MiB holding 1000; README "Benchmarks"); a memory limit so a leak is contained, and no CPU
- * limit, so reconcile bursts are not throttled (CPU is shared by request).
+ * Sized from the operator image's measured memory, as runc runs it with this Deployment's pod spec
+ * (test/cluster/image.test.ts; README "Memory"): about 90 MiB idle with the conversion webhook on,
+ * plus about 40 KiB per cached Website (README "Benchmarks", N=1000).
+ * - memory request 128Mi: idle plus a thousand Websites' cache, with about 15 % to spare;
+ * - memory limit 384Mi, 3x the request: a burst of creations grows the heap well above what is live
+ *   (before bundling, a burst of 1000 creations left 1.5x the RSS of a restarted process holding the
+ *   same Websites); a limit only contains a leak and reserves nothing;
+ * - CPU request 100m: idle it uses about 12m (Lease renewals, timers); creating Websites takes 18-36 ms
+ *   of CPU each; no CPU limit, so reconcile bursts are not throttled (CPU is shared by request).
+ * V8's old generation is capped below the limit (NODE_OPTIONS, see nodeOptionsFor), so the process
+ * collects garbage before the cgroup's OOM killer would stop it.
  */
 export const DEFAULT_OPERATOR_RESOURCES: OperatorResources = {
   cpuRequest: '100m',
-  memoryRequest: '256Mi',
-  memoryLimit: '512Mi',
+  memoryRequest: '128Mi',
+  memoryLimit: '384Mi',
 };
+
+/**
+ * What the operator's process needs outside V8's old generation (MiB): measured idle, about 57 MiB
+ * of RSS is code, Node's own and native memory, and the young generation grows to 48 MiB (three
+ * 16 MiB semi-spaces); the rest is margin.
+ */
+const OPERATOR_NON_HEAP_MIB = 128;
+
+/** Mebibytes in a Kubernetes memory quantity ('384Mi', '1Gi', '500M', '400000000'). */
+function quantityMebibytes(quantity: string): number {
+  const match = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity.trim());
+  if (!match) throw new Error(`'${quantity}' is not a memory quantity this construct reads: use a number with Ki, Mi, Gi, Ti, k, M, G or T, e.g. '384Mi'`);
+  const unit = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 }[match[2] ?? ''] ?? 1;
+  return (Number(match[1]) * unit) / 2 ** 20;
+}
+
+/**
+ * NODE_OPTIONS for a memory limit: V8's old generation capped at the limit minus
+ * OPERATOR_NON_HEAP_MIB, so Node collects harder as it nears the limit and, should live data
+ * really outgrow it, fails with a JavaScript heap error naming the cause rather than being
+ * OOM-killed by the kernel.
+ */
+export function nodeOptionsFor(memoryLimit: string): string {
+  const heap = Math.floor(quantityMebibytes(memoryLimit) - OPERATOR_NON_HEAP_MIB);
+  if (heap < 64) {
+    throw new Error(`the operator's memory limit ${memoryLimit} is too small: it idles at about 90 MiB; give it at least ${OPERATOR_NON_HEAP_MIB + 64}Mi (default ${DEFAULT_OPERATOR_RESOURCES.memoryLimit})`);
+  }
+  return `--max-old-space-size=${heap}`;
+}
 
 /**
  * The operator image of this package version, as the release workflow publishes it
@@ -162,6 +200,7 @@ export class OperatorDeployment extends Construct {
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'LEADER_ELECTION', value: String(leaderElection) },
       { name: 'LEASE_NAME', value: props.leaseName ?? LEASE_NAME },
+      { name: 'NODE_OPTIONS', value: nodeOptionsFor(resources.memoryLimit) },
       ...(props.otlpEndpoint
         ? [
             { name: 'OTEL_SERVICE_NAME', value: OPERATOR_NAME },

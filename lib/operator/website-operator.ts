@@ -5,6 +5,7 @@ import { DEFAULT_GROUP } from '../website/schema.ts';
 import type { ConversionWebhookService, WebsiteCrdOperator } from '../website/website-crd.ts';
 import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
 import { type OperatorResources, OperatorDeployment } from './operator-deployment.ts';
+import { OperatorFlowControl, type OperatorFlowControlOptions } from './operator-flow-control.ts';
 import { OperatorRbac } from './operator-rbac.ts';
 import { LEASE_NAME, OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT, type WebhookCertificateMode } from './names.ts';
 import { WebhookService } from './webhook-service.ts';
@@ -66,12 +67,21 @@ export interface WebsiteOperatorProps {
    * @default 'operator'
    */
   readonly webhookCertificates?: WebhookCertificateMode;
+  /**
+   * Give the operator's ServiceAccount a priority level of its own in the API server's Priority
+   * and Fairness (OperatorFlowControl: a FlowSchema and a PriorityLevelConfiguration, both
+   * cluster-scoped, Kubernetes 1.29 or later). `true` takes OperatorFlowControl's defaults; an
+   * object tunes them. Off, the operator's requests fall into the built-in `workload-low` level
+   * shared by every ServiceAccount.
+   * @default false
+   */
+  readonly flowControl?: boolean | OperatorFlowControlOptions;
 }
 
 /**
  * Everything that deploys the operator: namespace, ServiceAccount, Role, RoleBinding, Deployment,
  * webhook Service, and what the webhook certificate mode needs (a ClusterRole and its binding, or
- * cert-manager Issuers and Certificates).
+ * cert-manager Issuers and Certificates); with `flowControl`, its FlowSchema and priority level.
  *
  * Pass it to the Website CRD, which takes its group, webhook Service and annotations from it:
  * `new WebsiteCrd(chart, 'crd', { operator })`.
@@ -87,6 +97,8 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
   public readonly webhookService: WebhookService;
   /** cert-manager mode only: the Issuers and Certificates of the webhook certificate. */
   public readonly webhookCertificate?: CertManagerWebhookCertificate;
+  /** With `flowControl` only: the operator's FlowSchema and PriorityLevelConfiguration. */
+  public readonly flowControl?: OperatorFlowControl;
   /**
    * Annotations the Website CRD needs for this operator's webhook certificate mode (cert-manager's
    * CA injection; none in operator mode, where the operator sets the caBundle itself). A WebsiteCrd
@@ -138,5 +150,11 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       });
     }
     this.crdAnnotations = this.webhookCertificate?.crdAnnotations ?? {};
+    if (props.flowControl) {
+      this.flowControl = new OperatorFlowControl(this, 'FlowControl', {
+        ...(props.flowControl === true ? {} : props.flowControl),
+        serviceAccount: { name: this.rbac.serviceAccount.name, namespace: this.namespace },
+      });
+    }
   }
 }

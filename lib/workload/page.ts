@@ -7,6 +7,9 @@ import { COLOR_PATTERN } from '../website/schema.ts';
 /** Port the web server listens on inside the pod (unprivileged: above 1024). */
 export const WEB_PORT = 8080;
 
+// Compiled once: renderPage runs for every Website the operator renders.
+const COLOR = new RegExp(COLOR_PATTERN);
+
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 /** Escapes text for HTML element content and attribute values. */
@@ -38,7 +41,7 @@ export function textColorOn(color: string): '#000000' | '#ffffff' {
  * Throws on a colour that is not a CSS hex colour: it is written into a style sheet.
  */
 export function renderPage(title: string, color: string): string {
-  if (!new RegExp(COLOR_PATTERN).test(color)) {
+  if (!COLOR.test(color)) {
     throw new Error(`color must be a CSS hex colour such as #2196F3, got ${JSON.stringify(color)}`);
   }
   return pageHtml({ text: escapeHtml(title), background: color, foreground: textColorOn(color) });

@@ -1,4 +1,5 @@
-import { k8s } from 'cdk8s-plus-34';
+import { ApiObject } from 'cdk8s';
+import type { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
@@ -11,6 +12,23 @@ export const DEFAULT_WEB_IMAGE = 'nginxinc/nginx-unprivileged:1.28.0-alpine';
 export const WEB_UID = 101;
 /** Where the start script writes the page and configuration: an emptyDir, the root FS is read-only. */
 export const SITE_DIR = '/tmp/site';
+
+/**
+ * A cdk8s-plus-34 `k8s` type as the JSON its `k8s` classes synthesize: there Quantity and
+ * IntOrString are classes (shape `{ value }`) that toJson unwraps, here they are their values. A
+ * plain `ApiObject` writes what it is given, so this is what it must be given to match. They are
+ * told apart as the types a bare `{ value }` satisfies: every other `k8s` type names more fields.
+ */
+type KubeJson<T> = T extends readonly (infer E)[]
+  ? KubeJson<E>[]
+  : T extends object
+    ? { value: string | number } extends T
+      ? string | number
+      : { [K in keyof T]: KubeJson<T[K]> }
+    : T;
+
+// The same for every Website: built once, not per render.
+const NGINX_CONF = renderNginxConfig(WEB_PORT);
 
 /** Value of the managed-by label on everything the operator creates. */
 export const MANAGED_BY = 'website-operator';
@@ -66,11 +84,18 @@ export function workloadName(websiteName: string): string {
 /**
  * What one Website owns: Deployment `website-<name>` running the page and Service `website-<name>`
  * on port 80, both with a controller owner reference to the Website. The operator renders this at
- * run time; nothing here depends on anything but the Website.
+ * run time, once per Website and change; nothing here depends on anything but the Website.
+ *
+ * Both are plain cdk8s `ApiObject`s rather than cdk8s-plus-34's `k8s.KubeDeployment` and
+ * `k8s.KubeService`: the JSON is the same byte for byte, but the `k8s` classes convert every field
+ * a second time after cdk8s has resolved it, which made rendering twice as slow, and this construct
+ * needs none of cdk8s-plus-34's code at run time. The fields are still checked against its `k8s` types.
  */
 export class WebsiteWorkload extends Construct {
-  public readonly deployment: k8s.KubeDeployment;
-  public readonly service: k8s.KubeService;
+  /** Deployment `website-<name>` (`apps/v1`), a plain `ApiObject`: add to it with `addJsonPatch`. */
+  public readonly deployment: ApiObject;
+  /** Service `website-<name>` (`v1`), a plain `ApiObject`: add to it with `addJsonPatch`. */
+  public readonly service: ApiObject;
 
   constructor(scope: Construct, id: string, props: WebsiteWorkloadProps) {
     super(scope, id);
@@ -101,55 +126,58 @@ export class WebsiteWorkload extends Construct {
       fail((error as Error).message);
     }
     const resources = props.resources ?? DEFAULT_WORKLOAD_RESOURCES;
-    const q = k8s.Quantity.fromString;
-    const http = k8s.IntOrString.fromString('http');
 
-    this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
-      metadata: { name, namespace: metadata.namespace, labels, ownerReferences },
-      spec: {
-        replicas: spec.replicas,
-        selector: { matchLabels: selector },
-        template: {
-          metadata: { labels },
-          spec: {
-            automountServiceAccountToken: false,
-            enableServiceLinks: false,
-            securityContext: restrictedPodSecurityContext(WEB_UID),
-            containers: [
-              {
-                name: 'web',
-                image: props.image ?? DEFAULT_WEB_IMAGE,
-                imagePullPolicy: 'IfNotPresent',
-                command: ['/bin/sh', '-c', START_SCRIPT],
-                env: [
-                  { name: 'SITE_DIR', value: SITE_DIR },
-                  { name: 'WEBSITE_HTML', value: page },
-                  { name: 'NGINX_CONF', value: renderNginxConfig(WEB_PORT) },
-                ],
-                ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
-                readinessProbe: { httpGet: { path: '/', port: http }, periodSeconds: 5 },
-                livenessProbe: { httpGet: { path: '/', port: http }, periodSeconds: 10, failureThreshold: 3 },
-                resources: {
-                  requests: { cpu: q(resources.cpuRequest), memory: q(resources.memoryRequest) },
-                  limits: { memory: q(resources.memoryLimit) },
-                },
-                securityContext: restrictedContainerSecurityContext(),
-                volumeMounts: [{ name: 'site', mountPath: SITE_DIR }],
+    const deploymentSpec: KubeJson<k8s.DeploymentSpec> = {
+      replicas: spec.replicas,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: restrictedPodSecurityContext(WEB_UID),
+          containers: [
+            {
+              name: 'web',
+              image: props.image ?? DEFAULT_WEB_IMAGE,
+              imagePullPolicy: 'IfNotPresent',
+              command: ['/bin/sh', '-c', START_SCRIPT],
+              env: [
+                { name: 'SITE_DIR', value: SITE_DIR },
+                { name: 'WEBSITE_HTML', value: page },
+                { name: 'NGINX_CONF', value: NGINX_CONF },
+              ],
+              ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
+              readinessProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 5 },
+              livenessProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 10, failureThreshold: 3 },
+              resources: {
+                requests: { cpu: resources.cpuRequest, memory: resources.memoryRequest },
+                limits: { memory: resources.memoryLimit },
               },
-            ],
-            volumes: [{ name: 'site', emptyDir: { sizeLimit: q('16Mi') } }],
-          },
+              securityContext: restrictedContainerSecurityContext(),
+              volumeMounts: [{ name: 'site', mountPath: SITE_DIR }],
+            },
+          ],
+          volumes: [{ name: 'site', emptyDir: { sizeLimit: '16Mi' } }],
         },
       },
-    });
-
-    this.service = new k8s.KubeService(this, 'Service', {
+    };
+    const serviceSpec: KubeJson<k8s.ServiceSpec> = {
+      type: 'ClusterIP',
+      selector,
+      ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
+    };
+    this.deployment = new ApiObject(this, 'Deployment', {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
       metadata: { name, namespace: metadata.namespace, labels, ownerReferences },
-      spec: {
-        type: 'ClusterIP',
-        selector,
-        ports: [{ name: 'http', port: 80, targetPort: http, protocol: 'TCP' }],
-      },
+      spec: deploymentSpec,
+    });
+    this.service = new ApiObject(this, 'Service', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name, namespace: metadata.namespace, labels, ownerReferences },
+      spec: serviceSpec,
     });
   }
 }

@@ -5,15 +5,19 @@
 // ServiceAccount token volume and KUBERNETES_SERVICE_HOST/PORT, in a network namespace of its own.
 // The API server calls its conversion webhook through the webhook Service (aggregator routing dials
 // the Service's endpoints: the container's address), the probes are called as the kubelet calls them,
-// and SIGTERM stops it.
+// and SIGTERM stops it. Its memory is measured there, in the cgroup with the Deployment's limit: the
+// bundle idle and holding Websites, beside the TypeScript sources run by Node (type stripping, as the
+// operator ran before it was bundled) and a bare Node process, each a fresh container of the same
+// pod spec in the same run.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from './env.ts';
 import { eventually, getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
+import { buildOperator } from '../../scripts/build-operator.ts';
 import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { OPERATOR_NS as NS } from './operator-process.ts';
 import { OciContainer, PodNetwork, bytes, configureBundle, memoryLimitOf, unpack } from './oci-pod.ts';
@@ -25,7 +29,7 @@ const podSpec = deployment.spec.template.spec;
 const container = podSpec.containers[0];
 const portOf = (name: string) => container.ports.find((p: any) => p.name === name).containerPort;
 const POD = `${deployment.metadata.name}-image`;
-// The entrypoint as the Dockerfile declares it (the one place that names the compiled entrypoint).
+// The entrypoint as the Dockerfile declares it (the one place that names the bundle's entry in the image).
 const ENTRYPOINT: string[] = JSON.parse(/^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1]);
 
 let ref: string;
@@ -35,6 +39,14 @@ let network: PodNetwork | undefined;
 let operator: OciContainer | undefined;
 let cgroupsPath: string;
 let config: any;
+let extraEnv: Record<string, string>;
+let serviceAccountDir: string;
+/** Other containers of the same pod spec (the memory comparison), removed after the tests. */
+const others: OciContainer[] = [];
+/** VmRSS readings (bytes) for the memory table printed at the end. */
+const memory: Array<{ what: string; bytes: number }> = [];
+/** Websites the memory test creates besides image-v1 and image-beta. */
+const MEMORY_WEBSITES = Array.from({ length: 20 }, (_, i) => `image-memory-${i}`);
 
 /** A timer that does not keep jest alive after the tests. */
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
@@ -57,6 +69,60 @@ async function probe(kind: 'livenessProbe' | 'readinessProbe'): Promise<number> 
   return (await get(url, { 'User-Agent': 'kube-probe/1.36', Accept: '*/*' }, (container[kind].timeoutSeconds ?? 1) * 1000)).status;
 }
 
+/** VmRSS of a process in bytes: the median of three readings half a second apart. */
+async function rss(pid: number): Promise<number> {
+  const readings: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    if (i > 0) await sleep(500);
+    readings.push(Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024);
+  }
+  return readings.sort((a, b) => a - b)[1];
+}
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+/** Sum of a metric's samples in the container's /metrics. */
+async function metricOf(name: string): Promise<number> {
+  const text = (await get(`http://${network!.podIP}:${portOf('metrics')}/metrics`)).body;
+  return text.split('\n').filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+/**
+ * Another container of the same pod spec, in the same network namespace (the previous one has
+ * exited) under a cgroup of its own with the same limits, running `command` instead of the image's
+ * entrypoint; `mounts` are bound read-only at the same path.
+ */
+function otherContainer(id: string, command: string[], mounts: string[] = []): OciContainer {
+  const dir = join(work, id);
+  mkdirSync(dir, { recursive: true });
+  copyFileSync(join(work, 'image-config.json'), join(dir, 'config.json'));
+  const spec = { ...podSpec, containers: [{ ...container, command }] };
+  const other = configureBundle(dir, { podSpec: spec, container: container.name, fields: { 'metadata.name': id, 'metadata.namespace': NS }, serviceAccountDir, extraEnv, network: network!, cgroupsPath: `/website-stack-image/${id}` });
+  other.root.path = join(bundle, 'rootfs');
+  for (const source of mounts) other.mounts.push({ destination: source, type: 'bind', source, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(other, null, 2));
+  const started = new OciContainer(id, dir);
+  others.push(started);
+  return started;
+}
+
+/**
+ * Starts an operator container, waits until it is ready, leads and has reconciled every Website in
+ * the namespace once (its first pass), then for the queue to drain and 5 s more; returns its RSS and
+ * stops it (SIGTERM, as the kubelet would).
+ */
+async function rssAfterFirstPass(started: OciContainer): Promise<number> {
+  const websites = (await getJson(['websites', '-n', NS])).items.length;
+  await eventually('/readyz', async () => ((await probe('readinessProbe')) === 200 ? true : undefined), 120_000);
+  await eventually(`the first pass over ${websites} Websites`, async () => ((await metricOf('controller_runtime_reconcile_total')) >= websites ? true : undefined), 120_000);
+  await eventually('an empty work queue', async () => ((await metricOf('workqueue_depth')) === 0 ? true : undefined), 60_000);
+  await sleep(5000);
+  const bytes = await rss(started.state().pid);
+  started.kill('TERM');
+  await Promise.race([started.exited, sleep(podSpec.terminationGracePeriodSeconds * 1000)]);
+  return bytes;
+}
+
 beforeAll(async () => {
   // The build prints image=oci:<layout>:<tag> and its size; its progress goes to stderr.
   const built = execFileSync('bash', [join(ROOT, 'scripts/image.sh'), 'build'], { stdio: ['ignore', 'pipe', 'inherit'] }).toString();
@@ -65,6 +131,8 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'image-'));
   bundle = join(work, 'bundle');
   unpack(ref, bundle);
+  // The image's own config as umoci wrote it, before it becomes the pod's (other containers start from it).
+  copyFileSync(join(bundle, 'config.json'), join(work, 'image-config.json'));
 
   await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: operatorRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
   await kubectl(['delete', 'lease', 'website-operator', '-n', NS, '--ignore-not-found']);
@@ -96,19 +164,20 @@ beforeAll(async () => {
   });
 
   // The ServiceAccount volume: a bound token (TokenRequest), the cluster CA, the namespace.
-  const sa = join(work, 'serviceaccount');
+  const sa = (serviceAccountDir = join(work, 'serviceaccount'));
   mkdirSync(sa);
   writeFileSync(join(sa, 'token'), (await ok(['create', 'token', podSpec.serviceAccountName, '-n', NS, '--duration=1h'])).trim());
   writeFileSync(join(sa, 'ca.crt'), readFileSync((await loadClusterInfo()).ca));
   writeFileSync(join(sa, 'namespace'), NS);
 
   cgroupsPath = `/website-stack-image/${POD}`;
+  extraEnv = { KUBERNETES_SERVICE_HOST: apiServer.ip, KUBERNETES_SERVICE_PORT: String(apiServer.port), KUBERNETES_SERVICE_PORT_HTTPS: String(apiServer.port) };
   config = configureBundle(bundle, {
     podSpec,
     container: container.name,
     fields: { 'metadata.name': POD, 'metadata.namespace': NS },
     serviceAccountDir: sa,
-    extraEnv: { KUBERNETES_SERVICE_HOST: apiServer.ip, KUBERNETES_SERVICE_PORT: String(apiServer.port), KUBERNETES_SERVICE_PORT_HTTPS: String(apiServer.port) },
+    extraEnv,
     network,
     cgroupsPath,
   });
@@ -116,13 +185,14 @@ beforeAll(async () => {
 }, 1_200_000);
 
 afterAll(async () => {
-  if (operator) {
-    try { operator.kill('KILL'); } catch { /* already stopped */ }
-    await Promise.race([operator.exited, sleep(5000)]);
-    OciContainer.remove(operator.id);
+  for (const running of [operator, ...others]) {
+    if (!running) continue;
+    try { running.kill('KILL'); } catch { /* already stopped */ }
+    await Promise.race([running.exited, sleep(5000)]);
+    OciContainer.remove(running.id);
   }
   network?.close();
-  for (const name of ['image-v1', 'image-beta']) {
+  for (const name of ['image-v1', 'image-beta', ...MEMORY_WEBSITES]) {
     await kubectl(['patch', 'website', name, '-n', NS, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
     await kubectl(['delete', 'website', name, '-n', NS, '--ignore-not-found', '--wait=false']);
   }
@@ -132,7 +202,7 @@ afterAll(async () => {
 });
 
 describe('the operator image', () => {
-  test('its config: user 65532, the compiled entrypoint, the three ports, production mode', () => {
+  test('its config: user 65532, the bundle as entrypoint, the three ports, production mode', () => {
     const layout = ref.replace(/^oci:/, '').replace(/:[^:/]+$/, '');
     const blob = (digest: string) => JSON.parse(readFileSync(join(layout, 'blobs', ...digest.split(':')), 'utf8'));
     const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8'));
@@ -152,17 +222,16 @@ describe('the operator image', () => {
     console.log(`[image] ${manifest.layers.length} layers, ${(size / 2 ** 20).toFixed(1)} MiB compressed`);
   });
 
-  test("its file tree: Node 22, the compiled operator and library, and the operator's production dependencies only", () => {
+  test('its file tree: Node 22 and the operator bundle only, the same files the tests run', async () => {
     const app = join(bundle, 'rootfs/app');
-    expect(readdirSync(app).sort()).toEqual(['imports', 'lib', 'node_modules', 'operator', 'package.json']);
+    expect(readdirSync(app).sort()).toEqual(['chunks', basename(ENTRYPOINT[1])]);
     expect(existsSync(join(bundle, 'rootfs', ENTRYPOINT[1]))).toBe(true);
-    const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'operator/package.json'), 'utf8'));
-    for (const name of Object.keys(dependencies)) expect(existsSync(join(app, 'node_modules', name))).toBe(true);
-    // The lockfile marks what only development needs (TypeScript, jest, the Node 22 package, ...).
-    const { packages } = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
-    const devOnly = Object.entries(packages as Record<string, { dev?: boolean }>).filter(([path, entry]) => path && entry.dev).map(([path]) => path);
-    expect(devOnly).toEqual(expect.arrayContaining(['node_modules/typescript', 'node_modules/jest', 'node_modules/node', 'node_modules/ts-jest']));
-    expect(devOnly.filter((path) => existsSync(join(app, path)))).toEqual([]);
+    // No package is installed: everything the operator uses is inside the bundle.
+    expect(existsSync(join(app, 'node_modules'))).toBe(false);
+    // Chunk names carry content hashes: the image holds exactly the bundle built here from the same sources.
+    const local = await buildOperator();
+    const built = Object.keys(local.metafile.outputs).map((output) => relative(local.dir, join(ROOT, output))).sort();
+    expect(readdirSync(app, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.mjs')).sort()).toEqual(built);
     expect(execFileSync('chroot', [join(bundle, 'rootfs'), 'node', '--version']).toString().trim()).toBe(`v${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies.node}`);
   });
 
@@ -197,6 +266,13 @@ describe('the operator image', () => {
     expect(await eventually('/readyz', async () => ((await probe('readinessProbe')) === 200 ? 200 : undefined), 90_000)).toBe(200);
   }, 180_000);
 
+  test('memory: idle in the cgroup of the Deployment\'s limit, well under the memory request', async () => {
+    await sleep(5000);
+    const idle = await rss(operator!.state().pid);
+    memory.push({ what: 'bundle (the image), idle, no Website', bytes: idle });
+    expect(idle).toBeLessThan(bytes(container.resources.requests.memory));
+  }, 60_000);
+
   test('reconciles a Website to Ready', async () => {
     await ok(['apply', '-f', '-'], { input: JSON.stringify(website('image-v1', NS, { title: 'From the image', replicas: 1 })) });
     const ready = await eventually('the Website to be Ready', async () => {
@@ -228,6 +304,18 @@ describe('the operator image', () => {
     expect(served).toBeGreaterThan(0);
   }, 120_000);
 
+  test(`memory: after reconciling ${MEMORY_WEBSITES.length} more Websites, still under the memory request`, async () => {
+    await ok(['apply', '-f', '-'], { input: MEMORY_WEBSITES.map((name) => JSON.stringify(website(name, NS, { title: `Memory ${name}`, replicas: 1 }))).join('\n') });
+    await eventually(`the ${MEMORY_WEBSITES.length} Websites to be Ready`, async () => {
+      const items = (await getJson(['websites', '-n', NS])).items.filter((w: any) => MEMORY_WEBSITES.includes(w.metadata.name));
+      return items.length === MEMORY_WEBSITES.length && items.every((w: any) => w.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
+    }, 180_000);
+    await sleep(5000);
+    const holding = await rss(operator!.state().pid);
+    memory.push({ what: `bundle (the image), after reconciling ${MEMORY_WEBSITES.length + 2} Websites`, bytes: holding });
+    expect(holding).toBeLessThan(bytes(container.resources.requests.memory));
+  }, 240_000);
+
   test('SIGTERM ends it promptly with exit code 0, the Lease released', async () => {
     const start = Date.now();
     operator!.kill('TERM');
@@ -243,4 +331,28 @@ describe('the operator image', () => {
     const lease = await getJson(['lease', 'website-operator', '-n', NS]);
     expect(lease.spec.holderIdentity ?? '').not.toBe(POD);
   }, 60_000);
+
+  test('memory beside the TypeScript sources and a bare Node, fresh containers of the same pod spec: the bundle takes far less', async () => {
+    // Each a fresh process after its first pass over the same Websites; the image's Node runs all three.
+    const bundled = await rssAfterFirstPass(otherContainer(`${POD}-bundle`, ENTRYPOINT));
+    const sources = await rssAfterFirstPass(otherContainer(`${POD}-sources`, ['node', '--disable-warning=ExperimentalWarning', join(ROOT, 'operator/src/bin/operator.ts')], [ROOT]));
+    const bare = otherContainer(`${POD}-bare-node`, ['node', '-e', 'setInterval(() => {}, 1000)']);
+    await eventually('the bare Node container to run', async () => (bare.state().status === 'running' ? true : undefined));
+    await sleep(5000);
+    const bareNode = await rss(bare.state().pid);
+    bare.kill('KILL');
+    const websites = (await getJson(['websites', '-n', NS])).items.length;
+    memory.push(
+      { what: `bundle (the image's entrypoint), fresh, after its first pass over ${websites} Websites`, bytes: bundled },
+      { what: `TypeScript sources (node operator/src/bin/operator.ts), fresh, after its first pass over ${websites} Websites`, bytes: sources },
+      { what: "bare Node (node -e 'setInterval(() => {}, 1000)')", bytes: bareNode },
+    );
+    console.log(
+      `[image] operator RSS in the pod (memory limit ${container.resources.limits.memory}, request ${container.resources.requests.memory}; ` +
+        `${container.env.find((e: any) => e.name === 'NODE_OPTIONS')?.value ?? 'no NODE_OPTIONS'}):\n` +
+        memory.map((m) => `  ${m.what}: ${mib(m.bytes)} (${(m.bytes / bareNode).toFixed(2)}× bare Node)`).join('\n'),
+    );
+    expect(bundled).toBeLessThan(sources);
+    expect(bundled).toBeLessThan(bytes(container.resources.requests.memory));
+  }, 600_000);
 });

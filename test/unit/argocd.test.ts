@@ -101,7 +101,7 @@ function parseFile(file: string): Manifest[] {
 
 const CLUSTER_SCOPED = new Set([
   'Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'StorageClass', 'PriorityClass',
-  'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'APIService', 'IngressClass', 'ClusterIssuer',
+  'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'APIService', 'IngressClass', 'ClusterIssuer', 'FlowSchema', 'PriorityLevelConfiguration',
 ]);
 const NAMESPACED = new Set([
   'ConfigMap', 'Secret', 'Service', 'ServiceAccount', 'Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob', 'Role', 'RoleBinding',

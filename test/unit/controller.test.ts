@@ -102,6 +102,20 @@ describe('WorkQueue', () => {
     expect(condition()).toBe(true);
   };
 
+  test('serves new and changed keys before resyncs; a resynced key added as a change moves up', async () => {
+    const queue = new WorkQueue({ name: 'test', concurrency: 1 });
+    for (const key of ['ns/r1', 'ns/r2', 'ns/r3']) queue.add(key, 'low');
+    queue.add('ns/new');
+    queue.add('ns/r3');
+    queue.add('ns/new', 'low');
+    expect(queue.length).toBe(4);
+    const seen: string[] = [];
+    const worker = run(queue, async (key) => seen.push(key));
+    await until(() => seen.length === 4);
+    await worker.stop();
+    expect(seen).toEqual(['ns/new', 'ns/r3', 'ns/r1', 'ns/r2']);
+  });
+
   test('deduplicates a key added while it waits', async () => {
     const queue = new WorkQueue({ name: 'test' });
     for (let i = 0; i < 5; i++) queue.add('ns/a');

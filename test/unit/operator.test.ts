@@ -127,8 +127,13 @@ describe('WebsiteOperator', () => {
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
   });
 
-  test('sets resources deliberately: requests and a memory limit', () => {
-    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '512Mi' } });
+  test('sets resources deliberately: requests and a memory limit, with V8\'s old generation capped below it', () => {
+    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '384Mi' } });
+    expect(container.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=256' });
+    const custom = only(operator({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } }), 'Deployment');
+    expect(custom.spec.template.spec.containers[0].env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=896' });
+    expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: '128Mi' } })).toThrow(/memory limit 128Mi is too small: .* at least 192Mi/);
+    expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: 'lots' } })).toThrow(/'lots' is not a memory quantity/);
   });
 
   test('passes the group, namespace, pod name and leader election to the runtime', () => {
@@ -139,6 +144,7 @@ describe('WebsiteOperator', () => {
       POD_NAME: 'metadata.name',
       LEADER_ELECTION: 'true',
       LEASE_NAME: 'website-operator',
+      NODE_OPTIONS: '--max-old-space-size=256',
       WEBHOOK_CERT_MODE: 'operator',
       WEBHOOK_SECRET_NAME: 'website-operator-webhook-tls',
       WEBHOOK_SERVICE_NAME: 'website-operator-webhook',

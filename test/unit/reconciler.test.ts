@@ -34,7 +34,10 @@ describe('status', () => {
       status: 'False',
       message: '2/2 replicas available, rolling out the current spec',
     });
-    expect(readyCondition(website(), undefined)).toMatchObject({ status: 'False', message: '0/2 replicas available, rolling out the current spec' });
+    // A new Deployment's progress is told by the count alone, so its status fields moving do not
+    // each cost a status write.
+    expect(readyCondition(website(), undefined)).toMatchObject({ status: 'False', message: '0/2 replicas available' });
+    expect(readyCondition(website(), deployment({ observedGeneration: 1, availableReplicas: 0, updatedReplicas: 2 }))).toMatchObject({ message: '0/2 replicas available' });
   });
 
   test('lastTransitionTime moves only when the condition flips; other conditions are kept', () => {
@@ -72,26 +75,30 @@ describe('operator configuration', () => {
       operatorNamespace: 'website-system',
       watchNamespace: 'website-system',
       identity: 'op-1',
-      leaderElection: true,
+      // Off for a local run (kubebuilder's convention); the operator Deployment turns it on.
+      leaderElection: false,
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
       concurrency: 4,
-      qps: 20,
-      burst: 30,
+      // No client-side rate limit unless one is configured (controller-runtime since v0.21).
+      qps: undefined,
+      burst: undefined,
       metricsPort: 8080,
       healthPort: 8081,
       webhook: { port: 9443, certMode: 'operator', url: 'https://127.0.0.1:9443/convert' },
     });
     expect(loadConfig({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }).webhook?.url).toBeUndefined();
     expect(loadConfig({ WEBHOOK_ENABLED: 'false' }).webhook).toBeUndefined();
+    expect(loadConfig({ KUBE_API_QPS: '50' })).toMatchObject({ qps: 50, burst: undefined });
   });
 
   test.each([
     [{ CONCURRENCY: '0' }, 'CONCURRENCY="0" is not valid: expected an integer >= 1'],
     [{ KUBE_API_QPS: 'fast' }, 'KUBE_API_QPS="fast" is not valid: expected a number >= 0.1'],
+    [{ KUBE_API_BURST: '30' }, 'KUBE_API_BURST=30 needs KUBE_API_QPS: a burst is the allowance above a sustained rate'],
     [{ LEADER_ELECTION: 'yes' }, 'LEADER_ELECTION="yes" is not valid: expected true or false'],
-    [{ RENEW_DEADLINE_SECONDS: '20' }, 'leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got 15, 20, 2)'],
+    [{ LEADER_ELECTION: 'true', RENEW_DEADLINE_SECONDS: '20' }, 'leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got 15, 20, 2)'],
     [{ WEBHOOK_CERT_MODE: 'vault' }, 'WEBHOOK_CERT_MODE="vault" is not valid: expected operator or files'],
     [{ WEBHOOK_URL: 'http://insecure/convert' }, 'WEBHOOK_URL="http://insecure/convert" is not valid: expected https://<host>:<port>/<path>'],
   ])('%j is refused with a message naming the variable', (env, message) => {

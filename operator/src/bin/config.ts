@@ -13,12 +13,12 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | WEBSITE_GROUP | web.example.com |
  * | OPERATOR_NAMESPACE | website-system |
  * | POD_NAME | the host name |
- * | LEADER_ELECTION | true |
+ * | LEADER_ELECTION | false (a local run, kubebuilder's convention); the operator Deployment sets true |
  * | LEASE_NAME | website-operator |
  * | WATCH_NAMESPACE | OPERATOR_NAMESPACE |
  * | LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS | 15, 10, 2 |
  * | CONCURRENCY | 4 |
- * | KUBE_API_QPS, KUBE_API_BURST | 20, 30 |
+ * | KUBE_API_QPS, KUBE_API_BURST | unset: no client-side limit (the API server's Priority and Fairness governs); a QPS alone gets a burst of 1.5 × QPS |
  * | RESYNC_SECONDS | 600 |
  * | CACHE_SYNC_TIMEOUT_SECONDS | 30 |
  * | CLUSTER_DOMAIN | cluster.local |
@@ -33,8 +33,9 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | LOG_LEVEL | info |
  */
 export interface ProcessConfig extends OperatorConfig {
-  readonly qps: number;
-  readonly burst: number;
+  /** Client-side rate limit; undefined: none. */
+  readonly qps?: number;
+  readonly burst?: number;
   readonly shutdownTimeoutMs: number;
   /** Undefined: no conversion webhook in this process. */
   readonly webhook?: WebhookConfig;
@@ -47,7 +48,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     const value = env[name]?.trim();
     return value ? value : fallback;
   };
-  const number = (name: string, fallback: number, { min = 0, integer = true } = {}): number => {
+  function number(name: string, fallback: number, options?: { min?: number; integer?: boolean }): number;
+  function number(name: string, fallback: undefined, options?: { min?: number; integer?: boolean }): number | undefined;
+  function number(name: string, fallback: number | undefined, { min = 0, integer = true } = {}): number | undefined {
     const raw = env[name]?.trim();
     if (!raw) return fallback;
     const value = Number(raw);
@@ -55,7 +58,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
       throw new ConfigError(`${name}=${JSON.stringify(raw)} is not valid: expected ${integer ? 'an integer' : 'a number'} >= ${min}`);
     }
     return value;
-  };
+  }
   const flag = (name: string, fallback: boolean): boolean => {
     const raw = env[name]?.trim().toLowerCase();
     if (!raw) return fallback;
@@ -93,14 +96,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     operatorNamespace,
     watchNamespace: text('WATCH_NAMESPACE', operatorNamespace),
     identity: text('POD_NAME', hostname()),
-    leaderElection: flag('LEADER_ELECTION', true),
+    leaderElection: flag('LEADER_ELECTION', false),
     leaseName: text('LEASE_NAME', LEASE_NAME),
     leaseDurationMs: number('LEASE_DURATION_SECONDS', 15, { min: 1, integer: false }) * 1000,
     renewDeadlineMs: number('RENEW_DEADLINE_SECONDS', 10, { min: 0.1, integer: false }) * 1000,
     retryPeriodMs: number('RETRY_PERIOD_SECONDS', 2, { min: 0.1, integer: false }) * 1000,
     concurrency: number('CONCURRENCY', 4, { min: 1 }),
-    qps: number('KUBE_API_QPS', 20, { min: 0.1, integer: false }),
-    burst: number('KUBE_API_BURST', 30, { min: 1 }),
+    qps: number('KUBE_API_QPS', undefined, { min: 0.1, integer: false }),
+    burst: number('KUBE_API_BURST', undefined, { min: 1 }),
     resyncMs: number('RESYNC_SECONDS', 600, { min: 1, integer: false }) * 1000,
     cacheSyncTimeoutMs: number('CACHE_SYNC_TIMEOUT_SECONDS', 30, { min: 0, integer: false }) * 1000,
     fieldManager: MANAGED_BY,
@@ -111,6 +114,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     shutdownTimeoutMs: number('SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, integer: false }) * 1000,
     webhook: flag('WEBHOOK_ENABLED', true) ? webhookConfig() : undefined,
   };
+  if (config.burst !== undefined && config.qps === undefined) {
+    throw new ConfigError(`KUBE_API_BURST=${config.burst} needs KUBE_API_QPS: a burst is the allowance above a sustained rate`);
+  }
   if (config.leaderElection && !(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs)) {
     throw new ConfigError(
       `leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got ${config.leaseDurationMs / 1000}, ${config.renewDeadlineMs / 1000}, ${config.retryPeriodMs / 1000})`,

@@ -1,28 +1,15 @@
 #!/usr/bin/env node
 // The operator process: `npm run operator` (against $KUBECONFIG) and the operator image's entrypoint.
-import { readFileSync } from 'node:fs';
 import { KubeClient } from '../controller/kube-client.ts';
 import { createLogger } from '../observability/logger.ts';
 import { OperatorMetrics } from '../observability/metrics.ts';
 import { startTracing, tracingSettings } from '../observability/tracing.ts';
-import { Operator } from '../reconciler/operator.ts';
-import { conversionWebhook } from '../webhook/webhook-component.ts';
+import { type Component, Operator } from '../reconciler/operator.ts';
 import { ConfigError, loadConfig } from './config.ts';
+// service.version of the operator's traces. A JSON import, so the bundle carries it (the image holds no package.json).
+import operatorPackage from '../../package.json' with { type: 'json' };
 
 const logger = createLogger();
-
-/** The operator package's version (service.version of the operator's traces), from the nearest package.json up from here. */
-function packageVersion(): string {
-  for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === '@website-stack/operator' && pkg.version) return pkg.version;
-    } catch {
-      // no package.json here
-    }
-    if (dir.pathname === '/') return 'unknown';
-  }
-}
 
 async function main(): Promise<void> {
   let config;
@@ -34,13 +21,17 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const tracingConfig = tracingSettings(process.env);
-  const tracing = tracingConfig ? startTracing(tracingConfig, packageVersion()) : undefined;
+  const tracing = tracingConfig ? await startTracing(tracingConfig, operatorPackage.version) : undefined;
   if (tracingConfig) logger.info({ serviceName: tracingConfig.serviceName, samplingRatio: tracingConfig.samplingRatio }, 'tracing to OTEL_EXPORTER_OTLP_ENDPOINT');
   const metrics = new OperatorMetrics();
   const client = KubeClient.fromEnvironment({ qps: config.qps, burst: config.burst, metrics, userAgent: 'website-operator' });
-  const components = config.webhook
-    ? [conversionWebhook(config.webhook, { client, group: config.group, namespace: config.operatorNamespace, clusterDomain: config.clusterDomain, logger, metrics })]
-    : [];
+  const components: Component[] = [];
+  if (config.webhook) {
+    // Loaded only when enabled: the webhook's X.509 and HTTPS server code is a chunk of its own in
+    // the bundle (scripts/build-operator.ts), which a process with WEBHOOK_ENABLED=false never reads.
+    const { conversionWebhook } = await import('../webhook/webhook-component.ts');
+    components.push(conversionWebhook(config.webhook, { client, group: config.group, namespace: config.operatorNamespace, clusterDomain: config.clusterDomain, logger, metrics }));
+  }
   const operator = new Operator(config, { client, logger, metrics, components });
 
   let stopping = false;

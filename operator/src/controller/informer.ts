@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
-import { ApiError, type KubeClient, type KubeObject, type ResourceType, isGone } from './kube-client.ts';
+import { ApiError, type KubeApi, type KubeObject, type ResourceType, isGone } from './kube-client.ts';
 
 /**
  * A client-side cache of one resource type: list, then watch from the list's resourceVersion,
@@ -15,13 +15,31 @@ import { ApiError, type KubeClient, type KubeObject, type ResourceType, isGone }
  * - silence: bookmarks arrive about once a minute, so a watch quiet for `inactivityTimeoutMs` is
  *   stalled and restarted;
  * and emits every cached object again every `resyncMs` (periodic resync, level triggering).
+ * Objects are cached without their `managedFields` (controller-runtime's default transform): half
+ * of a Deployment as the API server returns it, and nothing here reads them.
  */
 
 export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
-export type InformerHandler<T> = (event: InformerEvent, object: T) => void;
+/**
+ * `initialList` is true for the adds of the first list: objects that existed before this process
+ * started, which a controller may serve after new changes (controller-runtime's priority queue).
+ */
+export type InformerHandler<T> = (event: InformerEvent, object: T, initialList: boolean) => void;
+
+/** Drops `metadata.managedFields`, in place: the transform every Informer applies at insert. */
+export function stripManagedFields<T extends KubeObject>(object: T): T {
+  if (object.metadata && 'managedFields' in object.metadata) delete object.metadata.managedFields;
+  return object;
+}
+
+/** What a reconciler reads from an informer: its cache, and whether the first list has filled it. */
+export interface Cache<T> {
+  get(key: string): T | undefined;
+  hasSynced(): boolean;
+}
 
 export interface InformerOptions {
-  readonly client: KubeClient;
+  readonly client: KubeApi;
   readonly type: ResourceType;
   /**
    * Namespace to watch.
@@ -63,7 +81,7 @@ export function objectKey(object: KubeObject): string {
   return namespace ? `${namespace}/${name}` : `${name}`;
 }
 
-export class Informer<T extends KubeObject> {
+export class Informer<T extends KubeObject> implements Cache<T> {
   private readonly store = new Map<string, T>();
   private readonly handlers: InformerHandler<T>[] = [];
   private resourceVersion = '';
@@ -153,18 +171,19 @@ export class Informer<T extends KubeObject> {
       const page = await client.list<T>(type, namespace, { labelSelector, limit: pageSize, continue: continueToken });
       // List items carry no apiVersion and kind (the list does); watch events do. Cache one shape.
       const kind = page.kind?.replace(/List$/, '');
-      for (const item of page.items) fresh.set(objectKey(item), { ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind });
+      for (const item of page.items) fresh.set(objectKey(item), stripManagedFields({ ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind }));
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion ?? '';
       if (signal.aborted) return;
     } while (continueToken);
 
     const previous = new Map(this.store);
+    const initialList = !this.synced;
     this.store.clear();
     for (const [key, object] of fresh) {
       this.store.set(key, object);
       const old = previous.get(key);
-      if (!old) this.emit('add', object);
+      if (!old) this.emit('add', object, initialList);
       else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion) this.emit('update', object);
     }
     for (const [key, object] of previous) {
@@ -208,6 +227,7 @@ export class Informer<T extends KubeObject> {
             switch (eventType) {
               case 'ADDED':
               case 'MODIFIED': {
+                stripManagedFields(object);
                 const key = objectKey(object);
                 const existed = this.store.has(key);
                 this.store.set(key, object as T);
@@ -244,10 +264,10 @@ export class Informer<T extends KubeObject> {
     for (const object of this.store.values()) this.emit('resync', object);
   }
 
-  private emit(event: InformerEvent, object: T): void {
+  private emit(event: InformerEvent, object: T, initialList = false): void {
     for (const handler of this.handlers) {
       try {
-        handler(event, object);
+        handler(event, object, initialList);
       } catch (error) {
         this.options.logger?.error({ resource: this.options.type.resource, error: (error as Error).message }, 'informer handler threw');
       }

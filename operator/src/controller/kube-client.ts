@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import { type Dispatcher, fetch } from 'undici';
 import type { OperatorMetrics } from '../observability/metrics.ts';
@@ -9,8 +11,10 @@ import { TokenBucket } from './rate-limiter.ts';
  * OIDC plugins, client certificates) and its Watch. Why not client-node's generated APIs: they
  * deserialize into class instances (dates become Date objects), so what a reconcile reads from a
  * watch and what it reads from a GET could not be compared as plain JSON; and they have no hook for
- * a client-side rate limit or per-verb metrics. This adds exactly those, and reuses one TLS
- * connection pool (client-node builds a new undici Agent for every request).
+ * an optional client-side rate limit or per-verb metrics. This adds exactly those, and computes the
+ * credentials once instead of per request (client-node re-reads the CA file and builds a new undici
+ * Agent for every request): they are refreshed every minute, as client-go re-reads token files, and
+ * the TLS connection pool is rebuilt only when the TLS material itself changed.
  */
 
 /** A resource type: `{ group: 'apps', version: 'v1', resource: 'deployments' }`; group '' is core. */
@@ -69,6 +73,44 @@ export interface KubeList<T> {
   metadata: { resourceVersion?: string; continue?: string };
 }
 
+/**
+ * The API operations the operator's runtime uses: the reconciler, the informers, the leader
+ * elector and the event recorder depend on this interface, not on the HTTP client, as
+ * controller-runtime's and client-go's do on theirs. `KubeClient` implements it against an API
+ * server; `FakeKubeApi` (fake-kube-api.ts) in memory, for unit tests.
+ */
+export interface KubeApi {
+  /** The object, or undefined when the API server answers 404. */
+  get<T extends KubeObject>(type: ResourceType, ref: ObjectRef): Promise<T | undefined>;
+  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query?: Record<string, string | number | boolean | undefined>): Promise<KubeList<T>>;
+  /** POST; an object that exists already fails with 409 AlreadyExists. */
+  create<T extends KubeObject>(type: ResourceType, object: T, options?: { fieldManager?: string }): Promise<T>;
+  /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
+  update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string): Promise<T>;
+  /** Server-side apply as `fieldManager`. */
+  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, options?: { force?: boolean; subresource?: string }): Promise<T>;
+  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string): Promise<T>;
+  delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions): Promise<void>;
+  /**
+   * Starts a watch; events arrive on `onEvent` until `onDone` (called exactly once, with the
+   * error if there was one). Returns the AbortController that stops it. `inactivityTimeoutMs`
+   * aborts a watch that received nothing for that long (a silent stall).
+   */
+  watch(
+    type: ResourceType,
+    namespace: string | undefined,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (type: string, object: KubeObject) => void,
+    onDone: (error: unknown) => void,
+    inactivityTimeoutMs: number,
+  ): Promise<AbortController>;
+}
+
+export interface DeleteOptions {
+  readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  readonly preconditions?: { uid?: string; resourceVersion?: string };
+}
+
 /** The API server's `Status` body of a failed request. */
 interface Status {
   kind?: string;
@@ -91,7 +133,9 @@ export class ApiError extends Error {
 }
 
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
+/** 409 of any kind: a stale resourceVersion (Conflict) or a create of an existing name (AlreadyExists). */
 export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409;
+export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists';
 export const isGone = (e: unknown): boolean => e instanceof ApiError && e.code === 410;
 
 export type PatchType = 'merge' | 'json' | 'apply';
@@ -105,13 +149,14 @@ const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
 export interface KubeClientOptions {
   /**
    * Sustained requests per second to the API server (client-side limit; watches count once, when
-   * they start).
-   * @default 20
+   * they start). Unset: no client-side limit, controller-runtime's default since v0.21, which
+   * leaves fairness to the API server's Priority and Fairness.
+   * @default no limit
    */
   readonly qps?: number;
   /**
-   * Requests that may go out at once above the sustained rate.
-   * @default 30
+   * Requests that may go out at once above the sustained rate (with `qps` only).
+   * @default 1.5 × qps, rounded up (client-go's 20/30 proportion)
    */
   readonly burst?: number;
   /** Counts every request by verb, resource and code. */
@@ -132,13 +177,27 @@ interface RequestOptions {
   readonly signal?: AbortSignal;
 }
 
-/** How long a TLS connection pool is reused before rebuilding it from the (possibly rotated) credentials. */
-const DISPATCHER_TTL_MS = 10 * 60_000;
+/**
+ * How long computed credentials are used before they are computed again: client-go re-reads a
+ * token file once a minute too, and a projected ServiceAccount token is rotated well before it
+ * expires. A 401 refreshes them at once.
+ */
+const CREDENTIALS_TTL_MS = 60_000;
 
-export class KubeClient {
-  private readonly limiter: TokenBucket;
+/** What every request carries: the Authorization header (if any) and the TLS connection pool. */
+interface Credentials {
+  readonly headers: Record<string, string>;
+  readonly dispatcher: Dispatcher | undefined;
+  /** sha256 of the TLS material the pool was built with. */
+  readonly tls: string;
+  readonly at: number;
+}
+
+export class KubeClient implements KubeApi {
+  private readonly limiter?: TokenBucket;
   private readonly server: string;
-  private dispatcher?: { value: Dispatcher | undefined; at: number };
+  private credentials?: Credentials;
+  private refreshing?: Promise<Credentials>;
   private readonly options: KubeClientOptions;
   readonly kubeConfig: KubeConfig;
 
@@ -148,7 +207,8 @@ export class KubeClient {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster: set KUBECONFIG or run inside a pod');
     this.server = cluster.server.replace(/\/+$/, '');
-    this.limiter = new TokenBucket(options.qps ?? 20, options.burst ?? 30);
+    if (options.qps !== undefined) this.limiter = new TokenBucket(options.qps, options.burst ?? Math.ceil(options.qps * 1.5));
+    else if (options.burst !== undefined) throw new Error('a client-side burst needs a rate: set qps too');
   }
 
   /** In a pod: the ServiceAccount; elsewhere: $KUBECONFIG or ~/.kube/config. */
@@ -171,8 +231,8 @@ export class KubeClient {
     return this.request<KubeList<T>>('GET', type, { namespace }, { query });
   }
 
-  create<T extends KubeObject>(type: ResourceType, object: T): Promise<T> {
-    return this.request<T>('POST', type, { namespace: object.metadata?.namespace }, { body: object });
+  create<T extends KubeObject>(type: ResourceType, object: T, { fieldManager }: { fieldManager?: string } = {}): Promise<T> {
+    return this.request<T>('POST', type, { namespace: object.metadata?.namespace }, { body: object, query: { fieldManager } });
   }
 
   /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
@@ -191,15 +251,10 @@ export class KubeClient {
     return this.request<T>('PATCH', type, ref, { body, patchType, query: { fieldManager } });
   }
 
-  async delete(type: ResourceType, ref: ObjectRef, body?: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; preconditions?: { uid?: string } }): Promise<void> {
+  async delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions): Promise<void> {
     await this.request('DELETE', type, ref, { body });
   }
 
-  /**
-   * Starts a watch; events arrive on `onEvent` until `onDone` (called exactly once, with the
-   * error if there was one). Returns the AbortController that stops it. `inactivityTimeoutMs`
-   * aborts a watch that received nothing for that long (a silent stall).
-   */
   async watch(
     type: ResourceType,
     namespace: string | undefined,
@@ -208,7 +263,7 @@ export class KubeClient {
     onDone: (error: unknown) => void,
     inactivityTimeoutMs: number,
   ): Promise<AbortController> {
-    await this.limiter.take();
+    await this.limiter?.take();
     this.options.metrics?.apiRequests.inc({ verb: 'WATCH', resource: type.resource, code: 200 });
     const watch = new Watch(this.kubeConfig);
     // client-node 2.0.1 made this an inactivity timeout (30 s by default) but keeps it private.
@@ -234,12 +289,10 @@ export class KubeClient {
     const attributes = { 'http.request.method': method, 'url.full': url.toString(), 'server.address': url.hostname, 'k8s.resource': type.resource, ...(ref.namespace ? { 'k8s.namespace.name': ref.namespace } : {}) };
     return inSpan(`${verb} ${type.resource}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
       const started = performance.now();
-      await this.limiter.take();
+      await this.limiter?.take();
 
-      const ctx = new RequestContext(url.toString(), method);
-      await this.kubeConfig.applySecurityAuthentication(ctx);
-      const headers = ctx.getHeaders() as Record<string, string>;
-      headers.accept = 'application/json';
+      const credentials = await this.currentCredentials();
+      const headers: Record<string, string> = { ...credentials.headers, accept: 'application/json' };
       if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
       if (options.body !== undefined) headers['content-type'] = options.patchType ? PATCH_CONTENT_TYPE[options.patchType] : 'application/json';
       injectTraceContext(headers);
@@ -251,11 +304,14 @@ export class KubeClient {
           method,
           headers,
           body: options.body === undefined ? undefined : JSON.stringify(options.body),
-          dispatcher: this.pooledDispatcher(ctx),
+          dispatcher: credentials.dispatcher,
           signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
         });
         code = response.status;
         span.setAttribute('http.response.status_code', code);
+        // Rotated or expired credentials: compute them again for the next request (the work
+        // queue retries this one).
+        if (code === 401 && this.credentials === credentials) this.credentials = undefined;
         const text = await response.text();
         if (!response.ok) throw statusError(response.status, text, `${verb} ${path}`);
         return (text ? JSON.parse(text) : undefined) as T;
@@ -270,16 +326,43 @@ export class KubeClient {
     });
   }
 
-  /** One connection pool, rebuilt every DISPATCHER_TTL_MS so rotated client certificates are picked up. */
-  private pooledDispatcher(ctx: RequestContext): Dispatcher | undefined {
-    const now = Date.now();
-    if (!this.dispatcher || now - this.dispatcher.at > DISPATCHER_TTL_MS) {
-      const previous = this.dispatcher?.value;
-      this.dispatcher = { value: ctx.getDispatcher() as Dispatcher | undefined, at: now };
-      // Let requests in flight on the old pool finish.
-      if (previous) setTimeout(() => void previous.close(), 60_000).unref();
+  /** The credentials of the last CREDENTIALS_TTL_MS; one refresh at a time when they are older. */
+  private currentCredentials(): Promise<Credentials> | Credentials {
+    const current = this.credentials;
+    if (current && Date.now() - current.at < CREDENTIALS_TTL_MS) return current;
+    this.refreshing ??= this.refreshCredentials(current).finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  /**
+   * Computes the headers through client-node's authenticators (token files, exec and OIDC plugins
+   * cache and refresh their own tokens), and keeps the connection pool unless the TLS material
+   * (CA, client certificate and key) changed: a rotated client certificate gets a new pool.
+   */
+  private async refreshCredentials(previous: Credentials | undefined): Promise<Credentials> {
+    const options: HttpsRequestOptions = {};
+    await this.kubeConfig.applyToHTTPSOptions(options);
+    const headers: Record<string, string> = {};
+    for (const [key, value] of Object.entries(options.headers ?? {})) if (value !== undefined) headers[key.toLowerCase()] = String(value);
+    if (options.auth) headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    const fingerprint = createHash('sha256');
+    for (const part of [options.ca, options.cert, options.key, options.pfx, options.passphrase, String(options.rejectUnauthorized), options.servername]) {
+      fingerprint.update(Buffer.isBuffer(part) ? part : String(part ?? '')).update('\0');
     }
-    return this.dispatcher.value;
+    const tls = fingerprint.digest('hex');
+    let dispatcher = previous?.dispatcher;
+    if (!previous || previous.tls !== tls) {
+      const context = new RequestContext(this.server, 'GET');
+      await this.kubeConfig.applySecurityAuthentication(context);
+      dispatcher = context.getDispatcher() as Dispatcher | undefined;
+      // Let requests in flight on the old pool finish.
+      const old = previous?.dispatcher;
+      if (old) setTimeout(() => void old.close(), 60_000).unref();
+    }
+    this.credentials = { headers, dispatcher, tls, at: Date.now() };
+    return this.credentials;
   }
 }
 

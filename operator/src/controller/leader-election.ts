@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { sleep } from './backoff.ts';
-import { type KubeClient, type KubeObject, LEASES, isConflict, isNotFound } from './kube-client.ts';
+import { type KubeApi, type KubeObject, LEASES, isConflict, isNotFound } from './kube-client.ts';
 import { microTime } from './time.ts';
 
 /**
@@ -18,7 +18,7 @@ import { microTime } from './time.ts';
  */
 
 export interface LeaderElectionOptions {
-  readonly client: KubeClient;
+  readonly client: KubeApi;
   readonly namespace: string;
   readonly name: string;
   /** Unique per replica: the pod name. */
@@ -157,7 +157,17 @@ export class LeaderElector {
       return true;
     } catch (error) {
       // A conflict means someone else wrote first: not an error, just not us this round.
-      if (!isConflict(error) && !isNotFound(error)) logger?.warn({ error: (error as Error).message }, 'leader election: lease request failed');
+      if (isConflict(error)) return false;
+      // Anything else keeps this replica from ever leading, and so the operator from reconciling:
+      // say so at every retry, with what to do about it.
+      const lease = `${namespace}/${name}`;
+      const code = (error as { code?: number }).code;
+      const fix = isNotFound(error)
+        ? `create the namespace ${namespace}, set OPERATOR_NAMESPACE to an existing namespace, or run with LEADER_ELECTION=false (one replica)`
+        : code === 401 || code === 403
+          ? `grant get, create and update on leases (coordination.k8s.io) named ${name} in namespace ${namespace} (the WebsiteOperator construct's Role does)`
+          : 'check that the API server is reachable';
+      logger?.error({ lease, error: (error as Error).message, fix }, `leader election: cannot take or renew the Lease ${lease}; not reconciling until it can`);
       return false;
     }
   }

@@ -7,7 +7,14 @@ import { type BackoffOptions, backoffDelay } from './backoff.ts';
  * deduplicated: a key added while queued is queued once; a key added while being processed is
  * processed again afterwards, never by two workers at once. A failed key comes back after a
  * per-key exponential backoff; a success forgets its failures.
+ *
+ * Keys have a priority, as in controller-runtime's priority queue: `high` (the default) for new
+ * and changed objects, `low` for periodic resyncs and the objects of the first list, so a change
+ * made while thousands of unchanged objects are being resynced waits for none of them. Within a
+ * priority, first in first out; a key added again with a higher priority moves up.
  */
+
+export type Priority = 'high' | 'low';
 
 export interface WorkQueueOptions {
   /** Label of the queue's metrics. */
@@ -35,11 +42,12 @@ export interface HandlerResult {
 export type KeyHandler = (key: string) => Promise<HandlerResult | void>;
 
 export class WorkQueue {
-  private readonly queue: string[] = [];
-  private readonly queued = new Set<string>();
+  /** Keys in arrival order per priority; an entry whose key moved up or left is skipped when reached. */
+  private readonly queues: Record<Priority, string[]> = { high: [], low: [] };
+  private readonly queued = new Map<string, Priority>();
   private readonly processing = new Set<string>();
   /** Added while processing: goes back into the queue when its worker finishes. */
-  private readonly dirty = new Set<string>();
+  private readonly dirty = new Map<string, Priority>();
   private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
   private readonly enqueuedAt = new Map<string, number>();
@@ -53,27 +61,35 @@ export class WorkQueue {
   }
 
   get length(): number {
-    return this.queue.length;
+    return this.queued.size;
+  }
+
+  /** Keys queued or being processed (not those waiting out a delay). */
+  get active(): number {
+    return this.queued.size + this.processing.size;
   }
 
   /** Keys in any state: queued, processing, or waiting out a delay. */
   get pending(): number {
-    return new Set([...this.queued, ...this.processing, ...this.delayed.keys()]).size;
+    return new Set([...this.queued.keys(), ...this.processing, ...this.delayed.keys()]).size;
   }
 
-  add(key: string): void {
+  add(key: string, priority: Priority = 'high'): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) {
-      this.dirty.add(key);
+      if (this.dirty.get(key) !== 'high') this.dirty.set(key, priority);
       return;
     }
-    if (this.queued.has(key)) return;
-    this.queued.add(key);
-    this.queue.push(key);
-    this.enqueuedAt.set(key, performance.now());
-    this.options.metrics?.queueAdds.inc({ name: this.options.name });
-    this.depthChanged();
-    this.wake.shift()?.();
+    const queuedAs = this.queued.get(key);
+    if (queuedAs === 'high' || queuedAs === priority) return;
+    this.queued.set(key, priority);
+    this.queues[priority].push(key);
+    if (queuedAs === undefined) {
+      this.enqueuedAt.set(key, performance.now());
+      this.options.metrics?.queueAdds.inc({ name: this.options.name });
+      this.depthChanged();
+      this.wake.shift()?.();
+    }
   }
 
   /** Adds the key after `ms`; an earlier pending delay for the same key wins. */
@@ -133,9 +149,21 @@ export class WorkQueue {
     for (const resolve of this.wake.splice(0)) resolve();
   }
 
+  /** The next key: high before low, oldest first; skips entries left behind by a move up. */
+  private next(): string | undefined {
+    for (const priority of ['high', 'low'] as const) {
+      const queue = this.queues[priority];
+      while (queue.length > 0) {
+        const key = queue.shift()!;
+        if (this.queued.get(key) === priority) return key;
+      }
+    }
+    return undefined;
+  }
+
   private async worker(handler: KeyHandler, signal: AbortSignal): Promise<void> {
     while (!signal.aborted && !this.shuttingDown) {
-      const key = this.queue.shift();
+      const key = this.next();
       if (key === undefined) {
         await new Promise<void>((resolve) => this.wake.push(resolve));
         continue;
@@ -155,12 +183,16 @@ export class WorkQueue {
         this.options.logger?.debug({ key, error: (error as Error).message, retryInMs: delay }, 'requeued with backoff');
       } finally {
         this.processing.delete(key);
-        if (this.dirty.delete(key)) this.add(key);
+        const again = this.dirty.get(key);
+        if (again) {
+          this.dirty.delete(key);
+          this.add(key, again);
+        }
       }
     }
   }
 
   private depthChanged(): void {
-    this.options.metrics?.queueDepth.set({ name: this.options.name }, this.queue.length);
+    this.options.metrics?.queueDepth.set({ name: this.options.name }, this.queued.size);
   }
 }

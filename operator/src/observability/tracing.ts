@@ -1,6 +1,9 @@
 // The operator's own traces (OpenTelemetry): a span per reconcile, a client span per API request
 // beneath it, sent over OTLP/HTTP (protobuf) to OTEL_EXPORTER_OTLP_ENDPOINT. Without an endpoint
-// nothing is installed and @opentelemetry/api's no-op tracer costs nothing.
+// nothing is installed and @opentelemetry/api's no-op tracer costs nothing. This module holds only
+// what every process needs (the settings and the API calls); the SDK lives in tracing-sdk.ts, which
+// startTracing loads on demand, so a process without an endpoint never loads it (nor its exporter,
+// protobuf encoder and semantic conventions: see scripts/build-operator.ts).
 import {
   type Attributes,
   type Span,
@@ -10,16 +13,6 @@ import {
   propagation,
   trace,
 } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-} from "@opentelemetry/sdk-trace";
 
 const TRACER = "website-operator";
 
@@ -71,33 +64,16 @@ export function tracingSettings(
   };
 }
 
-/** Installs the global tracer provider, context manager and W3C propagator; returns what flushes and stops it. */
-export function startTracing(
+/**
+ * Installs the global tracer provider, context manager and W3C propagator (tracing-sdk.ts, loaded
+ * here and only here); returns what flushes and stops it.
+ */
+export async function startTracing(
   settings: TracingSettings,
   version: string,
-): { shutdown(): Promise<void> } {
-  const provider = new TracerProvider({
-    resource: resourceFromAttributes({
-      "service.name": settings.serviceName,
-      "service.version": version,
-    }),
-    sampler: new ParentBasedSampler({
-      root: new TraceIdRatioBasedSampler(settings.samplingRatio),
-    }),
-    // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and _HEADERS itself.
-    spanProcessors: [
-      new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter(),
-        scheduledDelayMillis: settings.scheduleDelayMs,
-      }),
-    ],
-  });
-  context.setGlobalContextManager(
-    new AsyncLocalStorageContextManager().enable(),
-  );
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
-  return { shutdown: () => provider.shutdown() };
+): Promise<{ shutdown(): Promise<void> }> {
+  const { startTracingSdk } = await import("./tracing-sdk.ts");
+  return startTracingSdk(settings, version);
 }
 
 /** Runs `work` inside a span named `name`, ending it with `work`'s outcome. */

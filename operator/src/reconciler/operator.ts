@@ -1,7 +1,7 @@
 import { sleep } from '../controller/backoff.ts';
 import { EventRecorder } from '../controller/event-recorder.ts';
 import { Informer, objectKey } from '../controller/informer.ts';
-import { DEPLOYMENTS, type KubeClient, type KubeObject, SERVICES } from '../controller/kube-client.ts';
+import { DEPLOYMENTS, type KubeApi, type KubeObject, SERVICES } from '../controller/kube-client.ts';
 import { LeaderElector } from '../controller/leader-election.ts';
 import { WorkQueue } from '../controller/work-queue.ts';
 import { HealthServer, MetricsServer } from '../observability/http-servers.ts';
@@ -59,7 +59,7 @@ export interface Component {
 }
 
 export interface OperatorDependencies {
-  readonly client: KubeClient;
+  readonly client: KubeApi;
   readonly logger: Logger;
   readonly metrics: OperatorMetrics;
   readonly components?: Component[];
@@ -76,6 +76,7 @@ export class Operator {
   private readonly services: Informer<KubeObject>;
   private readonly elector?: LeaderElector;
   private readonly reconciler: WebsiteReconciler;
+  private readonly recorder: EventRecorder;
   private readonly config: OperatorConfig;
   private readonly deps: OperatorDependencies;
   private readonly stopping = new AbortController();
@@ -91,13 +92,14 @@ export class Operator {
     this.deployments = new Informer({ ...common, type: DEPLOYMENTS, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
     this.services = new Informer({ ...common, type: SERVICES, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
     this.queue = new WorkQueue({ name: CONTROLLER, concurrency: config.concurrency, metrics, logger });
+    this.recorder = new EventRecorder({ client, component: MANAGED_BY, instance: config.identity, logger });
     this.reconciler = new WebsiteReconciler({
       client,
       group: config.group,
       websites: this.websites,
       deployments: this.deployments,
       services: this.services,
-      recorder: new EventRecorder({ client, component: MANAGED_BY, instance: config.identity, logger }),
+      recorder: this.recorder,
       fieldManager: config.fieldManager,
       clusterDomain: config.clusterDomain,
       render: { image: config.webImage, resources: config.webResources },
@@ -123,8 +125,9 @@ export class Operator {
     ]);
 
     // Level-triggered: every change of a Website, or of a child (mapped to its owner), enqueues
-    // the Website's key; the reconciler then reads the whole current state.
-    this.websites.on((_, website) => this.queue.add(objectKey(website)));
+    // the Website's key; the reconciler then reads the whole current state. Periodic resyncs and
+    // the Websites of the first list wait behind new and changed ones.
+    this.websites.on((event, website, initialList) => this.queue.add(objectKey(website), event === 'resync' || initialList ? 'low' : 'high'));
     const toOwner = (_: string, child: KubeObject) => {
       const owner = child.metadata?.ownerReferences?.find((ref) => ref.controller && ref.kind === 'Website' && ref.apiVersion.startsWith(`${config.group}/`));
       if (owner) this.queue.add(`${child.metadata!.namespace}/${owner.name}`);
@@ -163,10 +166,11 @@ export class Operator {
     logger.info({ metricsPort: this.metricsServer.port, healthPort: this.healthServer.port, leaderElection: this.config.leaderElection, identity: this.config.identity }, 'operator started');
   }
 
-  /** Graceful stop: reconciles in flight finish, the Lease is released, then the endpoints close. */
+  /** Graceful stop: reconciles in flight finish, their events are written, the Lease is released, then the endpoints close. */
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.running;
+    await this.recorder.flush();
     for (const component of [...(this.deps.components ?? [])].reverse()) await component.stop();
     await this.healthServer.stop();
     await this.metricsServer.stop();
@@ -175,7 +179,7 @@ export class Operator {
   /** Runs the queue's workers until `signal` aborts; starts by enqueuing every known Website. */
   private async reconcileWhile(signal: AbortSignal): Promise<void> {
     const { logger, metrics } = this.deps;
-    for (const website of this.websites.list()) this.queue.add(objectKey(website));
+    for (const website of this.websites.list()) this.queue.add(objectKey(website), 'low');
     logger.info({ websites: this.websites.list().length }, 'reconciling');
     await this.queue.run(async (key) => {
       const started = performance.now();

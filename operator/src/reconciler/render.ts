@@ -8,6 +8,8 @@ export type RenderOptions = Omit<WebsiteWorkloadProps, 'website'>;
 /**
  * The Deployment and Service a Website owns, rendered by the same construct `npm run synth` uses,
  * as plain JSON. A fresh App per Website: nothing is shared between Websites, nothing touches disk.
+ * Reusing one would save under 1 µs of the render: almost all of it is cdk8s resolving, then
+ * copying and key-sorting, every field in toJson.
  */
 export function renderWorkload(website: WebsiteV1, options: RenderOptions = {}): { deployment: KubeObject; service: KubeObject } {
   const chart = new Chart(new App({ outdir: '/dev/null' }), 'website');

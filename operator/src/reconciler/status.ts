@@ -31,9 +31,10 @@ export function readyCondition(website: WebsiteV1, deployment: KubeObject | unde
     status: ready ? 'True' : 'False',
     observedGeneration: website.metadata.generation,
     reason: ready ? READY_REASONS.available : READY_REASONS.progressing,
-    message: ready
-      ? `${available}/${wanted} replicas available`
-      : `${available}/${wanted} replicas available${rolledOut ? '' : ', rolling out the current spec'}`,
+    // The rollout is named only when it is what keeps an available Deployment from Ready (old
+    // pods serving an older spec): a new Deployment's progress through its own status fields
+    // would otherwise cost a status write per step.
+    message: `${available}/${wanted} replicas available${!ready && available >= wanted ? ', rolling out the current spec' : ''}`,
   };
 }
 

@@ -1,7 +1,7 @@
 import { firstDifference, jsonEqual, needsApply, withHash } from '../controller/apply.ts';
 import type { EventRecorder } from '../controller/event-recorder.ts';
-import type { Informer } from '../controller/informer.ts';
-import { DEPLOYMENTS, type KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../controller/kube-client.ts';
+import type { Cache } from '../controller/informer.ts';
+import { DEPLOYMENTS, type KubeApi, type KubeObject, type ResourceType, SERVICES, isAlreadyExists, isConflict, isNotFound } from '../controller/kube-client.ts';
 import type { HandlerResult } from '../controller/work-queue.ts';
 import type { Logger } from '../observability/logger.ts';
 import { MANAGED_BY, type WebsiteStatus, websiteUrl, type WebsiteV1, workloadName } from '../library.ts';
@@ -10,8 +10,10 @@ import { failedCondition, nextStatus, readyCondition } from './status.ts';
 
 /**
  * The Website reconciler: spec §4 operator rules 2–4 and the finalizer workflow of §3. It reads
- * every object from the informers' caches (falling back to a GET when a child is not cached yet),
- * writes only when something would change, and keeps no state of its own: any restart converges.
+ * every object from the informers' caches and writes only what would change, as early as it can:
+ * the finalizer and both children go out together; a child the synced cache does not have is
+ * created without reading it first; events are written in the background. It keeps no state of
+ * its own: any restart converges.
  */
 
 export function websitesType(group: string): ResourceType {
@@ -23,11 +25,12 @@ export function finalizerName(group: string): string {
 }
 
 export interface WebsiteReconcilerOptions {
-  readonly client: KubeClient;
+  readonly client: KubeApi;
   readonly group: string;
-  readonly websites: Informer<WebsiteV1 & KubeObject>;
-  readonly deployments: Informer<KubeObject>;
-  readonly services: Informer<KubeObject>;
+  readonly websites: Cache<WebsiteV1 & KubeObject>;
+  /** Hold only children with the managed-by label: anything else of their names is not seen. */
+  readonly deployments: Cache<KubeObject>;
+  readonly services: Cache<KubeObject>;
   readonly recorder: EventRecorder;
   /** Server-side apply field manager of the children. */
   readonly fieldManager: string;
@@ -36,6 +39,15 @@ export interface WebsiteReconcilerOptions {
   /** Web server image and resources of the children. */
   readonly render?: Omit<RenderOptions, 'group'>;
   readonly logger?: Logger;
+}
+
+/** What ensuring one child did. */
+interface ChildOutcome {
+  readonly kind: string;
+  readonly name: string;
+  /** The child as stored after this reconcile. */
+  readonly object: KubeObject;
+  readonly change?: 'Created' | 'Updated';
 }
 
 export class WebsiteReconciler {
@@ -58,12 +70,17 @@ export class WebsiteReconciler {
     if (!website) return;
     if (website.metadata.deletionTimestamp) return this.finalize(website);
     try {
-      await this.ensureFinalizer(website);
-      // 2. and 3. Create or update the Deployment and the Service.
+      // 2. and 3. Create or update the Deployment and the Service; add the finalizer. The three
+      // writes do not depend on each other, so they go out together.
       const { deployment, service } = renderWorkload(website, { ...this.options.render, group: this.options.group });
-      const currentDeployment = await this.ensureChild(website, DEPLOYMENTS, 'Deployment', deployment, this.options.deployments);
-      await this.ensureChild(website, SERVICES, 'Service', service, this.options.services);
+      const [, deploymentOutcome, serviceOutcome] = await settled(website, this.options.recorder, [
+        this.ensureFinalizer(website),
+        this.ensureChild(website, DEPLOYMENTS, 'Deployment', deployment, this.options.deployments),
+        this.ensureChild(website, SERVICES, 'Service', service, this.options.services),
+      ] as const);
+      recordChanges(website, this.options.recorder, [deploymentOutcome, serviceOutcome]);
       // 4. Update the Website status.
+      const currentDeployment = deploymentOutcome.object;
       const availableReplicas = (currentDeployment.status as { availableReplicas?: number } | undefined)?.availableReplicas ?? 0;
       await this.writeStatus(
         website,
@@ -78,8 +95,11 @@ export class WebsiteReconciler {
         ),
       );
     } catch (error) {
+      // The Website changed since the cache saw it (the finalizer patch carries its
+      // resourceVersion): routine, and the change is already queued. Retry; nothing to tell.
+      if (isConflict(error) && !isAlreadyExists(error)) throw error;
       const message = (error as Error).message;
-      await this.options.recorder.record(website, 'Warning', 'ReconcileFailed', message);
+      this.options.recorder.record(website, 'Warning', 'ReconcileFailed', message);
       await this.writeStatus(website, nextStatus(website, {}, failedCondition(website, message))).catch((statusError: Error) =>
         this.options.logger?.warn({ website: key, error: statusError.message }, 'could not record the failure in status'),
       );
@@ -91,28 +111,41 @@ export class WebsiteReconciler {
   private async finalize(website: WebsiteV1 & KubeObject): Promise<void> {
     const finalizers = website.metadata.finalizers ?? [];
     if (!finalizers.includes(this.finalizer)) return;
+    const name = workloadName(website.metadata.name!);
     // `kubectl delete --cascade=orphan` asks to keep the children: the garbage collector's
     // orphan finalizer frees them, so deleting them here would defeat the request.
     if (!finalizers.includes('orphan')) {
-      for (const type of [DEPLOYMENTS, SERVICES]) {
-        const name = workloadName(website.metadata.name!);
-        const child = await this.options.client.get(type, { namespace: website.metadata.namespace, name });
-        if (child && controlledBy(child, website)) {
+      const children: Array<[ResourceType, Cache<KubeObject>]> = [
+        [DEPLOYMENTS, this.options.deployments],
+        [SERVICES, this.options.services],
+      ];
+      await Promise.all(
+        children.map(async ([type, cache]) => {
+          const child = await this.read(type, cache, website.metadata.namespace!, name);
+          if (!child || !controlledBy(child, website)) return;
+          // The uid precondition spares an object of the same name created since the cache saw ours.
           await this.options.client
             .delete(type, { namespace: website.metadata.namespace, name }, { propagationPolicy: 'Background', preconditions: { uid: child.metadata!.uid } })
             .catch((error) => {
-              if (!isNotFound(error)) throw error;
+              if (!isNotFound(error) && !isConflict(error)) throw error;
             });
-        }
-      }
+        }),
+      );
     }
-    await this.options.recorder.record(website, 'Normal', 'Deleted', `Deleted Deployment and Service ${workloadName(website.metadata.name!)}; removing finalizer ${this.finalizer}`);
+    this.options.recorder.record(website, 'Normal', 'Deleted', `Deleted Deployment and Service ${name}; removing finalizer ${this.finalizer}`);
     await this.setFinalizers(website, finalizers.filter((f) => f !== this.finalizer));
   }
 
   private async ensureFinalizer(website: WebsiteV1 & KubeObject): Promise<void> {
     const finalizers = website.metadata.finalizers ?? [];
-    if (!finalizers.includes(this.finalizer)) await this.setFinalizers(website, [...finalizers, this.finalizer]);
+    if (finalizers.includes(this.finalizer)) return;
+    try {
+      await this.setFinalizers(website, [...finalizers, this.finalizer]);
+    } catch (error) {
+      // Deleted since the cache saw it: nothing to do (spec §7), and the garbage collector takes
+      // any child created beside this patch, whose owner no longer exists.
+      if (!isNotFound(error)) throw error;
+    }
   }
 
   /** A merge patch carrying the resourceVersion read: a concurrent change makes it fail (409) and retry. */
@@ -121,25 +154,49 @@ export class WebsiteReconciler {
     await this.options.client.patch(this.type, { namespace, name }, 'merge', { metadata: { finalizers, resourceVersion } });
   }
 
-  /** Server-side applies `desired` unless the stored object already matches it; returns the stored object. */
-  private async ensureChild(website: WebsiteV1 & KubeObject, type: ResourceType, kind: string, rendered: KubeObject, cache: Informer<KubeObject>): Promise<KubeObject> {
-    const { client, fieldManager, recorder } = this.options;
+  /** The child from the cache; a GET only while the cache has not synced (it may not have the child yet). */
+  private async read(type: ResourceType, cache: Cache<KubeObject>, namespace: string, name: string): Promise<KubeObject | undefined> {
+    const cached = cache.get(`${namespace}/${name}`);
+    if (cached || cache.hasSynced()) return cached;
+    return this.options.client.get(type, { namespace, name });
+  }
+
+  /**
+   * Makes the child match `rendered`. Absent from a synced cache: created at once, without a GET
+   * (the create carries the field manager, so later applies own the same fields). An
+   * AlreadyExists answer means the cache had not seen it, or it is not ours (the caches hold only
+   * objects with our managed-by label): then it is read and its owner checked. Present: applied
+   * server-side, only when the stored object differs from what we render.
+   */
+  private async ensureChild(website: WebsiteV1 & KubeObject, type: ResourceType, kind: string, rendered: KubeObject, cache: Cache<KubeObject>): Promise<ChildOutcome> {
+    const { client, fieldManager } = this.options;
     const desired = withHash(rendered, this.hashAnnotation);
-    const { namespace, name } = desired.metadata!;
-    const actual = cache.get(`${namespace}/${name}`) ?? (await client.get(type, { namespace, name }).catch((error: Error) => {
-      throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
-    }));
-    if (actual && !controlledBy(actual, website) && !adoptable(actual, website)) {
+    const { namespace, name } = desired.metadata as { namespace: string; name: string };
+    const readChild = () =>
+      this.read(type, cache, namespace, name).catch((error: Error) => {
+        throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
+      });
+    let actual = await readChild();
+    if (!actual) {
+      try {
+        return { kind, name, object: await client.create(type, desired, { fieldManager }), change: 'Created' };
+      } catch (error) {
+        if (!isAlreadyExists(error)) throw new Error(`could not create ${kind} ${name}: ${(error as Error).message}`, { cause: error });
+      }
+      actual = await client.get(type, { namespace, name }).catch((error: Error) => {
+        throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
+      });
+      if (!actual) throw new Error(`${kind} ${name} was deleted while it was being created; trying again`);
+    }
+    if (!controlledBy(actual, website) && !adoptable(actual, website)) {
       throw new Error(
         `${kind} ${name} already exists and is not owned by Website ${website.metadata.name}: delete or rename that ${kind}, or rename the Website`,
       );
     }
-    if (!needsApply(desired, actual)) return actual!;
-    this.options.logger?.debug({ website: `${namespace}/${website.metadata.name}`, kind, name, difference: actual ? firstDifference(desired, actual) : 'missing' }, 'applying');
+    if (!needsApply(desired, actual)) return { kind, name, object: actual };
+    this.options.logger?.debug({ website: `${namespace}/${website.metadata.name}`, kind, name, difference: firstDifference(desired, actual) }, 'applying');
     try {
-      const applied = await client.apply(type, desired, fieldManager);
-      await recorder.record(website, 'Normal', actual ? 'Updated' : 'Created', `${actual ? 'Updated' : 'Created'} ${kind} ${name}`);
-      return applied;
+      return { kind, name, object: await client.apply(type, desired, fieldManager), change: 'Updated' };
     } catch (error) {
       throw new Error(`could not apply ${kind} ${name}: ${(error as Error).message}`, { cause: error });
     }
@@ -154,6 +211,29 @@ export class WebsiteReconciler {
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
+  }
+}
+
+/**
+ * Waits for every write, then throws the first failure: no write is left running when the
+ * reconcile fails, and the children that were written still get their events.
+ */
+async function settled<T extends readonly unknown[]>(website: WebsiteV1 & KubeObject, recorder: EventRecorder, writes: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const results = await Promise.allSettled(writes);
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) {
+    const outcomes = results.flatMap((r) => (r.status === 'fulfilled' && r.value && typeof r.value === 'object' && 'kind' in r.value ? [r.value as ChildOutcome] : []));
+    recordChanges(website, recorder, outcomes);
+    throw failure.reason;
+  }
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
+}
+
+/** One event per reconcile that changed children: "Created Deployment website-a and Service website-a". */
+function recordChanges(website: WebsiteV1 & KubeObject, recorder: EventRecorder, outcomes: ChildOutcome[]): void {
+  for (const change of ['Created', 'Updated'] as const) {
+    const changed = outcomes.filter((o) => o.change === change);
+    if (changed.length > 0) recorder.record(website, 'Normal', change, `${change} ${changed.map((o) => `${o.kind} ${o.name}`).join(' and ')}`);
   }
 }
 

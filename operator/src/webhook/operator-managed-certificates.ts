@@ -1,5 +1,5 @@
 import { backoffDelay, sleep } from '../controller/backoff.ts';
-import { CRDS, type KubeClient, type KubeObject, SECRETS, isConflict } from '../controller/kube-client.ts';
+import { CRDS, type KubeApi, type KubeObject, SECRETS, isConflict } from '../controller/kube-client.ts';
 import type { Logger } from '../observability/logger.ts';
 import { OPERATOR_NAME, operatorLabels, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, webhookDnsNames } from '../library.ts';
 import {
@@ -19,8 +19,8 @@ import {
 
 const DAY_MS = 24 * 60 * 60_000;
 
-/** The API calls this needs; a KubeClient has them (a narrower type keeps test doubles honest). */
-export type CertificatesClient = Pick<KubeClient, 'get' | 'create' | 'update' | 'patch'>;
+/** The API calls this needs; a KubeApi has them (a narrower type keeps test doubles honest). */
+export type CertificatesClient = Pick<KubeApi, 'get' | 'create' | 'update' | 'patch'>;
 
 export interface OperatorManagedCertificatesOptions {
   /** API client, authenticated as the operator's ServiceAccount. */

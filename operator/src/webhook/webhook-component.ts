@@ -1,4 +1,4 @@
-import type { KubeClient } from '../controller/kube-client.ts';
+import type { KubeApi } from '../controller/kube-client.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import type { Component } from '../reconciler/operator.ts';
@@ -25,7 +25,7 @@ export interface WebhookConfig {
  */
 export function conversionWebhook(
   config: WebhookConfig,
-  context: { client: KubeClient; group: string; namespace: string; clusterDomain: string; logger: Logger; metrics: OperatorMetrics },
+  context: { client: KubeApi; group: string; namespace: string; clusterDomain: string; logger: Logger; metrics: OperatorMetrics },
 ): Component {
   const { client, group, namespace, clusterDomain, logger, metrics } = context;
   const tls: TlsSource =

@@ -1,0 +1,140 @@
+// The operator bundle (scripts/build-operator.ts), which the image, `npm run operator`, the cluster
+// tests and the benchmark run: what its entry chunk holds (from esbuild's metafile), and which of its
+// files a real process opens. The process runs without a cluster (its API server address refuses
+// connections, so it keeps retrying): loading modules happens before it talks to the API.
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Metafile } from 'esbuild';
+import { OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild, buildOperator } from '../../scripts/build-operator.ts';
+import { OperatorProcess, freePort } from '../../scripts/operator-process.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+let build: OperatorBuild;
+let entryOutput: string;
+
+/** Output files the entry chunk loads before running: itself and its static imports, transitively. */
+function loadedAtStart(metafile: Metafile, entry: string): Set<string> {
+  const seen = new Set<string>();
+  const queue = [entry];
+  while (queue.length > 0) {
+    const output = queue.shift()!;
+    if (seen.has(output)) continue;
+    seen.add(output);
+    for (const imported of metafile.outputs[output].imports) if (imported.kind === 'import-statement' && !imported.external) queue.push(imported.path);
+  }
+  return seen;
+}
+
+/** Source files (relative to the repository) bundled into `outputs`. */
+function inputsOf(metafile: Metafile, outputs: Iterable<string>): string[] {
+  return [...outputs].flatMap((output) => Object.keys(metafile.outputs[output].inputs));
+}
+
+/** The output chunk whose entry point (a dynamic import's target) is `source`. */
+function chunkOf(metafile: Metafile, source: string): string {
+  const found = Object.entries(metafile.outputs).find(([, output]) => output.entryPoint === source);
+  if (!found) throw new Error(`no chunk has ${source} as its entry point`);
+  return found[0];
+}
+
+// What only the conversion webhook or the OpenTelemetry SDK uses.
+const WEBHOOK_ONLY = /^operator\/src\/webhook\/|node_modules\/(@peculiar\/x509|reflect-metadata|tsyringe)\//;
+const SDK_ONLY = /^operator\/src\/observability\/tracing-sdk\.ts$|node_modules\/@opentelemetry\/(sdk-trace|exporter-trace-otlp-proto|otlp-transformer|resources|context-async-hooks)\//;
+
+beforeAll(async () => {
+  build = await buildOperator();
+  entryOutput = relative(ROOT, build.entry);
+}, 120_000);
+
+describe('the operator bundle', () => {
+  test('is an ES module entry with chunks in operator/build, built from operator/src/bin/operator.ts', () => {
+    expect(build.entry).toBe(join(OPERATOR_BUILD_DIR, OPERATOR_ENTRY));
+    expect(build.metafile.outputs[entryOutput].entryPoint).toBe('operator/src/bin/operator.ts');
+    expect(readFileSync(build.entry, 'utf8')).toMatch(/^(#!.*\n)?import \{ createRequire as __createRequire \} from 'node:module';/);
+  });
+
+  test('a second build of the same sources writes nothing', async () => {
+    const again = await buildOperator();
+    expect(again.written).toEqual([]);
+    expect(again.removed).toEqual([]);
+  });
+
+  test('carries no source maps, inline or linked', () => {
+    for (const file of readdirSync(OPERATOR_BUILD_DIR, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.mjs'))) {
+      expect([basename(file), readFileSync(join(OPERATOR_BUILD_DIR, file), 'utf8').includes('sourceMappingURL=')]).toEqual([basename(file), false]);
+    }
+  });
+
+  test('what loads at start holds neither the conversion webhook nor the OpenTelemetry SDK: each is a chunk of its own', () => {
+    const atStart = inputsOf(build.metafile, loadedAtStart(build.metafile, entryOutput));
+    expect(atStart).toContain('operator/src/bin/operator.ts');
+    expect(atStart).toContain('operator/src/observability/tracing.ts');
+    expect(atStart.filter((input) => WEBHOOK_ONLY.test(input) || SDK_ONLY.test(input))).toEqual([]);
+
+    const webhook = chunkOf(build.metafile, 'operator/src/webhook/webhook-component.ts');
+    const sdk = chunkOf(build.metafile, 'operator/src/observability/tracing-sdk.ts');
+    expect(inputsOf(build.metafile, [webhook])).toEqual(expect.arrayContaining(['operator/src/webhook/conversion-server.ts', 'operator/src/webhook/certificates.ts']));
+    expect(inputsOf(build.metafile, [sdk]).some((input) => input.includes('node_modules/@opentelemetry/sdk-trace/'))).toBe(true);
+  });
+
+  test("leaves out client-node's generated APIs and models and the library's other constructs", () => {
+    const all = inputsOf(build.metafile, Object.keys(build.metafile.outputs));
+    expect(all.filter((input) => input.includes('node_modules/@kubernetes/client-node/dist/gen/apis/'))).toEqual([]);
+    expect(all.filter((input) => input.includes('node_modules/@kubernetes/client-node/dist/gen/models/'))).toEqual([]);
+    expect(all.filter((input) => /^lib\/(tracing|shell-operator)\//.test(input) || input === 'lib/operator/operator-deployment.ts')).toEqual([]);
+  });
+});
+
+describe('the operator started from the bundle', () => {
+  let work: string;
+  let kubeconfig: string;
+  let recorder: string;
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'operator-bundle-'));
+    // A cluster address where nothing listens.
+    const port = await freePort();
+    kubeconfig = join(work, 'kubeconfig');
+    writeFileSync(kubeconfig, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'none',
+      clusters: [{ name: 'none', cluster: { server: `https://127.0.0.1:${port}` } }],
+      users: [{ name: 'none', user: { token: 'not-a-real-token' } }],
+      contexts: [{ name: 'none', context: { cluster: 'none', user: 'none', namespace: 'website-system' } }],
+    }));
+    // Node's module hooks (--import, before the operator): every file the process loads, on stderr.
+    recorder = join(work, 'record-loads.mjs');
+    writeFileSync(recorder, [
+      "import { registerHooks } from 'node:module';",
+      "import { writeSync } from 'node:fs';",
+      "registerHooks({ load(url, context, next) { if (url.startsWith('file:')) writeSync(2, `loaded ${url}\\n`); return next(url, context); } });",
+    ].join('\n'));
+  });
+
+  /** The bundle's files the operator loaded by the time it listens, with `env`; then it is stopped. */
+  async function loadedFiles(env: Record<string, string>): Promise<string[]> {
+    const operator = await OperatorProcess.start('bundle-test', kubeconfig, { NODE_OPTIONS: `--import=${recorder}`, ...env }, build.entry);
+    try {
+      return operator.stderr.filter((line) => line.startsWith('loaded file://')).map((line) => relative(OPERATOR_BUILD_DIR, new URL(line.slice('loaded '.length)).pathname));
+    } finally {
+      await operator.kill();
+    }
+  }
+
+  const webhookChunk = () => relative(OPERATOR_BUILD_DIR, join(ROOT, chunkOf(build.metafile, 'operator/src/webhook/webhook-component.ts')));
+  const sdkChunk = () => relative(OPERATOR_BUILD_DIR, join(ROOT, chunkOf(build.metafile, 'operator/src/observability/tracing-sdk.ts')));
+
+  test('with the webhook off and no OTLP endpoint, loads neither chunk: only the entry and its static imports', async () => {
+    const loaded = await loadedFiles({ WEBHOOK_ENABLED: 'false' });
+    const atStart = [...loadedAtStart(build.metafile, entryOutput)].map((output) => relative(OPERATOR_BUILD_DIR, join(ROOT, output)));
+    expect(loaded.sort()).toEqual(atStart.sort());
+    expect(loaded).not.toContain(webhookChunk());
+    expect(loaded).not.toContain(sdkChunk());
+  }, 60_000);
+
+  test('with both on, loads both chunks (the recorder sees dynamic imports)', async () => {
+    const loaded = await loadedFiles({ WEBHOOK_ENABLED: 'true', WEBHOOK_PORT: '0', WEBHOOK_URL: 'https://127.0.0.1:9443/convert', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}` });
+    expect(loaded).toEqual(expect.arrayContaining([OPERATOR_ENTRY, webhookChunk(), sdkChunk()]));
+  }, 60_000);
+});

@@ -1,0 +1,248 @@
+import { once } from 'node:events';
+import { jest } from '@jest/globals';
+import { type IncomingHttpHeaders, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { EventRecorder } from '../../operator/src/controller/event-recorder.ts';
+import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
+import { Informer } from '../../operator/src/controller/informer.ts';
+import { LeaderElector } from '../../operator/src/controller/leader-election.ts';
+import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, KubeClient, LEASES } from '../../operator/src/controller/kube-client.ts';
+
+// Parts of the operator's runtime on an in-memory API (FakeKubeApi) or a local HTTP server: what
+// they send, and what they keep.
+
+const website: KubeObject = { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'ns', uid: 'uid-a' } };
+
+describe('EventRecorder', () => {
+  const events = async (api: FakeKubeApi) => (await api.list(EVENTS, 'ns')).items.map((e) => `${e.type} ${e.reason}: ${e.message}`);
+
+  test('returns before the event is written; flush waits for it', async () => {
+    // An API server that takes its time answering creates.
+    let answer = () => {};
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    class SlowApi extends FakeKubeApi {
+      override async create<T extends KubeObject>(type: typeof EVENTS, object: T): Promise<T> {
+        await answered;
+        return super.create(type, object);
+      }
+    }
+    const api = new SlowApi();
+    const recorder = new EventRecorder({ client: api, component: 'website-operator', instance: 'op-0' });
+    expect(recorder.record(website, 'Normal', 'Created', 'Created Deployment website-a')).toBeUndefined();
+    let flushed = false;
+    const flushing = recorder.flush().then(() => {
+      flushed = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushed).toBe(false);
+    answer();
+    await flushing;
+    expect(await events(api)).toEqual(['Normal Created: Created Deployment website-a']);
+    const [event] = (await api.list(EVENTS, 'ns')).items;
+    expect(event).toMatchObject({ involvedObject: { kind: 'Website', name: 'a', uid: 'uid-a' }, reportingComponent: 'website-operator', reportingInstance: 'op-0', count: 1 });
+  });
+
+  test('an identical event is written once per window; similar ones beyond the limit are combined', async () => {
+    const api = new FakeKubeApi();
+    const recorder = new EventRecorder({ client: api, component: 'c', instance: 'i', similarLimit: 3 });
+    for (let i = 0; i < 3; i++) recorder.record(website, 'Warning', 'ReconcileFailed', 'forbidden');
+    for (let i = 1; i <= 6; i++) recorder.record(website, 'Warning', 'ReconcileFailed', `attempt ${i}`);
+    await recorder.flush();
+    expect(await events(api)).toEqual([
+      'Warning ReconcileFailed: forbidden',
+      'Warning ReconcileFailed: attempt 1',
+      'Warning ReconcileFailed: attempt 2',
+      'Warning ReconcileFailed: (combined from similar events): attempt 3',
+    ]);
+  });
+
+  test('an object spends at most its burst; other objects are not held back', async () => {
+    const api = new FakeKubeApi();
+    const recorder = new EventRecorder({ client: api, component: 'c', instance: 'i', burst: 2, similarLimit: 100 });
+    for (let i = 0; i < 5; i++) recorder.record(website, 'Normal', 'Updated', `change ${i}`);
+    recorder.record({ ...website, metadata: { ...website.metadata, name: 'b', uid: 'uid-b' } }, 'Normal', 'Updated', 'change 0');
+    await recorder.flush();
+    expect(await events(api)).toEqual(['Normal Updated: change 0', 'Normal Updated: change 1', 'Normal Updated: change 0']);
+  });
+
+  test('an event that cannot be written is logged and may be recorded again', async () => {
+    const api = new FakeKubeApi();
+    const warnings: string[] = [];
+    const logger = { warn: (_: unknown, msg: string) => warnings.push(msg) } as never;
+    const recorder = new EventRecorder({ client: api, component: 'c', instance: 'i', logger });
+    api.failWith((r) => r.resource === 'events', new ApiError(403, 'Forbidden', 'events is forbidden'));
+    recorder.record(website, 'Normal', 'Created', 'x');
+    await recorder.flush();
+    expect(warnings).toEqual(['could not record event']);
+    recorder.record(website, 'Normal', 'Created', 'x');
+    await recorder.flush();
+    expect(await events(api)).toEqual(['Normal Created: x']);
+  });
+});
+
+describe('Informer', () => {
+  test('caches objects without managedFields, from the list and from the watch', async () => {
+    const api = new FakeKubeApi();
+    const managedFields = [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }];
+    await api.create(DEPLOYMENTS, { metadata: { name: 'listed', namespace: 'ns', managedFields } });
+    const informer = new Informer<KubeObject>({ client: api, type: DEPLOYMENTS, namespace: 'ns' });
+    const stop = new AbortController();
+    const running = informer.run(stop.signal);
+    await informer.waitForSync();
+    await api.create(DEPLOYMENTS, { metadata: { name: 'watched', namespace: 'ns', managedFields } });
+    expect(informer.get('ns/listed')?.metadata).not.toHaveProperty('managedFields');
+    expect(informer.get('ns/watched')?.metadata).not.toHaveProperty('managedFields');
+    expect(informer.get('ns/watched')?.metadata?.name).toBe('watched');
+    stop.abort();
+    await running;
+  });
+
+  test('tells the adds of the first list from later ones', async () => {
+    const api = new FakeKubeApi();
+    await api.create(DEPLOYMENTS, { metadata: { name: 'old', namespace: 'ns' } });
+    const informer = new Informer<KubeObject>({ client: api, type: DEPLOYMENTS, namespace: 'ns' });
+    const seen: string[] = [];
+    informer.on((event, object, initialList) => seen.push(`${event} ${object.metadata?.name} ${initialList}`));
+    const stop = new AbortController();
+    const running = informer.run(stop.signal);
+    await informer.waitForSync();
+    await api.create(DEPLOYMENTS, { metadata: { name: 'new', namespace: 'ns' } });
+    stop.abort();
+    await running;
+    expect(seen).toEqual(['add old true', 'add new false']);
+  });
+});
+
+describe('KubeClient credentials', () => {
+  test('are computed once, not per request, and again after a 401', async () => {
+    const seen: IncomingHttpHeaders[] = [];
+    let status = 200;
+    const server = createServer((request, response) => {
+      seen.push(request.headers);
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(status === 200 ? { metadata: { name: 'a' } } : { kind: 'Status', code: status, reason: 'Unauthorized', message: 'Unauthorized' }));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: 'local', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+        users: [{ name: 'u', token: 'first-token' }],
+        contexts: [{ name: 'ctx', cluster: 'local', user: 'u' }],
+        currentContext: 'ctx',
+      });
+      const computed = jest.spyOn(kc, 'applyToHTTPSOptions');
+      const client = new KubeClient(kc);
+      for (let i = 0; i < 5; i++) await client.get(DEPLOYMENTS, { namespace: 'ns', name: 'a' });
+      expect(computed).toHaveBeenCalledTimes(1);
+      expect(seen.map((h) => h.authorization)).toEqual(Array(5).fill('Bearer first-token'));
+
+      // The token is rotated; the server refuses the old one once.
+      kc.users[0] = { name: 'u', token: 'second-token' };
+      status = 401;
+      await expect(client.get(DEPLOYMENTS, { namespace: 'ns', name: 'a' })).rejects.toThrow('Unauthorized');
+      status = 200;
+      await client.get(DEPLOYMENTS, { namespace: 'ns', name: 'a' });
+      expect(computed).toHaveBeenCalledTimes(2);
+      expect(seen.at(-1)?.authorization).toBe('Bearer second-token');
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('LeaderElector', () => {
+  const options = { namespace: 'website-system', name: 'website-operator', leaseDurationMs: 400, renewDeadlineMs: 250, retryPeriodMs: 50 };
+  const until = async (condition: () => boolean, what: string) => {
+    for (let i = 0; i < 400 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    if (!condition()) throw new Error(`timed out waiting for ${what}`);
+  };
+  const campaign = (elector: LeaderElector) => {
+    const stop = new AbortController();
+    let leadership: AbortSignal | undefined;
+    const running = elector.run(stop.signal, async (signal) => {
+      leadership = signal;
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    });
+    return { stop: async () => (stop.abort(), running), lost: () => leadership?.aborted ?? false };
+  };
+
+  test('one replica leads; a stopping leader releases the Lease and the other takes over at once', async () => {
+    const api = new FakeKubeApi();
+    const a = new LeaderElector({ ...options, client: api, identity: 'a', leaseDurationMs: 60_000, renewDeadlineMs: 40_000 });
+    const b = new LeaderElector({ ...options, client: api, identity: 'b', leaseDurationMs: 60_000, renewDeadlineMs: 40_000 });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead');
+    const runB = campaign(b);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(b.isLeader()).toBe(false);
+    await runA.stop();
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ leaseDurationSeconds: 1 });
+    // Released: b need not wait out the 60 s lease.
+    await until(() => b.isLeader(), 'b to lead');
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    await runB.stop();
+  });
+
+  test('a leader that cannot renew gives up leading; another takes the Lease once it has expired', async () => {
+    const api = new FakeKubeApi();
+    // a's connection to the API server, which the test breaks.
+    let broken = false;
+    const viaA = new Proxy(api, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => (broken ? Promise.reject(new ApiError(0, 'ConnectionError', 'connect ECONNREFUSED')) : value.apply(target, args));
+      },
+    });
+    const a = new LeaderElector({ ...options, client: viaA, identity: 'a' });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead');
+    broken = true;
+    await until(() => runA.lost(), 'a to give up leading');
+    const b = new LeaderElector({ ...options, client: api, identity: 'b' });
+    const runB = campaign(b);
+    await until(() => b.isLeader(), 'b to take the expired Lease');
+    await Promise.all([runA.stop(), runB.stop()]);
+  });
+
+  test('a conflicting write means someone else won this round, not an error', async () => {
+    const api = new FakeKubeApi();
+    const warnings: string[] = [];
+    const logger = { warn: (_: unknown, msg: string) => warnings.push(msg), info: () => {} } as never;
+    api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(409, 'AlreadyExists', 'leases "website-operator" already exists'));
+    const a = new LeaderElector({ ...options, client: api, identity: 'a', logger });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead on a later round');
+    await runA.stop();
+    expect(warnings).toEqual([]);
+  });
+});
+
+test('a Lease that cannot be created (its namespace is missing) is an error at every retry, naming the Lease, the cause and the fix', async () => {
+  const api = new FakeKubeApi();
+  api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(404, 'NotFound', 'namespaces "website-system" not found'), 3);
+  const errors: Array<{ fields: Record<string, string>; msg: string }> = [];
+  const logger = { error: (fields: Record<string, string>, msg: string) => errors.push({ fields, msg }), info: () => {}, warn: () => {} } as never;
+  const elector = new LeaderElector({ client: api, namespace: 'website-system', name: 'website-operator', identity: 'a', leaseDurationMs: 400, renewDeadlineMs: 250, retryPeriodMs: 20, logger });
+  const stop = new AbortController();
+  const running = elector.run(stop.signal, async (signal) => {
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  });
+  for (let i = 0; i < 300 && !elector.isLeader(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  stop.abort();
+  await running;
+  expect(errors).toHaveLength(3);
+  expect(errors[0]).toEqual({
+    msg: 'leader election: cannot take or renew the Lease website-system/website-operator; not reconciling until it can',
+    fields: {
+      lease: 'website-system/website-operator',
+      error: 'namespaces "website-system" not found',
+      fix: 'create the namespace website-system, set OPERATOR_NAMESPACE to an existing namespace, or run with LEADER_ELECTION=false (one replica)',
+    },
+  });
+});
