@@ -15,20 +15,20 @@ import { ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
-import { type EchoBurst, type Plan, type RunBaselines, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
+import { type EchoBurst, type Plan, type RunBaselines, type SubjectOutput, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
 import { type FigureRecord, formatRatio, formatValue, latencySummary, markdownTable, phaseTables, resultsJson, sustainedRate } from './report.ts';
 import { benchShellOperator, stopShellOperatorBench } from './shell-operator.ts';
 
-/** One controller under test: its figures as records, and what is worth a look below the tables. */
+/** One controller under test: its figures as records, and what is worth a look below the tables, into `output` as it goes. */
 export interface Subject {
   readonly title: string;
   readonly description: string;
-  run(plan: Plan, baselines: RunBaselines, context: PeerContext): Promise<{ records: FigureRecord[]; diagnostics: string[] }>;
+  run(plan: Plan, baselines: RunBaselines, context: PeerContext, output: SubjectOutput): Promise<void>;
 }
 
 /** Any controller described by a bench/peer.ts adapter: every phase. */
 function peerSubject(peer: Peer): Subject {
-  return { title: peer.title, description: peer.description, run: (plan, baselines, context) => runPeer(peer, { plan, baselines, context }) };
+  return { title: peer.title, description: peer.description, run: (plan, baselines, context, output) => runPeer(peer, { plan, baselines, context }, output) };
 }
 
 /**
@@ -42,9 +42,7 @@ function shellSubject(ns: readonly number[]): Subject {
   return {
     title,
     description: `${title}: lib/shell-operator/'s script run by scripts/shell-operator.sh, as its ServiceAccount under the ShellOperator construct's Role, in a fresh namespace per N; Websites created in 10 batches across one interval; latency from a watch seeing the Website (one API round trip after its create); burst only, at N = ${ns.join(', ')}`,
-    async run(_plan, baselines, { cluster, log }) {
-      const records: FigureRecord[] = [];
-      const diagnostics: string[] = [];
+    async run(_plan, baselines, { cluster, log }, { records, diagnostics }) {
       for (const n of ns) {
         const r = await benchShellOperator({ n, cluster, log: (m) => log(`shell operator, ${m}`), replicas: _plan.replicas });
         const echo = baselines.burst.get(n)?.echo;
@@ -60,7 +58,6 @@ function shellSubject(ns: readonly number[]): Subject {
           `N=${n}: create → Deployment p90 ${formatValue(r.latencyMs.p90, 'ms')}; requests per cycle by kind: ${Object.entries(r.requestsPerCycleByKind).map(([k, v]) => `${k} ${formatValue(v, 'count')}`).join(', ')}; cycles ${r.cycleMs.map((ms) => formatValue(ms, 'ms')).join(', ')}`,
         );
       }
-      return { records, diagnostics };
     },
   };
 }
@@ -116,9 +113,10 @@ async function main(): Promise<void> {
   const plan: Plan = {
     ns,
     steadyCreates: 20,
-    // Doubling-ish steps from a rate any controller holds; the first that fails ends the search.
-    churnRates: quick ? [2, 8, 32] : [2, 5, 10, 20, 40, 80, 160],
-    stepSeconds: quick ? 10 : 60,
+    // Steps of about 1.5× (2× for --quick) from a rate any controller holds, up to beyond the
+    // 155 changes/s webhosting-operator's evaluation reports; the first that fails ends the search.
+    churnRates: quick ? [2, 4, 8, 16, 32] : [2, 3, 5, 8, 12, 18, 27, 40, 60, 90, 135, 200],
+    stepSeconds: quick ? 10 : 30,
     memoryN: values.memory !== undefined ? numbers(values.memory, 'memory')[0] : quick ? undefined : 5000,
     replicas,
   };
@@ -158,6 +156,7 @@ async function main(): Promise<void> {
   const context: PeerContext = { cluster, log };
   const records: FigureRecord[] = [];
   const diagnostics: { title: string; lines: string[] }[] = [];
+  const failures: string[] = [];
   let baselines: RunBaselines;
   try {
     await ensureServiceCidr(cluster);
@@ -198,10 +197,18 @@ async function main(): Promise<void> {
 
     for (const subject of subjects) {
       log(`${subject.title}: starting`);
-      const result = await subject.run(plan, baselines, context);
-      records.push(...result.records);
-      diagnostics.push({ title: subject.title, lines: result.diagnostics });
-      process.stderr.write(`${phaseTables(result.records)}\n`);
+      const output: SubjectOutput = { records: [], diagnostics: [] };
+      try {
+        await subject.run(plan, baselines, context, output);
+      } catch (error) {
+        // One controller failing (say, a peer never Ready) costs its remaining figures, not the others'.
+        log(`${subject.title}: failed: ${(error as Error).stack ?? error}`);
+        output.diagnostics.push(`**failed**, its remaining figures are missing: ${(error as Error).message.split('\n').slice(0, 5).join(' ')}`);
+        failures.push(subject.title);
+      }
+      records.push(...output.records);
+      diagnostics.push({ title: subject.title, lines: output.diagnostics });
+      process.stderr.write(`${phaseTables(output.records)}\n`);
     }
   } finally {
     process.off('SIGINT', interrupted);
@@ -265,6 +272,10 @@ async function main(): Promise<void> {
   await writeFile(join(dir, 'latest.md'), `${report}\n`);
   await writeFile(join(dir, 'latest.json'), resultsJson({ date, durationMinutes: Number(minutes.toFixed(2)), machine, settings }, records));
   log(`written to bench/results/latest.md and latest.json (${minutes.toFixed(1)} min)`);
+  if (failures.length) {
+    log(`failed: ${failures.join(', ')} (see Diagnostics)`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch((error: Error) => {
