@@ -2,7 +2,6 @@
 // without the operator, measured in the same run (these machines are too noisy for absolute
 // numbers to mean much from one run to the next).
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
 import { DEPLOYMENTS, type KubeObject, isNotFound } from '../operator/src/controller/kube-client.ts';
@@ -11,7 +10,7 @@ import { OperatorMetrics } from '../operator/src/observability/metrics.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { BENCH_SELECTOR, type BenchCluster, CONFIGMAPS, Watcher, deploymentAvailable, emptyNamespace, ensureNamespace, inPool, waitFor } from './cluster.ts';
 import type { WebsiteSpec } from './peer.ts';
-import { type ChurnTarget, specFor } from './phases.ts';
+import { type ChurnTarget, rssBytes, specFor } from './phases.ts';
 import { type Histogram, parseHistogram } from './report.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
@@ -182,20 +181,12 @@ export async function directDeploymentsBaseline(cluster: BenchCluster, n: number
   }
 }
 
-/** VmRSS of a process, in bytes. */
-export async function rssOf(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status);
-  if (!kib) throw new Error(`no VmRSS in /proc/${pid}/status`);
-  return Number(kib[1]) * 1024;
-}
-
 /** RSS of a Node process (the same binary as the operator's) that only runs a timer. */
 export async function idleNodeRss(): Promise<number> {
   const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
   try {
     await sleep(1500);
-    return await rssOf(child.pid!);
+    return await rssBytes(child.pid!);
   } finally {
     child.kill();
   }

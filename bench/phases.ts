@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { open, readFile, stat } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
-import { CREATE_CONCURRENCY, type EchoController } from './baselines.ts';
+import { CREATE_CONCURRENCY } from './baselines.ts';
 import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool, waitFor } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess, WebsiteSpec } from './peer.ts';
 import {
@@ -130,7 +130,9 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
       after = next;
     }
     const waits = histogramDelta(before, after);
-    const step: ChurnStep = { rate, sentRate, waitP99Seconds: histogramQuantile(waits, 0.99), within1s: fractionWithin(waits, 1) };
+    // A histogram without a 1 s bucket: the interpolated p99 decides (see stepHeld).
+    const within1s = waits.buckets.some(([le]) => Math.abs(le - 1) <= 1e-9) ? fractionWithin(waits, 1) : Number.NaN;
+    const step: ChurnStep = { rate, sentRate, failed, waitP99Seconds: histogramQuantile(waits, 0.99), within1s };
     steps.push(step);
     log(`churn ${rate}/s: sent ${sentRate.toFixed(1)}/s (${failed} failed), ${waits.count} queue waits, p99 ${step.waitP99Seconds.toFixed(3)} s, ${(step.within1s * 100).toFixed(1)} % within 1 s`);
     if (!stepHeld(step)) break;
@@ -142,7 +144,7 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
 export function churnRecords(subject: string, n: number, steps: readonly ChurnStep[], echo: readonly ChurnStep[], rates: readonly number[]): FigureRecord[] {
   // Held at every rate tried: the true figure is higher, and the table says so.
   const ceiling = (s: readonly ChurnStep[]) => (s.length === rates.length && s.every(stepHeld) ? ', held at every rate tried (a lower bound)' : '');
-  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}`).join(', ') + ceiling(s);
+  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}${step.failed ? ` (${step.failed} changes refused)` : ''}`).join(', ') + ceiling(s);
   return [
     {
       subject,
@@ -239,6 +241,15 @@ async function startPeer(peer: Peer, context: PeerContext): Promise<PeerProcess>
   };
 }
 
+/**
+ * Where a subject puts its figures and notes as it goes: what it measured before a failure is
+ * still reported.
+ */
+export interface SubjectOutput {
+  readonly records: FigureRecord[];
+  readonly diagnostics: string[];
+}
+
 export interface PeerRunOptions {
   readonly plan: Plan;
   readonly baselines: RunBaselines;
@@ -255,12 +266,11 @@ export interface PeerRunOptions {
  * - steady (over the largest N): creates one at a time, create → Deployment p99 (vs echo);
  * - churn (over the largest N): the sustained change rate (vs echo);
  * - memory: RSS holding `plan.memoryN` Websites and their children (vs idle).
+ * Records go to `output` as each is measured.
  */
-export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunOptions): Promise<{ records: FigureRecord[]; diagnostics: string[] }> {
+export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunOptions, { records, diagnostics }: SubjectOutput): Promise<void> {
   const { cluster, log } = context;
   const subject = peer.title;
-  const records: FigureRecord[] = [];
-  const diagnostics: string[] = [];
   const say = (message: string) => log(`${subject}: ${message}`);
   let idleRss = Number.NaN;
 
@@ -346,7 +356,6 @@ export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunO
     }
   }
   await emptyNamespace(cluster, peer.namespace, peer.websites, { everything: true });
-  return { records, diagnostics };
 }
 
 function names(prefix: string, n: number): string[] {
@@ -454,9 +463,4 @@ function peerChurnTarget(peer: Peer, cluster: BenchCluster, process: PeerProcess
     remove: (name) => admin.delete(peer.websites, ref(name)),
     queueWait: async () => parseHistogram(await metricsText(process), peer.queueWait.metric, peer.queueWait.labels),
   };
-}
-
-/** The echo controller as a churn target: its sources are ConfigMaps (bench/baselines.ts). */
-export function echoChurnTarget(echo: EchoController): ChurnTarget {
-  return echo;
 }

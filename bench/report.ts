@@ -205,17 +205,23 @@ export function requestsPerWebsite(counts: RequestCounts): number {
 export interface ChurnStep {
   /** Changes per second asked for. */
   readonly rate: number;
-  /** Changes per second the benchmark managed to send. */
+  /** Changes per second the benchmark managed to send (answered 2xx). */
   readonly sentRate: number;
+  /** Changes the API server refused (conflicts, a Website already gone, ...). */
+  readonly failed: number;
   /** Queue wait p99 over the step and its drain (seconds), from the histogram. */
   readonly waitP99Seconds: number;
-  /** Share of queue waits of at most 1 s. */
+  /** Share of queue waits of at most 1 s; NaN when the histogram has no 1 s bucket (or nothing was observed). */
   readonly within1s: number;
 }
 
-/** Whether a step held the goal: at least 99 % of queue waits within 1 s (so p99 < 1 s) and something measured. */
+/**
+ * Whether a step held the goal: at least 99 % of queue waits within 1 s (so p99 < 1 s); for a
+ * histogram without a 1 s bucket, its interpolated p99 under 1 s. Nothing observed holds nothing.
+ */
 export function stepHeld(step: ChurnStep): boolean {
-  return Number.isFinite(step.within1s) && step.within1s >= 0.99;
+  if (Number.isFinite(step.within1s)) return step.within1s >= 0.99;
+  return Number.isFinite(step.waitP99Seconds) && step.waitP99Seconds < 1;
 }
 
 /**

@@ -16,20 +16,20 @@ import { ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
-import { type EchoBurst, type Plan, type RunBaselines, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
+import { type EchoBurst, type Plan, type RunBaselines, type SubjectOutput, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
 import { type FigureRecord, formatRatio, formatValue, latencySummary, markdownTable, phaseTables, resultsJson, sustainedRate } from './report.ts';
 import { benchShellOperator, stopShellOperatorBench } from './shell-operator.ts';
 
-/** One controller under test: its figures as records, and what is worth a look below the tables. */
+/** One controller under test: its figures as records, and what is worth a look below the tables, into `output` as it goes. */
 export interface Subject {
   readonly title: string;
   readonly description: string;
-  run(plan: Plan, baselines: RunBaselines, context: PeerContext): Promise<{ records: FigureRecord[]; diagnostics: string[] }>;
+  run(plan: Plan, baselines: RunBaselines, context: PeerContext, output: SubjectOutput): Promise<void>;
 }
 
 /** Any controller described by a bench/peer.ts adapter: every phase. */
 function peerSubject(peer: Peer): Subject {
-  return { title: peer.title, description: peer.description, run: (plan, baselines, context) => runPeer(peer, { plan, baselines, context }) };
+  return { title: peer.title, description: peer.description, run: (plan, baselines, context, output) => runPeer(peer, { plan, baselines, context }, output) };
 }
 
 /**
@@ -43,9 +43,7 @@ function shellSubject(ns: readonly number[]): Subject {
   return {
     title,
     description: `${title}: lib/shell-operator/'s script run by scripts/shell-operator.sh, as its ServiceAccount under the ShellOperator construct's Role, in a fresh namespace per N; Websites created in 10 batches across one interval; latency from a watch seeing the Website (one API round trip after its create); burst only, at N = ${ns.join(', ')}`,
-    async run(_plan, baselines, { cluster, log }) {
-      const records: FigureRecord[] = [];
-      const diagnostics: string[] = [];
+    async run(_plan, baselines, { cluster, log }, { records, diagnostics }) {
       for (const n of ns) {
         const r = await benchShellOperator({ n, cluster, log: (m) => log(`shell operator, ${m}`), replicas: _plan.replicas });
         const echo = baselines.burst.get(n)?.echo;
@@ -61,7 +59,6 @@ function shellSubject(ns: readonly number[]): Subject {
           `N=${n}: create → Deployment p90 ${formatValue(r.latencyMs.p90, 'ms')}; requests per cycle by kind: ${Object.entries(r.requestsPerCycleByKind).map(([k, v]) => `${k} ${formatValue(v, 'count')}`).join(', ')}; cycles ${r.cycleMs.map((ms) => formatValue(ms, 'ms')).join(', ')}`,
         );
       }
-      return { records, diagnostics };
     },
   };
 }
@@ -141,7 +138,12 @@ async function main(): Promise<void> {
     return websiteOperatorPeer({ title: `website-operator ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`, env });
   });
   const peers: Peer[] = [websiteOperator, ...variants, ...(values['no-kro'] ? [] : [kroPeer()])];
-  for (const path of values.peer) peers.push(await loadPeer(path));
+  for (const path of values.peer) {
+    const peer = await loadPeer(path);
+    // Figures are keyed by title: two alike would mix (e.g. --peer bench/kro.ts without --no-kro).
+    if (peers.some((p) => p.title === peer.title)) throw new Error(`${path}: a controller titled "${peer.title}" is already under test; give it another title, or leave the other out (--no-kro)`);
+    peers.push(peer);
+  }
   const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
   const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(
     (s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)),
@@ -173,6 +175,7 @@ async function main(): Promise<void> {
   const context: PeerContext = { cluster, log };
   const records: FigureRecord[] = [];
   const diagnostics: { title: string; lines: string[] }[] = [];
+  const failures: string[] = [];
   let baselines: RunBaselines;
   try {
     await ensureServiceCidr(cluster);
@@ -213,10 +216,18 @@ async function main(): Promise<void> {
 
     for (const subject of subjects) {
       log(`${subject.title}: starting`);
-      const result = await subject.run(plan, baselines, context);
-      records.push(...result.records);
-      diagnostics.push({ title: subject.title, lines: result.diagnostics });
-      process.stderr.write(`${phaseTables(result.records)}\n`);
+      const output: SubjectOutput = { records: [], diagnostics: [] };
+      try {
+        await subject.run(plan, baselines, context, output);
+      } catch (error) {
+        // One controller failing (say, a peer never Ready) costs its remaining figures, not the others'.
+        log(`${subject.title}: failed: ${(error as Error).stack ?? error}`);
+        output.diagnostics.push(`**failed**, its remaining figures are missing: ${(error as Error).message.split('\n').slice(0, 5).join(' ')}`);
+        failures.push(subject.title);
+      }
+      records.push(...output.records);
+      diagnostics.push({ title: subject.title, lines: output.diagnostics });
+      process.stderr.write(`${phaseTables(output.records)}\n`);
     }
   } finally {
     process.off('SIGINT', interrupted);
@@ -280,6 +291,10 @@ async function main(): Promise<void> {
   await writeFile(join(dir, 'latest.md'), `${report}\n`);
   await writeFile(join(dir, 'latest.json'), resultsJson({ date, durationMinutes: Number(minutes.toFixed(2)), machine, settings }, records));
   log(`written to bench/results/latest.md and latest.json (${minutes.toFixed(1)} min)`);
+  if (failures.length) {
+    log(`failed: ${failures.join(', ')} (see Diagnostics)`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch((error: Error) => {

@@ -131,13 +131,15 @@ describe('API requests from the audit log', () => {
 });
 
 describe('the churn rate search', () => {
-  const step = (rate: number, within1s: number, sentRate = rate): ChurnStep => ({ rate, sentRate, waitP99Seconds: within1s >= 0.99 ? 0.2 : 3, within1s });
+  const step = (rate: number, within1s: number, sentRate = rate): ChurnStep => ({ rate, sentRate, failed: 0, waitP99Seconds: within1s >= 0.99 ? 0.2 : 3, within1s });
 
   test('a step holds when 99 % of queue waits are within 1 s', () => {
     expect(stepHeld(step(10, 0.99))).toBe(true);
     expect(stepHeld(step(10, 0.989))).toBe(false);
-    // Nothing observed (no change reached the queue) proves nothing.
-    expect(stepHeld(step(10, Number.NaN))).toBe(false);
+    // Without a 1 s bucket, the interpolated p99 decides; nothing observed proves nothing.
+    expect(stepHeld({ ...step(10, Number.NaN), waitP99Seconds: 0.8 })).toBe(true);
+    expect(stepHeld({ ...step(10, Number.NaN), waitP99Seconds: 1.2 })).toBe(false);
+    expect(stepHeld({ ...step(10, Number.NaN), waitP99Seconds: Number.NaN })).toBe(false);
   });
 
   test('the sustained rate is the rate sent in the last step before the first that failed', () => {
