@@ -216,6 +216,12 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
     for (const type of collections) count += (await admin.list(type, namespace, { labelSelector, limit: 1 })).items.length;
     return count;
   };
+  // Deleting thousands of objects can outlast the API server's 60 s request timeout (504): the
+  // deletion goes on on the server, and the next round deletes what is left.
+  const deleteCollection = (type: ResourceType, query: Record<string, string | number | undefined>) =>
+    admin.request('DELETE', type, { namespace }, { query }).catch((error: unknown) => {
+      if ((error as { code?: number }).code !== 504) throw error;
+    });
   for (let attempt = 1; ; attempt++) {
     const items = await listWebsites();
     if (websites && items.length) {
@@ -223,13 +229,13 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
         if (!website.metadata?.finalizers?.length) return;
         await admin.patch(websites, { namespace, name: website.metadata.name }, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
       });
-      await admin.request('DELETE', websites, { namespace });
+      await deleteCollection(websites, {});
     }
     // In this order: a ReplicaSet whose Deployment is gone creates no more pods.
     for (const type of collections) {
-      await admin.request('DELETE', type, { namespace }, { query: { labelSelector, gracePeriodSeconds: type === PODS ? 0 : undefined } });
+      await deleteCollection(type, { labelSelector, gracePeriodSeconds: type === PODS ? 0 : undefined });
     }
-    await admin.request('DELETE', EVENTS, { namespace });
+    await deleteCollection(EVENTS, {});
     try {
       // A controller acting on what it saw just before may create one more object: delete again.
       await waitFor(`namespace ${namespace} to be empty`, async () => (await remaining()) === 0, 15_000);
