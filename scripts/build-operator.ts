@@ -120,7 +120,8 @@ export async function buildOperator(dir = OPERATOR_BUILD_DIR): Promise<OperatorB
   return { dir, entry: join(dir, OPERATOR_ENTRY), written, removed, metafile: result.metafile };
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+/** The command line: build, then one line on what was written. */
+async function main(): Promise<void> {
   const started = performance.now();
   const build = await buildOperator(process.argv[2] ?? OPERATOR_BUILD_DIR);
   const outputs = Object.entries(build.metafile.outputs);
@@ -131,4 +132,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       `${outputs.length} files, ${(size / 2 ** 20).toFixed(1)} MiB in all; ${build.written.length} written, ${build.removed.length} removed ` +
       `(${Math.round(performance.now() - started)} ms)\n`,
   );
+}
+
+// No top-level await: test setups that jest loads with require() import this module's graph.
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((error: Error) => {
+    process.stderr.write(`[build-operator] ${error.stack ?? error.message}\n`);
+    process.exit(1);
+  });
 }
