@@ -53,21 +53,22 @@ export interface OperatorResources {
 }
 
 /**
- * Sized from the operator image's measured memory, as runc runs it with this Deployment's pod spec
- * (test/cluster/image.test.ts; README "Memory"): about 90 MiB idle with the conversion webhook on,
- * plus about 40 KiB per cached Website (README "Benchmarks", N=1000).
- * - memory request 128Mi: idle plus a thousand Websites' cache, with about 15 % to spare;
- * - memory limit 384Mi, 3x the request: a burst of creations grows the heap well above what is live
+ * Sized from the operator's measured memory: as runc runs the image with this Deployment's pod spec
+ * (test/cluster/image.test.ts; README "Memory"), about 90 MiB idle with the conversion webhook on;
+ * as the benchmark runs the bundle with this Deployment's NODE_OPTIONS (README "Benchmarks"),
+ * 83 MiB idle and 142 MiB holding 100 Websites right after creating them (heap grown by the burst).
+ * - memory request 160Mi: a working operator's use after a burst, with about 10 % to spare;
+ * - memory limit 384Mi, 2.4x the request: a burst of creations grows the heap well above what is live
  *   (before bundling, a burst of 1000 creations left 1.5x the RSS of a restarted process holding the
  *   same Websites); a limit only contains a leak and reserves nothing;
- * - CPU request 100m: idle it uses about 12m (Lease renewals, timers); creating Websites takes 18-36 ms
+ * - CPU request 100m: idle it uses about 12m (Lease renewals, timers); creating Websites takes about 15 ms
  *   of CPU each; no CPU limit, so reconcile bursts are not throttled (CPU is shared by request).
  * V8's old generation is capped below the limit (NODE_OPTIONS, see nodeOptionsFor), so the process
  * collects garbage before the cgroup's OOM killer would stop it.
  */
 export const DEFAULT_OPERATOR_RESOURCES: OperatorResources = {
   cpuRequest: '100m',
-  memoryRequest: '128Mi',
+  memoryRequest: '160Mi',
   memoryLimit: '384Mi',
 };
 

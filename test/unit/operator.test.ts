@@ -128,7 +128,7 @@ describe('WebsiteOperator', () => {
   });
 
   test('sets resources deliberately: requests and a memory limit, with V8\'s old generation capped below it', () => {
-    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '384Mi' } });
+    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '160Mi' }, limits: { memory: '384Mi' } });
     expect(container.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=256' });
     const custom = only(operator({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } }), 'Deployment');
     expect(custom.spec.template.spec.containers[0].env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=896' });
