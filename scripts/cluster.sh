@@ -103,11 +103,11 @@ wait_for() {
 up() {
   binaries
   mkdir -p "$DIR/bin"
-  # kubectl with a discovery cache of this cluster's own: the default one (~/.kube/cache) is keyed
-  # by host and port, and another local cluster that used the same port earlier (with other CRDs)
-  # would make kubectl resolve resource names against the wrong API.
+  # kubectl with a discovery cache of this cluster's own unless the caller names one (KUBECACHEDIR):
+  # the default one (~/.kube/cache) is keyed by host and port, and another local cluster that used
+  # the same port earlier (with other CRDs) would make kubectl resolve names against the wrong API.
   rm -f "$DIR/bin/kubectl"
-  printf '#!/bin/sh\nexec %q --cache-dir %q "$@"\n' "$KUBECTL" "$DIR/kube-cache" >"$DIR/bin/kubectl"
+  printf '#!/bin/sh\n: "${KUBECACHEDIR:=%s}"\nexport KUBECACHEDIR\nexec %q "$@"\n' "$DIR/kube-cache" "$KUBECTL" >"$DIR/bin/kubectl"
   chmod +x "$DIR/bin/kubectl"
   [[ -z $AUDIT_POLICY || -f $AUDIT_POLICY ]] || die "no audit policy file at $AUDIT_POLICY (WEBSITE_STACK_CLUSTER_AUDIT_POLICY)"
   local replacing="found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
