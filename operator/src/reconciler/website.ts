@@ -73,14 +73,18 @@ export class WebsiteReconciler {
       // 2. and 3. Create or update the Deployment and the Service; add the finalizer. The three
       // writes do not depend on each other, so they go out together.
       const { deployment, service } = renderWorkload(website, { ...this.options.render, group: this.options.group });
-      const [, deploymentOutcome, serviceOutcome] = await settled(website, this.options.recorder, [
+      // Every write is waited for, so none is left running when the reconcile fails, and the
+      // children that were written get their event either way.
+      const results = await Promise.allSettled([
         this.ensureFinalizer(website),
         this.ensureChild(website, DEPLOYMENTS, 'Deployment', deployment, this.options.deployments),
         this.ensureChild(website, SERVICES, 'Service', service, this.options.services),
-      ] as const);
-      recordChanges(website, this.options.recorder, [deploymentOutcome, serviceOutcome]);
+      ]);
+      const [, deploymentResult, serviceResult] = results;
+      recordChanges(website, this.options.recorder, [deploymentResult, serviceResult].flatMap((r) => (r.status === 'fulfilled' ? [r.value as ChildOutcome] : [])));
+      for (const result of results) if (result.status === 'rejected') throw result.reason;
       // 4. Update the Website status.
-      const currentDeployment = deploymentOutcome.object;
+      const currentDeployment = (deploymentResult as PromiseFulfilledResult<ChildOutcome>).value.object;
       const availableReplicas = (currentDeployment.status as { availableReplicas?: number } | undefined)?.availableReplicas ?? 0;
       await this.writeStatus(
         website,
@@ -172,20 +176,17 @@ export class WebsiteReconciler {
     const { client, fieldManager } = this.options;
     const desired = withHash(rendered, this.hashAnnotation);
     const { namespace, name } = desired.metadata as { namespace: string; name: string };
-    const readChild = () =>
-      this.read(type, cache, namespace, name).catch((error: Error) => {
-        throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
-      });
-    let actual = await readChild();
+    const unreadable = (error: Error): never => {
+      throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
+    };
+    let actual = await this.read(type, cache, namespace, name).catch(unreadable);
     if (!actual) {
       try {
         return { kind, name, object: await client.create(type, desired, { fieldManager }), change: 'Created' };
       } catch (error) {
         if (!isAlreadyExists(error)) throw new Error(`could not create ${kind} ${name}: ${(error as Error).message}`, { cause: error });
       }
-      actual = await client.get(type, { namespace, name }).catch((error: Error) => {
-        throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
-      });
+      actual = await client.get(type, { namespace, name }).catch(unreadable);
       if (!actual) throw new Error(`${kind} ${name} was deleted while it was being created; trying again`);
     }
     if (!controlledBy(actual, website) && !adoptable(actual, website)) {
@@ -212,21 +213,6 @@ export class WebsiteReconciler {
       if (!isNotFound(error)) throw error;
     }
   }
-}
-
-/**
- * Waits for every write, then throws the first failure: no write is left running when the
- * reconcile fails, and the children that were written still get their events.
- */
-async function settled<T extends readonly unknown[]>(website: WebsiteV1 & KubeObject, recorder: EventRecorder, writes: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
-  const results = await Promise.allSettled(writes);
-  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failure) {
-    const outcomes = results.flatMap((r) => (r.status === 'fulfilled' && r.value && typeof r.value === 'object' && 'kind' in r.value ? [r.value as ChildOutcome] : []));
-    recordChanges(website, recorder, outcomes);
-    throw failure.reason;
-  }
-  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
 }
 
 /** One event per reconcile that changed children: "Created Deployment website-a and Service website-a". */
