@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import { ConfigError, loadConfig } from '../../operator/src/bin/config.ts';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
+import { MultiNamespaceInformer } from '../../operator/src/controller/multi-namespace-informer.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { Operator, type OperatorConfig } from '../../operator/src/reconciler/operator.ts';
@@ -54,6 +55,43 @@ describe('WatchNamespaces', () => {
   });
 });
 
+describe('MultiNamespaceInformer', () => {
+  test('one list and watch per namespace; get and hasSynced answer for the namespace of the key', async () => {
+    const api = new FakeKubeApi();
+    for (const namespace of ['a', 'b', 'other']) await api.create(DEPLOYMENTS, { metadata: { name: 'd', namespace } });
+    const informer = new MultiNamespaceInformer<KubeObject>({ client: api, type: DEPLOYMENTS, namespaces: ['a', 'b'] });
+    const stop = new AbortController();
+    const running = informer.run(stop.signal);
+    await informer.waitForSync();
+    expect(api.requests.filter((r) => r.verb === 'LIST').map((r) => r.namespace)).toEqual(['a', 'b']);
+    expect([informer.get('a/d')?.metadata?.namespace, informer.get('b/d')?.metadata?.namespace, informer.get('other/d')]).toEqual(['a', 'b', undefined]);
+    expect(informer.list()).toHaveLength(2);
+    expect([informer.hasSynced('a/d'), informer.hasSynced('other/d'), informer.hasSynced()]).toEqual([true, false, true]);
+    stop.abort();
+    await running;
+  });
+
+  test('a namespace refused as forbidden settles the wait (retrying cannot sync it), one that is unreachable does not', async () => {
+    const api = new FakeKubeApi();
+    api.failWith((r) => r.namespace === 'denied', new ApiError(403, 'Forbidden', 'forbidden'), Number.POSITIVE_INFINITY);
+    api.failWith((r) => r.namespace === 'flaky', new ApiError(0, 'ECONNREFUSED', 'connect ECONNREFUSED'), Number.POSITIVE_INFINITY);
+    const logger = { error: () => {}, warn: () => {}, info: () => {}, debug: () => {} } as never;
+    const stop = new AbortController();
+    const settled = async (namespaces: string[]) => {
+      const informer = new MultiNamespaceInformer<KubeObject>({ client: api, type: DEPLOYMENTS, namespaces, logger });
+      const running = informer.run(stop.signal);
+      const outcome = await Promise.race([informer.waitUntilSyncedOrForbidden().then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 1_500))]);
+      return { outcome, synced: [informer.hasSynced('ok/x'), informer.hasSynced()], running };
+    };
+    const denied = await settled(['ok', 'denied']);
+    const flaky = await settled(['ok', 'flaky']);
+    stop.abort();
+    await Promise.all([denied.running, flaky.running]);
+    expect(denied).toMatchObject({ outcome: 'settled', synced: [true, false] });
+    expect(flaky).toMatchObject({ outcome: 'waiting', synced: [true, false] });
+  });
+});
+
 const GROUP = 'web.example.com';
 const WEBSITES = websitesType(GROUP);
 
@@ -70,7 +108,8 @@ function operatorConfig(watchNamespaces: OperatorConfig['watchNamespaces']): Ope
     retryPeriodMs: 2_000,
     concurrency: 4,
     resyncMs: 3_600_000,
-    cacheSyncTimeoutMs: 200,
+    // Longer than any wait below: a namespace that cannot be listed must not hold up the others.
+    cacheSyncTimeoutMs: 60_000,
     fieldManager: 'website-operator',
     clusterDomain: 'cluster.local',
     metricsPort: 0,

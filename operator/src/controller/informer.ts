@@ -94,6 +94,8 @@ export class Informer<T extends KubeObject> implements Cache<T> {
   private resourceVersion = '';
   private synced = false;
   private syncWaiters: Array<() => void> = [];
+  private refused = false;
+  private settleWaiters: Array<() => void> = [];
   private currentWatch?: AbortController;
 
   private readonly options: InformerOptions;
@@ -122,6 +124,14 @@ export class Informer<T extends KubeObject> implements Cache<T> {
 
   waitForSync(): Promise<void> {
     return this.synced ? Promise.resolve() : new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  /**
+   * Resolves once the cache has synced, or list/watch has been refused as forbidden: retrying
+   * cannot sync it until someone grants access, so whoever waits for it should go on without it.
+   */
+  waitUntilSyncedOrForbidden(): Promise<void> {
+    return this.synced || this.refused ? Promise.resolve() : new Promise((resolve) => this.settleWaiters.push(resolve));
   }
 
   /** Cuts the current watch, as a lost connection would (tests, and `stalled` detection). */
@@ -158,6 +168,8 @@ export class Informer<T extends KubeObject> implements Cache<T> {
           const { logger, type, namespace, forbiddenFix } = this.options;
           const where = { resource: type.resource, namespace: namespace ?? '*', error: (error as Error).message, retryInMs: delay };
           if (isForbidden(error)) {
+            this.refused = true;
+            for (const resolve of this.settleWaiters.splice(0)) resolve();
             logger?.error({ ...where, fix: forbiddenFix }, `list/watch of ${type.resource} ${namespace ? `in namespace ${namespace}` : 'in all namespaces'} is forbidden; retrying`);
           } else {
             logger?.warn(where, 'list/watch failed, retrying');
@@ -205,7 +217,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     this.resourceVersion = resourceVersion;
     if (!this.synced) {
       this.synced = true;
-      for (const resolve of this.syncWaiters.splice(0)) resolve();
+      for (const resolve of [...this.syncWaiters.splice(0), ...this.settleWaiters.splice(0)]) resolve();
     }
   }
 

@@ -59,6 +59,11 @@ export class MultiNamespaceInformer<T extends KubeObject> implements Cache<T> {
     await Promise.all([...this.informers.values()].map((informer) => informer.waitForSync()));
   }
 
+  /** Resolves once every namespace has synced or been refused as forbidden. */
+  async waitUntilSyncedOrForbidden(): Promise<void> {
+    await Promise.all([...this.informers.values()].map((informer) => informer.waitUntilSyncedOrForbidden()));
+  }
+
   /** Runs every namespace's Informer until `signal` aborts; never throws. */
   async run(signal: AbortSignal): Promise<void> {
     await Promise.all([...this.informers.values()].map((informer) => informer.run(signal)));

@@ -40,9 +40,10 @@ export interface OperatorConfig {
   /** Every cached Website is reconciled again this often. */
   readonly resyncMs: number;
   /**
-   * How long reconciling waits for the Deployment and Service caches. After that it starts anyway
-   * (the reconciler reads uncached children with a GET), so a missing permission shows up as a
-   * Warning event and a condition on each Website instead of a silent stall.
+   * How long reconciling waits for caches that have neither synced nor been refused as forbidden
+   * (a slow API server, say). After that it starts anyway (the reconciler reads uncached children
+   * with a GET), so a missing permission shows up as a Warning event and a condition on each
+   * Website instead of a silent stall.
    */
   readonly cacheSyncTimeoutMs: number;
   readonly fieldManager: string;
@@ -178,11 +179,11 @@ export class Operator {
     for (const component of this.deps.components ?? []) await component.start(signal);
     const informers = [this.websites, this.deployments, this.services].map((informer) => informer.run(signal));
     const reconciling = (async () => {
-      // Each namespace's caches sync on their own: one that cannot be listed (not granted, say)
-      // must not hold up the others, so reconciling starts once all have synced or after the
-      // timeout, and a namespace's Websites are reconciled as soon as its cache has them.
-      const caches = Promise.all([this.websites.waitForSync(), this.deployments.waitForSync(), this.services.waitForSync()]);
-      await Promise.race([caches, sleep(this.config.cacheSyncTimeoutMs, signal)]);
+      // Each namespace's caches sync on their own, and one the operator may not list (not granted)
+      // must not hold up the others: reconciling starts once every cache has synced or been
+      // refused, or after the timeout; a late namespace's Websites are reconciled once it syncs.
+      const caches = [this.websites, this.deployments, this.services].map((informer) => informer.waitUntilSyncedOrForbidden());
+      await Promise.race([Promise.all(caches), sleep(this.config.cacheSyncTimeoutMs, signal)]);
       if (signal.aborted) return;
       const namespaces = this.config.watchNamespaces;
       const unsynced = [...this.websites.informers.keys()].filter((namespace) => !this.synced(namespace));
