@@ -6,6 +6,7 @@ export * from './website/conversion.ts';
 export * from './website/website-crd.ts';
 export * from './website/website.ts';
 export * from './operator/names.ts';
+export * from './operator/watch-namespaces.ts';
 export * from './operator/operator-rbac.ts';
 export * from './operator/operator-deployment.ts';
 export * from './operator/webhook-service.ts';

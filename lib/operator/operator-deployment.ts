@@ -12,12 +12,15 @@ import {
   type WebhookCertificateMode,
   operatorLabels,
 } from './names.ts';
+import type { WatchNamespaces } from './watch-namespaces.ts';
 
 /*
  * The environment the operator process reads, as this Deployment sets it:
  *
  *   WEBSITE_GROUP            API group of the Website resource (the CRD is websites.<group>)
- *   OPERATOR_NAMESPACE       namespace the operator runs in and reconciles (downward API)
+ *   OPERATOR_NAMESPACE       namespace the operator runs in (downward API)
+ *   WATCH_NAMESPACE          only with watchNamespaces: the namespaces whose Websites it reconciles,
+ *                            comma-separated, or * for all; unset, it reconciles OPERATOR_NAMESPACE's
  *   POD_NAME                 this replica's identity for leader election (downward API)
  *   LEADER_ELECTION          'true' | 'false'
  *   LEASE_NAME               leader-election Lease in OPERATOR_NAMESPACE
@@ -108,8 +111,14 @@ export function nodeOptionsFor(memoryLimit: string): string {
 export const DEFAULT_OPERATOR_IMAGE = 'ghcr.io/website-stack/website-operator:0.1.0';
 
 export interface OperatorDeploymentProps {
-  /** Namespace the operator runs in and watches. */
+  /** Namespace the operator runs in. */
   readonly namespace: string;
+  /**
+   * The namespaces whose Websites the operator reconciles (`WATCH_NAMESPACE`). Grant them with
+   * OperatorRbac's prop of the same name.
+   * @default the operator's own namespace (WATCH_NAMESPACE unset)
+   */
+  readonly watchNamespaces?: WatchNamespaces;
   /** ServiceAccount the pod runs as. */
   readonly serviceAccountName: string;
   /**
@@ -198,6 +207,7 @@ export class OperatorDeployment extends Construct {
     const env: k8s.EnvVar[] = [
       { name: 'WEBSITE_GROUP', value: props.group ?? DEFAULT_GROUP },
       { name: 'OPERATOR_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+      ...(props.watchNamespaces ? [{ name: 'WATCH_NAMESPACE', value: props.watchNamespaces.environmentValue }] : []),
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'LEADER_ELECTION', value: String(leaderElection) },
       { name: 'LEASE_NAME', value: props.leaseName ?? LEASE_NAME },

@@ -2,10 +2,18 @@ import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { DEFAULT_GROUP } from '../website/schema.ts';
 import { LEASE_NAME, OPERATOR_NAME, WEBHOOK_SECRET_NAME, type WebhookCertificateMode, operatorLabels } from './names.ts';
+import type { WatchNamespaces } from './watch-namespaces.ts';
 
 export interface OperatorRbacProps {
-  /** Namespace of the ServiceAccount, Role and RoleBinding: the namespace the operator watches. */
+  /** Namespace of the ServiceAccount, and of the Role and RoleBinding of the Lease and webhook Secret. */
   readonly namespace: string;
+  /**
+   * Where the operator is granted the Website rules (websiteRules): a Role and RoleBinding in each
+   * namespace of a list (in its own namespace, the rules join its Role there), or a ClusterRole
+   * and ClusterRoleBinding for all namespaces.
+   * @default the operator's own namespace only: one Role with the Website, Lease and Secret rules
+   */
+  readonly watchNamespaces?: WatchNamespaces;
   /**
    * API group of the Website resource.
    * @default 'web.example.com'
@@ -41,35 +49,39 @@ export interface OperatorRbacProps {
 }
 
 /**
- * The Role rules of spec §5, for `group`, plus:
- * - `patch` on deployments and services: the operator ensures its children by server-side apply,
- *   which is an HTTP PATCH (creating through apply needs `create` too, which the spec grants);
- * - the Lease rules of leader election when it is on. Create cannot be limited by resourceNames
- *   in RBAC, so it is a rule of its own.
- * Pass `false` for `leaderElection` when the operator runs without it.
+ * The Role rules of spec §5, for `group`, plus `patch` on deployments and services: the operator
+ * ensures its children by server-side apply, which is an HTTP PATCH (creating through apply needs
+ * `create` too, which the spec grants). Granted in every namespace the operator watches.
  */
-export function operatorRoleRules(
-  group: string = DEFAULT_GROUP,
-  leaderElection: { readonly leaseName: string } | false = { leaseName: LEASE_NAME },
-): k8s.PolicyRule[] {
-  const rules: k8s.PolicyRule[] = [
+export function websiteRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {
+  return [
     { apiGroups: [group], resources: ['websites', 'websites/status'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
     { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
     { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
-  if (leaderElection) {
-    rules.push(
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      {
-        apiGroups: ['coordination.k8s.io'],
-        resources: ['leases'],
-        resourceNames: [leaderElection.leaseName],
-        verbs: ['get', 'update'],
-      },
-    );
-  }
-  return rules;
+}
+
+/**
+ * The Lease rules of leader election, in the operator's namespace: create cannot be limited by
+ * resourceNames in RBAC, so it is a rule of its own; get and update only the named Lease.
+ */
+export function leaseRules(leaseName: string = LEASE_NAME): k8s.PolicyRule[] {
+  return [
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
+  ];
+}
+
+/**
+ * The Role of an operator that watches its own namespace: websiteRules, plus leaseRules when
+ * leader election is on. Pass `false` for `leaderElection` when the operator runs without it.
+ */
+export function operatorRoleRules(
+  group: string = DEFAULT_GROUP,
+  leaderElection: { readonly leaseName: string } | false = { leaseName: LEASE_NAME },
+): k8s.PolicyRule[] {
+  return [...websiteRules(group), ...(leaderElection ? leaseRules(leaderElection.leaseName) : [])];
 }
 
 /**
@@ -105,14 +117,26 @@ export function webhookCrdRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[]
 }
 
 /**
- * The operator's ServiceAccount, its least-privilege Role and the RoleBinding between them; in
- * built-in certificate mode also a ClusterRole and ClusterRoleBinding for the Website CRD, named
- * after the namespace because cluster-scoped names must not collide between installations.
+ * The operator's ServiceAccount and its least-privilege RBAC:
+ * - in its own namespace, a Role and RoleBinding: the Website rules when it watches that namespace
+ *   (the default), the Lease rules, and in built-in certificate mode the webhook Secret's;
+ * - in each other namespace it watches, a Role and RoleBinding with the Website rules; or, when it
+ *   watches all namespaces, a ClusterRole and ClusterRoleBinding with them;
+ * - in built-in certificate mode, a ClusterRole and ClusterRoleBinding for the Website CRD.
+ * Names of objects outside the operator's namespace carry that namespace, so two installations
+ * (say, for two API groups) watching the same namespaces do not overwrite each other's grants.
  */
 export class OperatorRbac extends Construct {
   public readonly serviceAccount: k8s.KubeServiceAccount;
-  public readonly role: k8s.KubeRole;
-  public readonly roleBinding: k8s.KubeRoleBinding;
+  /** In the operator's namespace; absent when the operator needs nothing there. */
+  public readonly role?: k8s.KubeRole;
+  public readonly roleBinding?: k8s.KubeRoleBinding;
+  /** The Website rules in each watched namespace other than the operator's own. */
+  public readonly watchRoles: k8s.KubeRole[] = [];
+  public readonly watchRoleBindings: k8s.KubeRoleBinding[] = [];
+  /** Watching all namespaces only: the Website rules, cluster-wide. */
+  public readonly watchClusterRole?: k8s.KubeClusterRole;
+  public readonly watchClusterRoleBinding?: k8s.KubeClusterRoleBinding;
   /** Built-in certificate mode only: the Website CRD rules (webhookCrdRules). */
   public readonly clusterRole?: k8s.KubeClusterRole;
   public readonly clusterRoleBinding?: k8s.KubeClusterRoleBinding;
@@ -124,28 +148,34 @@ export class OperatorRbac extends Construct {
     const leaderElection = props.leaderElection ?? true;
     const operatorCertificates = (props.webhookCertificates ?? 'operator') === 'operator';
     const subjects = [{ kind: 'ServiceAccount', name, namespace: props.namespace }];
+    const watched = props.watchNamespaces ? props.watchNamespaces.namespaces : [props.namespace];
+    const bind = (kind: 'Role' | 'ClusterRole', roleName: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind, name: roleName });
 
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata });
-    this.role = new k8s.KubeRole(this, 'Role', {
-      metadata,
-      rules: [
-        ...operatorRoleRules(props.group, leaderElection && { leaseName: props.leaseName ?? LEASE_NAME }),
-        ...(operatorCertificates ? webhookSecretRules(props.webhookSecretName) : []),
-      ],
-    });
-    this.roleBinding = new k8s.KubeRoleBinding(this, 'RoleBinding', {
-      metadata,
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects,
-    });
+    const rules = [
+      ...(watched?.includes(props.namespace) ? websiteRules(props.group) : []),
+      ...(leaderElection ? leaseRules(props.leaseName) : []),
+      ...(operatorCertificates ? webhookSecretRules(props.webhookSecretName) : []),
+    ];
+    if (rules.length > 0) {
+      this.role = new k8s.KubeRole(this, 'Role', { metadata, rules });
+      this.roleBinding = new k8s.KubeRoleBinding(this, 'RoleBinding', { metadata, roleRef: bind('Role', name), subjects });
+    }
+    for (const namespace of watched ?? []) {
+      if (namespace === props.namespace) continue;
+      const watchMetadata = { name: `${name}-${props.namespace}`, namespace, labels: operatorLabels('rbac') };
+      this.watchRoles.push(new k8s.KubeRole(this, `Role-${namespace}`, { metadata: watchMetadata, rules: websiteRules(props.group) }));
+      this.watchRoleBindings.push(new k8s.KubeRoleBinding(this, `RoleBinding-${namespace}`, { metadata: watchMetadata, roleRef: bind('Role', watchMetadata.name), subjects }));
+    }
+    if (!watched) {
+      const clusterMetadata = { name: `${name}-${props.namespace}`, labels: operatorLabels('rbac') };
+      this.watchClusterRole = new k8s.KubeClusterRole(this, 'WatchClusterRole', { metadata: clusterMetadata, rules: websiteRules(props.group) });
+      this.watchClusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'WatchClusterRoleBinding', { metadata: clusterMetadata, roleRef: bind('ClusterRole', clusterMetadata.name), subjects });
+    }
     if (operatorCertificates) {
       const clusterMetadata = { name: `${name}-webhook-${props.namespace}`, labels: operatorLabels('rbac') };
       this.clusterRole = new k8s.KubeClusterRole(this, 'ClusterRole', { metadata: clusterMetadata, rules: webhookCrdRules(props.group) });
-      this.clusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'ClusterRoleBinding', {
-        metadata: clusterMetadata,
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterMetadata.name },
-        subjects,
-      });
+      this.clusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'ClusterRoleBinding', { metadata: clusterMetadata, roleRef: bind('ClusterRole', clusterMetadata.name), subjects });
     }
   }
 }

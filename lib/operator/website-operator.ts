@@ -8,14 +8,29 @@ import { type OperatorResources, OperatorDeployment } from './operator-deploymen
 import { OperatorFlowControl, type OperatorFlowControlOptions } from './operator-flow-control.ts';
 import { OperatorRbac } from './operator-rbac.ts';
 import { LEASE_NAME, OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT, type WebhookCertificateMode } from './names.ts';
+import type { WatchNamespaces } from './watch-namespaces.ts';
 import { WebhookService } from './webhook-service.ts';
 
 export interface WebsiteOperatorProps {
   /**
-   * Namespace the operator runs in and whose Websites it reconciles.
+   * Namespace the operator runs in (and, by default, whose Websites it reconciles).
    * @default 'website-system'
    */
   readonly namespace?: string;
+  /**
+   * The namespaces whose Websites the operator reconciles, and where it is granted the Website
+   * rules (spec §5's Role: websites, deployments, services, events):
+   * - `WatchNamespaces.of('team-a', 'team-b')`: a Role and RoleBinding in each; outside the
+   *   operator's namespace both are named after it (`website-operator-website-system`). Each
+   *   namespace must exist before its Role can be applied. List `namespace` too to keep
+   *   reconciling the Websites there;
+   * - `WatchNamespaces.all()`: a ClusterRole and ClusterRoleBinding, named after the operator's
+   *   namespace too.
+   * The Lease and webhook Secret rules stay in the operator's namespace either way. The Deployment
+   * passes the choice as `WATCH_NAMESPACE`.
+   * @default the operator's own namespace only: the spec's single Role
+   */
+  readonly watchNamespaces?: WatchNamespaces;
   /**
    * Create the namespace, labelled to enforce Pod Security `restricted`.
    * @default true
@@ -79,7 +94,8 @@ export interface WebsiteOperatorProps {
 }
 
 /**
- * Everything that deploys the operator: namespace, ServiceAccount, Role, RoleBinding, Deployment,
+ * Everything that deploys the operator: namespace, ServiceAccount, Roles and RoleBindings (in each
+ * watched namespace, or a ClusterRole for all of them: `watchNamespaces`), Deployment,
  * webhook Service, and what the webhook certificate mode needs (a ClusterRole and its binding, or
  * cert-manager Issuers and Certificates); with `flowControl`, its FlowSchema and priority level.
  *
@@ -120,6 +136,7 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
     }
     this.rbac = new OperatorRbac(this, 'Rbac', {
       namespace: this.namespace,
+      watchNamespaces: props.watchNamespaces,
       group: this.group,
       leaderElection,
       leaseName: LEASE_NAME,
@@ -128,6 +145,7 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
     });
     this.deployment = new OperatorDeployment(this, 'Deployment', {
       namespace: this.namespace,
+      watchNamespaces: props.watchNamespaces,
       serviceAccountName: this.rbac.serviceAccount.name,
       image: props.image,
       replicas: props.replicas,

@@ -114,7 +114,8 @@ export function shellOperatorRoleRules(group: string = DEFAULT_GROUP): k8s.Polic
 
 export interface ShellOperatorProps {
   /**
-   * Namespace the shell operator runs in and whose Websites it reconciles.
+   * Namespace the shell operator runs in and whose Websites it reconciles: only that one (the
+   * baseline stays single-namespace; WebsiteOperator's watchNamespaces covers several, or all).
    * @default 'website-system'
    */
   readonly namespace?: string;

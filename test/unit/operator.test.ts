@@ -6,6 +6,7 @@ import { tracingSettings } from '../../operator/src/observability/tracing.ts';
 import { type Manifest, only, synth } from '../helpers.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { DEFAULT_OPERATOR_IMAGE } from '../../lib/operator/operator-deployment.ts';
+import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
 
@@ -170,6 +171,91 @@ describe('WebsiteOperator', () => {
     expect(() => operator({ replicas: 2, leaderElection: false })).toThrow(/2 replicas without leader election/);
     expect(() => operator({ replicas: 0 })).toThrow(/replicas must be a positive integer/);
     expect(only(operator({ replicas: 2 }), 'Deployment').spec.replicas).toBe(2);
+  });
+});
+
+describe('WebsiteOperator watching other namespaces (watchNamespaces)', () => {
+  const subjects = [{ kind: 'ServiceAccount', name: 'website-operator', namespace: 'website-system' }];
+  const rbacOf = (manifests: Manifest[]) =>
+    manifests
+      .filter((m) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(m.kind))
+      .map((m) => `${m.kind} ${m.metadata.namespace ?? '(cluster)'}/${m.metadata.name}`)
+      .sort();
+  const watchEnv = (manifests: Manifest[]) => only(manifests, 'Deployment').spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WATCH_NAMESPACE');
+
+  test('by default: the spec\'s single Role in the operator namespace, no WATCH_NAMESPACE', () => {
+    const manifests = operator();
+    expect(rbacOf(manifests)).toEqual([
+      'ClusterRole (cluster)/website-operator-webhook-website-system',
+      'ClusterRoleBinding (cluster)/website-operator-webhook-website-system',
+      'Role website-system/website-operator',
+      'RoleBinding website-system/website-operator',
+    ]);
+    expect(watchEnv(manifests)).toBeUndefined();
+  });
+
+  test('a list: a Role with exactly the Website rules and a RoleBinding to the ServiceAccount in each namespace; the Lease and Secret stay in the operator namespace', () => {
+    const manifests = operator({ watchNamespaces: WatchNamespaces.of('team-a', 'team-b') });
+    expect(rbacOf(manifests)).toEqual([
+      'ClusterRole (cluster)/website-operator-webhook-website-system',
+      'ClusterRoleBinding (cluster)/website-operator-webhook-website-system',
+      'Role team-a/website-operator-website-system',
+      'Role team-b/website-operator-website-system',
+      'Role website-system/website-operator',
+      'RoleBinding team-a/website-operator-website-system',
+      'RoleBinding team-b/website-operator-website-system',
+      'RoleBinding website-system/website-operator',
+    ]);
+    for (const namespace of ['team-a', 'team-b']) {
+      const role = manifests.find((m) => m.kind === 'Role' && m.metadata.namespace === namespace)!;
+      expect(role.rules).toEqual(specRoleRules);
+      const binding = manifests.find((m) => m.kind === 'RoleBinding' && m.metadata.namespace === namespace)!;
+      expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'website-operator-website-system' });
+      expect(binding.subjects).toEqual(subjects);
+    }
+    // Not watched: its own namespace keeps only what leader election and the webhook need.
+    expect(only(manifests, 'Role', 'website-operator').rules).toEqual([...leaseRules, ...secretRules]);
+    expect(watchEnv(manifests)).toEqual({ name: 'WATCH_NAMESPACE', value: 'team-a,team-b' });
+  });
+
+  test('a list with the operator namespace: the Website rules join its Role there', () => {
+    const manifests = operator({ watchNamespaces: WatchNamespaces.of('website-system', 'team-a') });
+    expect(only(manifests, 'Role', 'website-operator').rules).toEqual([...specRoleRules, ...leaseRules, ...secretRules]);
+    expect(manifests.filter((m) => m.kind === 'Role').map((m) => m.metadata.namespace)).toEqual(['website-system', 'team-a']);
+    expect(watchEnv(manifests).value).toBe('website-system,team-a');
+  });
+
+  test('nothing needed in the operator namespace (no leader election, cert-manager, not watched): no Role there at all', () => {
+    const manifests = operator({ watchNamespaces: WatchNamespaces.of('team-a'), leaderElection: false, webhookCertificates: 'cert-manager' });
+    expect(rbacOf(manifests)).toEqual(['Role team-a/website-operator-website-system', 'RoleBinding team-a/website-operator-website-system']);
+  });
+
+  test('all namespaces: a ClusterRole with exactly the Website rules and its ClusterRoleBinding, no Role outside the operator namespace', () => {
+    const manifests = operator({ watchNamespaces: WatchNamespaces.all(), group: 'sites.acme.io' });
+    expect(rbacOf(manifests)).toEqual([
+      'ClusterRole (cluster)/website-operator-webhook-website-system',
+      'ClusterRole (cluster)/website-operator-website-system',
+      'ClusterRoleBinding (cluster)/website-operator-webhook-website-system',
+      'ClusterRoleBinding (cluster)/website-operator-website-system',
+      'Role website-system/website-operator',
+      'RoleBinding website-system/website-operator',
+    ]);
+    const clusterRole = only(manifests, 'ClusterRole', 'website-operator-website-system');
+    expect(clusterRole.rules).toEqual(specRoleRules.map((rule) => (rule.resources[0] === 'websites' ? { ...rule, apiGroups: ['sites.acme.io'] } : rule)));
+    const binding = only(manifests, 'ClusterRoleBinding', 'website-operator-website-system');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'website-operator-website-system' });
+    expect(binding.subjects).toEqual(subjects);
+    expect(only(manifests, 'Role').rules).toEqual([...leaseRules, ...secretRules]);
+    expect(watchEnv(manifests)).toEqual({ name: 'WATCH_NAMESPACE', value: '*' });
+  });
+
+  test('two installations watching the same namespace do not overwrite each other\'s grants', () => {
+    const names = (namespace: string) =>
+      operator({ namespace, watchNamespaces: WatchNamespaces.of('team-a') })
+        .filter((m) => m.metadata.namespace === 'team-a')
+        .map((m) => m.metadata.name);
+    expect(names('sites-a')).toEqual(['website-operator-sites-a', 'website-operator-sites-a']);
+    expect(names('sites-b')).toEqual(['website-operator-sites-b', 'website-operator-sites-b']);
   });
 });
 

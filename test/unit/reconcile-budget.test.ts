@@ -17,7 +17,7 @@ const WEBSITES = websitesType(GROUP);
 
 const config: OperatorConfig = {
   group: GROUP,
-  watchNamespace: NS,
+  watchNamespaces: [NS],
   operatorNamespace: 'website-system',
   identity: 'op-0',
   leaderElection: false,

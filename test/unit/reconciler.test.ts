@@ -73,7 +73,7 @@ describe('operator configuration', () => {
     expect(config).toMatchObject({
       group: 'web.example.com',
       operatorNamespace: 'website-system',
-      watchNamespace: 'website-system',
+      watchNamespaces: ['website-system'],
       identity: 'op-1',
       // Off for a local run (kubebuilder's convention); the operator Deployment turns it on.
       leaderElection: false,

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { DEFAULT_GROUP, LEASE_NAME, MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME } from '../library.ts';
+import { ALL_NAMESPACES, DEFAULT_GROUP, LEASE_NAME, MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, watchNamespacesProblem } from '../library.ts';
 import type { OperatorConfig } from '../reconciler/operator.ts';
 import type { WebhookConfig } from '../webhook/webhook-component.ts';
 
@@ -15,7 +15,7 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | POD_NAME | the host name |
  * | LEADER_ELECTION | false (a local run, kubebuilder's convention); the operator Deployment sets true |
  * | LEASE_NAME | website-operator |
- * | WATCH_NAMESPACE | OPERATOR_NAMESPACE |
+ * | WATCH_NAMESPACE | OPERATOR_NAMESPACE; or namespaces separated by commas (`team-a,team-b`); or `*` for all namespaces |
  * | LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS | 15, 10, 2 |
  * | CONCURRENCY | 32 (chosen by `npm run bench -- --operator-env CONCURRENCY=…`: see the README) |
  * | KUBE_API_QPS, KUBE_API_BURST | unset: no client-side limit (the API server's Priority and Fairness governs); a QPS alone gets a burst of 1.5 × QPS |
@@ -90,11 +90,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     };
   }
 
+  // operator-sdk's spelling for a list; all namespaces is `*`, since empty is the default here.
+  function watchNamespaces(operatorNamespace: string): OperatorConfig['watchNamespaces'] {
+    const raw = env.WATCH_NAMESPACE?.trim();
+    if (!raw) return [operatorNamespace];
+    if (raw === ALL_NAMESPACES) return ALL_NAMESPACES;
+    const names = raw.split(',').map((name) => name.trim());
+    const problem = names.includes('') ? 'an entry is empty' : watchNamespacesProblem(names);
+    if (problem) {
+      throw new ConfigError(`WATCH_NAMESPACE=${JSON.stringify(raw)} is not valid: ${problem}; expected namespace names separated by commas, or ${ALL_NAMESPACES} for all namespaces`);
+    }
+    return names;
+  }
+
   const operatorNamespace = text('OPERATOR_NAMESPACE', OPERATOR_NAMESPACE);
   const config: ProcessConfig = {
     group: text('WEBSITE_GROUP', DEFAULT_GROUP),
     operatorNamespace,
-    watchNamespace: text('WATCH_NAMESPACE', operatorNamespace),
+    watchNamespaces: watchNamespaces(operatorNamespace),
     identity: text('POD_NAME', hostname()),
     leaderElection: flag('LEADER_ELECTION', false),
     leaseName: text('LEASE_NAME', LEASE_NAME),

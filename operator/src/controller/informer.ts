@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
-import { ApiError, type KubeApi, type KubeObject, type ResourceType, isGone } from './kube-client.ts';
+import { ApiError, type KubeApi, type KubeObject, type ResourceType, isForbidden, isGone } from './kube-client.ts';
 
 /**
  * A client-side cache of one resource type: list, then watch from the list's resourceVersion,
@@ -11,7 +11,7 @@ import { ApiError, type KubeApi, type KubeObject, type ResourceType, isGone } fr
  * - 410 Gone (resourceVersion too old) or an ERROR event: list again, and emit the difference;
  * - the server closing the watch (its timeout): watch again from the last resourceVersion;
  * - a network error or a refused request: back off exponentially, then watch again (list again if
- *   the watch is refused as expired);
+ *   the watch is refused as expired); a forbidden one (RBAC) is logged as an error, with the fix;
  * - silence: bookmarks arrive about once a minute, so a watch quiet for `inactivityTimeoutMs` is
  *   stalled and restarted;
  * and emits every cached object again every `resyncMs` (periodic resync, level triggering).
@@ -35,7 +35,8 @@ export function stripManagedFields<T extends KubeObject>(object: T): T {
 /** What a reconciler reads from an informer: its cache, and whether the first list has filled it. */
 export interface Cache<T> {
   get(key: string): T | undefined;
-  hasSynced(): boolean;
+  /** True once the first list has filled the cache (of a multi-namespace cache: the part that holds `key`). */
+  hasSynced(key?: string): boolean;
 }
 
 export interface InformerOptions {
@@ -71,6 +72,12 @@ export interface InformerOptions {
    * @default 500
    */
   readonly pageSize?: number;
+  /**
+   * What to do when list or watch is forbidden (403), which retrying alone cannot fix: logged
+   * with the error at every retry.
+   * @default the API server's message alone
+   */
+  readonly forbiddenFix?: string;
   readonly logger?: Logger;
   readonly metrics?: OperatorMetrics;
 }
@@ -87,6 +94,8 @@ export class Informer<T extends KubeObject> implements Cache<T> {
   private resourceVersion = '';
   private synced = false;
   private syncWaiters: Array<() => void> = [];
+  private refused = false;
+  private settleWaiters: Array<() => void> = [];
   private currentWatch?: AbortController;
 
   private readonly options: InformerOptions;
@@ -115,6 +124,14 @@ export class Informer<T extends KubeObject> implements Cache<T> {
 
   waitForSync(): Promise<void> {
     return this.synced ? Promise.resolve() : new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  /**
+   * Resolves once the cache has synced, or list/watch has been refused as forbidden: retrying
+   * cannot sync it until someone grants access, so whoever waits for it should go on without it.
+   */
+  waitUntilSyncedOrForbidden(): Promise<void> {
+    return this.synced || this.refused ? Promise.resolve() : new Promise((resolve) => this.settleWaiters.push(resolve));
   }
 
   /** Cuts the current watch, as a lost connection would (tests, and `stalled` detection). */
@@ -148,7 +165,15 @@ export class Informer<T extends KubeObject> implements Cache<T> {
           if (isGone(error)) mustList = true;
           this.restarted('error');
           const delay = backoffDelay(failures, this.options.backoff ?? { baseMs: 500, maxMs: 30_000 });
-          this.options.logger?.warn({ resource: this.options.type.resource, error: (error as Error).message, retryInMs: delay }, 'list/watch failed, retrying');
+          const { logger, type, namespace, forbiddenFix } = this.options;
+          const where = { resource: type.resource, namespace: namespace ?? '*', error: (error as Error).message, retryInMs: delay };
+          if (isForbidden(error)) {
+            this.refused = true;
+            for (const resolve of this.settleWaiters.splice(0)) resolve();
+            logger?.error({ ...where, fix: forbiddenFix }, `list/watch of ${type.resource} ${namespace ? `in namespace ${namespace}` : 'in all namespaces'} is forbidden; retrying`);
+          } else {
+            logger?.warn(where, 'list/watch failed, retrying');
+          }
           await sleep(delay, signal);
         }
       }
@@ -192,7 +217,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     this.resourceVersion = resourceVersion;
     if (!this.synced) {
       this.synced = true;
-      for (const resolve of this.syncWaiters.splice(0)) resolve();
+      for (const resolve of [...this.syncWaiters.splice(0), ...this.settleWaiters.splice(0)]) resolve();
     }
   }
 

@@ -137,6 +137,8 @@ export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.co
 export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409;
 export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists';
 export const isGone = (e: unknown): boolean => e instanceof ApiError && e.code === 410;
+/** 403: RBAC does not allow the request; retrying helps only once someone grants it. */
+export const isForbidden = (e: unknown): boolean => e instanceof ApiError && e.code === 403;
 
 export type PatchType = 'merge' | 'json' | 'apply';
 const PATCH_CONTENT_TYPE: Record<PatchType, string> = {

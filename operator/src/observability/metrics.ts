@@ -71,6 +71,12 @@ export class OperatorMetrics {
     labelNames: ['resource', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly namespaceSynced = new Gauge({
+    name: 'watched_namespace_synced',
+    help: '1 once the Website, Deployment and Service caches of a watched namespace (*: all namespaces) have synced; 0 until then, for example while the namespace is not granted (see the error log).',
+    labelNames: ['namespace'] as const,
+    registers: [this.registry],
+  });
   readonly leader = new Gauge({
     name: 'leader_election_master_status',
     help: '1 while this replica holds the leader Lease, else 0.',

@@ -1,14 +1,15 @@
 import { sleep } from '../controller/backoff.ts';
 import { EventRecorder } from '../controller/event-recorder.ts';
-import { Informer, objectKey } from '../controller/informer.ts';
+import { objectKey } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeApi, type KubeObject, SERVICES } from '../controller/kube-client.ts';
 import { LeaderElector } from '../controller/leader-election.ts';
+import { MultiNamespaceInformer } from '../controller/multi-namespace-informer.ts';
 import { WorkQueue } from '../controller/work-queue.ts';
 import { HealthServer, MetricsServer } from '../observability/http-servers.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { inSpan } from '../observability/tracing.ts';
-import { MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
+import { ALL_NAMESPACES, MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
 import { WebsiteReconciler, websitesType } from './website.ts';
 
 /**
@@ -20,8 +21,11 @@ import { WebsiteReconciler, websitesType } from './website.ts';
 export interface OperatorConfig {
   /** API group of the Website resource. */
   readonly group: string;
-  /** Namespace whose Websites are reconciled (the Role grants access there). */
-  readonly watchNamespace: string;
+  /**
+   * Namespaces whose Websites are reconciled, each with informers of its own (a Role grants each),
+   * or `*`: all namespaces, with cluster-wide informers (a ClusterRole grants them).
+   */
+  readonly watchNamespaces: readonly string[] | typeof ALL_NAMESPACES;
   /** Namespace of the Lease. */
   readonly operatorNamespace: string;
   /** This replica's identity in the Lease: the pod name. */
@@ -36,9 +40,10 @@ export interface OperatorConfig {
   /** Every cached Website is reconciled again this often. */
   readonly resyncMs: number;
   /**
-   * How long reconciling waits for the Deployment and Service caches. After that it starts anyway
-   * (the reconciler reads uncached children with a GET), so a missing permission shows up as a
-   * Warning event and a condition on each Website instead of a silent stall.
+   * How long reconciling waits for caches that have neither synced nor been refused as forbidden
+   * (a slow API server, say). After that it starts anyway (the reconciler reads uncached children
+   * with a GET), so a missing permission shows up as a Warning event and a condition on each
+   * Website instead of a silent stall.
    */
   readonly cacheSyncTimeoutMs: number;
   readonly fieldManager: string;
@@ -67,13 +72,20 @@ export interface OperatorDependencies {
 
 const CONTROLLER = 'website';
 
+/** What to do when the Website rules are missing where the operator watches. */
+function forbiddenFix(namespace: string | undefined): string {
+  return namespace
+    ? `grant this ServiceAccount the Website rules in namespace ${namespace} (the WebsiteOperator construct's watchNamespaces creates its Role and RoleBinding; the namespace must exist), or remove ${namespace} from WATCH_NAMESPACE`
+    : `grant this ServiceAccount the Website rules in all namespaces (the WebsiteOperator construct's WatchNamespaces.all() creates the ClusterRole and ClusterRoleBinding), or set WATCH_NAMESPACE to the namespaces it is granted`;
+}
+
 export class Operator {
   readonly metricsServer: MetricsServer;
   readonly healthServer: HealthServer;
-  readonly websites: Informer<WebsiteV1 & KubeObject>;
+  readonly websites: MultiNamespaceInformer<WebsiteV1 & KubeObject>;
   readonly queue: WorkQueue;
-  private readonly deployments: Informer<KubeObject>;
-  private readonly services: Informer<KubeObject>;
+  private readonly deployments: MultiNamespaceInformer<KubeObject>;
+  private readonly services: MultiNamespaceInformer<KubeObject>;
   private readonly elector?: LeaderElector;
   private readonly reconciler: WebsiteReconciler;
   private readonly recorder: EventRecorder;
@@ -86,11 +98,12 @@ export class Operator {
     this.config = config;
     this.deps = deps;
     const { client, logger, metrics } = deps;
-    const common = { client, namespace: config.watchNamespace, resyncMs: config.resyncMs, logger, metrics };
-    this.websites = new Informer({ ...common, type: websitesType(config.group) });
+    const namespaces = config.watchNamespaces === ALL_NAMESPACES ? undefined : config.watchNamespaces;
+    const common = { client, namespaces, resyncMs: config.resyncMs, forbiddenFix, logger, metrics };
+    this.websites = new MultiNamespaceInformer({ ...common, type: websitesType(config.group) });
     const managed = `app.kubernetes.io/managed-by=${MANAGED_BY}`;
-    this.deployments = new Informer({ ...common, type: DEPLOYMENTS, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
-    this.services = new Informer({ ...common, type: SERVICES, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
+    this.deployments = new MultiNamespaceInformer({ ...common, type: DEPLOYMENTS, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
+    this.services = new MultiNamespaceInformer({ ...common, type: SERVICES, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
     this.queue = new WorkQueue({ name: CONTROLLER, concurrency: config.concurrency, metrics, logger });
     this.recorder = new EventRecorder({ client, component: MANAGED_BY, instance: config.identity, logger });
     this.reconciler = new WebsiteReconciler({
@@ -119,10 +132,20 @@ export class Operator {
       });
     }
     this.metricsServer = new MetricsServer(metrics);
+    // A readiness check per namespace, so /readyz names the namespace whose caches are missing.
     this.healthServer = new HealthServer([
-      { name: 'caches', ok: () => this.synced() },
+      ...[...this.websites.informers.keys()].map((namespace) => ({
+        name: namespace === '*' ? 'caches' : `caches of namespace ${namespace}`,
+        ok: () => this.synced(namespace),
+      })),
       ...(deps.components ?? []).map((component) => ({ name: component.name, ok: () => component.ready() })),
     ]);
+
+    for (const namespace of this.websites.informers.keys()) {
+      metrics.namespaceSynced.set({ namespace }, 0);
+      const caches = [this.websites, this.deployments, this.services].map((informer) => informer.informers.get(namespace)!.waitForSync());
+      void Promise.all(caches).then(() => metrics.namespaceSynced.set({ namespace }, 1));
+    }
 
     // Level-triggered: every change of a Website, or of a child (mapped to its owner), enqueues
     // the Website's key; the reconciler then reads the whole current state. Periodic resyncs and
@@ -140,8 +163,11 @@ export class Operator {
     return this.elector ? this.elector.isLeader() : true;
   }
 
-  synced(): boolean {
-    return this.websites.hasSynced() && this.deployments.hasSynced() && this.services.hasSynced();
+  /** Whether every cache (of `namespace` only, or `*` for the cluster-wide ones) has synced. */
+  synced(namespace?: string): boolean {
+    return [this.websites, this.deployments, this.services].every((informer) =>
+      namespace === undefined ? informer.hasSynced() : informer.informers.get(namespace)?.hasSynced(),
+    );
   }
 
   /** Starts serving, caching and (once leader) reconciling; resolves when the endpoints listen. */
@@ -153,12 +179,16 @@ export class Operator {
     for (const component of this.deps.components ?? []) await component.start(signal);
     const informers = [this.websites, this.deployments, this.services].map((informer) => informer.run(signal));
     const reconciling = (async () => {
-      await this.websites.waitForSync();
-      const children = Promise.all([this.deployments.waitForSync(), this.services.waitForSync()]);
-      await Promise.race([children, sleep(this.config.cacheSyncTimeoutMs, signal)]);
+      // Each namespace's caches sync on their own, and one the operator may not list (not granted)
+      // must not hold up the others: reconciling starts once every cache has synced or been
+      // refused, or after the timeout; a late namespace's Websites are reconciled once it syncs.
+      const caches = [this.websites, this.deployments, this.services].map((informer) => informer.waitUntilSyncedOrForbidden());
+      await Promise.race([Promise.all(caches), sleep(this.config.cacheSyncTimeoutMs, signal)]);
       if (signal.aborted) return;
-      if (this.synced()) logger.info({ websites: this.websites.list().length, namespace: this.config.watchNamespace }, 'caches synced');
-      else logger.warn({ timeoutMs: this.config.cacheSyncTimeoutMs }, 'Deployment or Service cache not synced (see the list/watch errors); reconciling without it');
+      const namespaces = this.config.watchNamespaces;
+      const unsynced = [...this.websites.informers.keys()].filter((namespace) => !this.synced(namespace));
+      if (unsynced.length === 0) logger.info({ websites: this.websites.list().length, namespaces }, 'caches synced');
+      else logger.warn({ timeoutMs: this.config.cacheSyncTimeoutMs, unsynced }, 'caches not synced (see the list/watch errors); reconciling without them');
       if (this.elector) await this.elector.run(signal, (leadership) => this.reconcileWhile(leadership));
       else await this.reconcileWhile(signal);
     })();

@@ -160,8 +160,9 @@ export class WebsiteReconciler {
 
   /** The child from the cache; a GET only while the cache has not synced (it may not have the child yet). */
   private async read(type: ResourceType, cache: Cache<KubeObject>, namespace: string, name: string): Promise<KubeObject | undefined> {
-    const cached = cache.get(`${namespace}/${name}`);
-    if (cached || cache.hasSynced()) return cached;
+    const key = `${namespace}/${name}`;
+    const cached = cache.get(key);
+    if (cached || cache.hasSynced(key)) return cached;
     return this.options.client.get(type, { namespace, name });
   }
 
