@@ -315,7 +315,7 @@ describe('the conversion webhook against the local cluster', () => {
       const result = await kubectl(['get', v1beta1Api, 'beta', '-n', ns]);
       return result.code !== 0 ? result : undefined;
     });
-    expect(failed.stderr).toMatch(/conversion webhook for web\.example\.com\/v1beta1, Kind=Website failed: .*no endpoints available for service \\?"website-operator-webhook\\?"/);
+    expect(failed.stderr).toMatch(/conversion webhook for web\.example\.com\/v1\w*, Kind=Website failed: .*no endpoints available for service \\?"website-operator-webhook\\?"/);
     expect((await getJson([v1Api, 'beta', '-n', ns])).spec.title).toBe('Created as v1beta1');
     expect(await crdCalls()).toEqual(distCrd.spec.conversion.webhook.clientConfig);
   });

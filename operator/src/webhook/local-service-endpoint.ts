@@ -167,13 +167,15 @@ export class LocalServiceEndpoint {
     if (!this.published) return;
     const { client, namespace, logger } = this.options;
     const context = { service: `${namespace}/${this.serviceName}`, endpointSlice: this.sliceName };
+    const answered = new AbortController();
     const outcome = await Promise.race([
       client.delete(ENDPOINT_SLICES, { namespace, name: this.sliceName }).then(
         () => undefined,
         (error: unknown) => (isNotFound(error) ? undefined : (error as Error).message),
       ),
-      sleep(WITHDRAW_TIMEOUT_MS).then(() => `no answer within ${WITHDRAW_TIMEOUT_MS} ms`),
+      sleep(WITHDRAW_TIMEOUT_MS, answered.signal).then(() => `no answer within ${WITHDRAW_TIMEOUT_MS} ms`),
     ]);
+    answered.abort(); // no timer left behind to hold the process open
     if (outcome === undefined) {
       this.published = false;
       logger?.info(context, 'removed this process from the webhook Service endpoints');
