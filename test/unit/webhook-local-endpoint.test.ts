@@ -147,6 +147,23 @@ describe('LocalServiceEndpoint: an operator outside the cluster as its webhook S
     expect(logs.map((l) => l.msg)).toContain('removed this process from the webhook Service endpoints');
   });
 
+  test('stopping does not wait for a check the API server does not answer: the EndpointSlice is withdrawn at once', async () => {
+    const { api, endpoint } = await setup({ address: '10.20.0.5', checkIntervalMs: 10 });
+    const list = api.list.bind(api);
+    let hang = false;
+    api.list = ((...args: Parameters<typeof list>) => (hang ? new Promise(() => undefined) : list(...args))) as typeof api.list;
+    const stop = new AbortController();
+    const run = endpoint.run(stop.signal);
+    while (!api.peek(ENDPOINT_SLICES, NS, SLICE)) await new Promise((r) => setTimeout(r, 5));
+    hang = true;
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    stop.abort();
+    await run;
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(api.peek(ENDPOINT_SLICES, NS, SLICE)).toBeUndefined();
+  });
+
   test('stopping does not wait more than 2 s for an API server that does not answer; the warning says how to clean up', async () => {
     const { api, endpoint, logs } = await setup({ address: '10.20.0.5' });
     await endpoint.sync();

@@ -97,11 +97,19 @@ export class LocalServiceEndpoint {
   /** Publishes the endpoint, checks it every interval until `signal` aborts, then withdraws it. */
   async run(signal: AbortSignal): Promise<void> {
     const { logger, namespace } = this.options;
+    // A stop does not wait for a check in flight (an API server that does not answer holds one for
+    // up to the client's timeout): the withdrawal below is bounded on its own.
+    const stopped = new Promise<'stopped'>((resolve) => {
+      if (signal.aborted) resolve('stopped');
+      signal.addEventListener('abort', () => resolve('stopped'), { once: true });
+    });
     let failures = 0;
     while (!signal.aborted) {
       let delay: number;
       try {
-        if (!(await this.sync())) return;
+        const published = await Promise.race([this.sync(), stopped]);
+        if (published === 'stopped') break;
+        if (!published) return;
         failures = 0;
         delay = this.options.checkIntervalMs ?? 30_000;
       } catch (error) {
@@ -150,6 +158,8 @@ export class LocalServiceEndpoint {
     };
     const slices = await client.list<EndpointSlice>(ENDPOINT_SLICES, namespace, { labelSelector: `${SERVICE_NAME_LABEL}=${this.serviceName}` });
     const ours = slices.items.find((slice) => slice.metadata?.name === this.sliceName);
+    // From here on a stop withdraws it, even if this write is still on its way.
+    this.published = true;
     if (!ours || !isSubset(desired, ours)) {
       await client.apply(ENDPOINT_SLICES, desired, OPERATOR_NAME, { force: true });
       logger?.info(
@@ -157,7 +167,6 @@ export class LocalServiceEndpoint {
         'this process is an endpoint of the webhook Service: the API server calls its conversion webhook there',
       );
     }
-    this.published = true;
     this.reportOtherEndpoints(slices.items.filter((slice) => slice.metadata?.name !== this.sliceName));
     return true;
   }
