@@ -68,7 +68,8 @@ healthy() {
 }
 
 # The API server calls webhooks behind a Service at the Service's endpoints (there is no kube-proxy to
-# route a ClusterIP): the image test points the conversion webhook's Service at a container. A cluster
+# route a ClusterIP): an operator run outside the cluster (`npm run operator`) makes itself the
+# conversion webhook Service's endpoint, and the image test points it at a container. A cluster
 # started before this flag existed is replaced.
 aggregator_routing() {
   local pidfile=$KWOK_WORKDIR/clusters/$NAME/pids/kube-apiserver.pid

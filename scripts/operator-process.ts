@@ -26,6 +26,41 @@ export function operatorRbacManifests(): Array<Record<string, any>> {
     .filter((manifest) => kinds.includes(manifest?.kind));
 }
 
+/** The webhook Service exactly as dist/website-operator/website-operator.yaml ships it: the CRD's conversion webhook calls it. */
+export function webhookServiceManifest(): Record<string, any> {
+  return parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8'))
+    .map((document) => document.toJS())
+    .find((manifest) => manifest?.kind === 'Service');
+}
+
+/**
+ * What an operator outside the cluster needs besides dist/'s Role: making itself an endpoint of its
+ * webhook Service (operator/src/webhook/local-service-endpoint.ts), given WEBHOOK_ADVERTISE_ADDRESS.
+ * A user's own kubeconfig has this; the tests run the operator as its ServiceAccount, so they grant
+ * it with this Role (nothing in dist/ does: in a pod the Service selects the pod).
+ */
+export function localEndpointRbacManifests(namespace = OPERATOR_NS): Array<Record<string, any>> {
+  const name = 'website-operator-local-endpoint';
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name, namespace },
+      rules: [
+        { apiGroups: [''], resources: ['services'], verbs: ['get'] },
+        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'create', 'patch', 'delete'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name: 'website-operator', namespace }],
+    },
+  ];
+}
+
 /** Where a cluster is and how to reach it as an administrator. */
 export interface ClusterAccess {
   /** kubeconfig of a cluster administrator (creates tokens). */
@@ -180,7 +215,7 @@ export class OperatorProcess {
         POD_NAME: identity,
         METRICS_PORT: '0',
         HEALTH_PORT: '0',
-        // It rewrites the CRD's clientConfig: only for those who ask.
+        // Outside a pod it makes itself the webhook Service's endpoint: only for those who ask.
         WEBHOOK_ENABLED: 'false',
         // As the operator Deployment runs it.
         LEADER_ELECTION: 'true',

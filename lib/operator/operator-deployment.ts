@@ -43,9 +43,9 @@ import type { WatchNamespaces } from './watch-namespaces.ts';
  *     WEBHOOK_CERT_DIR           folder of the mounted Secret
  *     WEBHOOK_SECRET_NAME        the Secret cert-manager writes (for messages)
  *
- * Not set here: WEBHOOK_URL, for an operator started outside the cluster (`npm run operator`
- * against the local cluster): in operator mode the CRD is pointed at this https URL instead of the
- * Service, and the certificate covers its host (OperatorManagedCertificates' webhookUrl).
+ * Not set here: WEBHOOK_ADVERTISE_ADDRESS, for an operator started outside the cluster (`npm run
+ * operator`), which has no pod for the Service to select: it makes itself the Service's endpoint at
+ * that address (LocalServiceEndpoint). The CRD calls the Service either way.
  */
 
 /** CPU and memory of the operator container, as Kubernetes quantities. */

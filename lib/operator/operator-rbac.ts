@@ -101,8 +101,8 @@ export function webhookSecretRules(secretName: string = WEBHOOK_SECRET_NAME): k8
 
 /**
  * Built-in certificate mode, cluster-wide (CRDs are cluster-scoped), on the Website CRD only:
- * `get` to compare its conversion webhook's caBundle, `patch` to set it when the CA changes (and,
- * for an operator outside the cluster, the webhook URL). RBAC cannot narrow a patch to one field,
+ * `get` to compare its conversion webhook's caBundle, `patch` to set it when the CA changes (only
+ * the caBundle: the Service it calls is the manifest's). RBAC cannot narrow a patch to one field,
  * so this allows changing the rest of this one CRD too; cert-manager mode needs no such rule.
  */
 export function webhookCrdRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {

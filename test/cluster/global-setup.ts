@@ -1,7 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { CLUSTER_ENV, KUBECONFIG, KUBECTL, ROOT } from './env.ts';
 
 const kubectl = (args: string[], input?: string) =>
@@ -32,22 +30,9 @@ function waitForGarbageCollector(timeoutMs = 120_000): void {
   console.log(`[cluster] garbage collector watches Websites (${((Date.now() - start) / 1000).toFixed(1)} s)`);
 }
 
-/**
- * The webhook test points the CRD's conversion webhook at a local URL and restores it afterwards.
- * If a run was killed in between (and the cluster kept), the URL would stay, and server-side
- * apply would add dist/'s Service next to it, which the API server rejects: put dist/'s
- * conversion back first. A fresh cluster has no CRD yet, so nothing to do.
- */
-function resetConversion(crdFile: string): void {
-  const crd = parseAllDocuments(readFileSync(crdFile, 'utf8')).map((d) => d.toJS())[0];
-  if (kubectl(['get', 'crd', crd.metadata.name, '--ignore-not-found', '-o', 'name']).trim() === '') return;
-  kubectl(['patch', 'crd', crd.metadata.name, '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/spec/conversion', value: crd.spec.conversion }])]);
-}
-
 /** One real cluster per test run: start it (or reuse a healthy one), install the CRD from dist/. */
 export default function globalSetup(): void {
   execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), 'up'], { env: CLUSTER_ENV, stdio: 'inherit' });
-  resetConversion(join(ROOT, 'dist/website-operator/website-crd.yaml'));
   kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
   kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/websites.web.example.com']);
   waitForGarbageCollector();

@@ -1,11 +1,14 @@
 // The operator end to end: the real entrypoint as a process, authenticated as its ServiceAccount
 // under exactly the Role dist/ ships, against the real local cluster (kwok pods become Ready).
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import { execFileSync } from 'node:child_process';
 import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
 import { CLUSTER_ENV, ROOT } from './env.ts';
 import { eventually, getJson, kubectl, ok, website } from './kube.ts';
-import { operatorRbacManifests } from '../../scripts/operator-process.ts';
+import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../../scripts/operator-process.ts';
+import { TestHostAddress } from './host-address.ts';
 import { OPERATOR_NS as NS, OperatorProcess, freePort, serviceAccountKubeconfig } from './operator-process.ts';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { jaegerTraces, startStack, synthYaml } from '../trace/harness.ts';
@@ -293,14 +296,26 @@ describe('the operator, running as its ServiceAccount', () => {
     }
   });
 
-  test('a Website created through v1beta1 is converted by the operator\'s webhook: stored as v1, read back identical through v1beta1', async () => {
+  test('run outside the cluster, the operator is the webhook Service\'s endpoint: v1beta1 converts through the Service, and dist/\'s CRD re-applies while it runs', async () => {
+    const crdFile = join(ROOT, 'dist/website-operator/website-crd.yaml');
+    const distCalls = parseAllDocuments(readFileSync(crdFile, 'utf8'))[0].toJS().spec.conversion.webhook.clientConfig;
+    const service = webhookServiceManifest();
+    const host = new TestHostAddress();
     const port = await freePort();
-    const operator = await start('op-webhook', { WEBHOOK_ENABLED: 'true', WEBHOOK_PORT: String(port) });
+    await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: [...localEndpointRbacManifests(), service].map((m) => JSON.stringify(m)).join('\n') });
+    const operator = await start('op-webhook', { WEBHOOK_ENABLED: 'true', WEBHOOK_PORT: String(port), WEBHOOK_ADVERTISE_ADDRESS: host.address });
     try {
       await eventually('the webhook to serve', async () => ((await operator.get('/readyz', operator.healthPort)).status === 200 ? true : undefined), 60_000);
+      const slice = await eventually('the operator\'s EndpointSlice', async () => {
+        const found = await kubectl(['get', 'endpointslice', 'website-operator-webhook-op-webhook', '-n', NS, '-o', 'json']);
+        return found.code === 0 ? JSON.parse(found.stdout) : undefined;
+      });
+      expect([slice.endpoints[0].addresses, slice.ports]).toEqual([[host.address], [{ name: service.spec.ports[0].name, port, protocol: 'TCP' }]]);
       const crd = await getJson(['crd', 'websites.web.example.com']);
-      expect(crd.spec.conversion.webhook.clientConfig.url).toBe(`https://127.0.0.1:${port}/convert`);
-      expect(Buffer.from(crd.spec.conversion.webhook.clientConfig.caBundle, 'base64').toString()).toContain('BEGIN CERTIFICATE');
+      const { caBundle, ...calls } = crd.spec.conversion.webhook.clientConfig;
+      expect(calls).toEqual(distCalls);
+      expect(distCalls).toEqual({ service: { name: service.metadata.name, namespace: NS, path: '/convert', port: 443 } });
+      expect(Buffer.from(caBundle, 'base64').toString()).toContain('BEGIN CERTIFICATE');
 
       const v1beta1 = {
         apiVersion: 'web.example.com/v1beta1',
@@ -322,9 +337,27 @@ describe('the operator, running as its ServiceAccount', () => {
       const listed = (await getJson(['websites.v1beta1.web.example.com', '-n', NS, '-l', 'website-stack/test=operator'])).items;
       expect(listed.find((w: any) => w.metadata.name === 'e2e-beta').spec).toEqual(v1beta1.spec);
       expect(await operator.metric('conversion_webhook_requests_total', { result: 'Success' })).toBeGreaterThan(0);
+
+      // As a user re-applies dist/ while the operator runs: both kinds of apply succeed, the CRD
+      // still calls the Service (trusting the same CA), and v1beta1 still converts.
+      for (const apply of [['apply', '--server-side', '-f', crdFile], ['apply', '-f', crdFile]]) {
+        const before = await operator.metric('conversion_webhook_requests_total', { result: 'Success' });
+        const result = await kubectl(apply);
+        expect([apply.join(' '), result.code, result.stderr]).toEqual([apply.join(' '), 0, expect.not.stringMatching(/error|exactly one of url or service/i)]);
+        expect((await getJson(['crd', 'websites.web.example.com'])).spec.conversion.webhook.clientConfig).toEqual({ ...calls, caBundle });
+        const patched = { ...v1beta1, spec: { ...v1beta1.spec, instances: apply.includes('--server-side') ? 3 : 1 } };
+        await ok(['apply', '-f', '-'], { input: JSON.stringify(patched) });
+        expect((await getJson(['websites.v1beta1.web.example.com', 'e2e-beta', '-n', NS])).spec).toEqual(patched.spec);
+        expect((await websiteJson('e2e-beta')).spec.replicas).toBe(patched.spec.instances);
+        expect(await operator.metric('conversion_webhook_requests_total', { result: 'Success' })).toBeGreaterThan(before);
+      }
     } finally {
-      // The next files expect the CRD as dist/ ships it (clientConfig.service).
-      await ok(['replace', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
+      await operator.stop();
+      await kubectl(['delete', '-f', '-', '--ignore-not-found'], { input: localEndpointRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
+      host.close();
     }
+    // Stopped, it took its endpoint with it; the CRD is as dist/ ships it.
+    expect((await kubectl(['get', 'endpointslice', 'website-operator-webhook-op-webhook', '-n', NS])).code).not.toBe(0);
+    expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
   });
 });

@@ -1,7 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { X509Certificate } from 'node:crypto';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { parseAllDocuments } from 'yaml';
@@ -9,38 +8,44 @@ import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { webhookDnsNames } from '../../lib/operator/names.ts';
-import { WebsiteOperator } from '../../lib/operator/website-operator.ts';
 import { firstCertificate, issueServingCertificate, splitPemCertificates } from '../../operator/src/webhook/certificates.ts';
 import { ConversionWebhookServer } from '../../operator/src/webhook/conversion-server.ts';
+import { LocalServiceEndpoint } from '../../operator/src/webhook/local-service-endpoint.ts';
 import { OperatorManagedCertificates } from '../../operator/src/webhook/operator-managed-certificates.ts';
-import { synth } from '../helpers.ts';
+import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../../scripts/operator-process.ts';
 import { ROOT } from './env.ts';
-import { createNamespace, deleteNamespace, eventually, getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
+import { TestHostAddress } from './host-address.ts';
+import { eventually, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
+import { OPERATOR_NS as ns, freePort } from './operator-process.ts';
 
 /*
- * The conversion webhook end to end: OperatorManagedCertificates and ConversionWebhookServer run
- * in this process, authenticated as the operator's ServiceAccount under exactly the RBAC the
- * construct synthesizes, and the local API server (a local process) calls the webhook at
- * https://127.0.0.1:<port>/convert. Users go through kubectl, as they would.
+ * The conversion webhook end to end: OperatorManagedCertificates, ConversionWebhookServer and
+ * LocalServiceEndpoint run in this process as an operator outside the cluster runs them,
+ * authenticated as the operator's ServiceAccount under exactly the RBAC dist/ ships (plus what
+ * publishing its endpoint takes). The CRD stays as dist/ ships it: the local API server calls the
+ * webhook Service, whose endpoint is this process (aggregator routing dials it), at an address of
+ * this machine (TestHostAddress). Users go through kubectl, as they would.
  */
 
 const CRD = 'websites.web.example.com';
 const SECRET = 'website-operator-webhook-tls';
-const distCrd = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-crd.yaml'), 'utf8')).map((d) => d.toJS())[0];
+const CRD_FILE = join(ROOT, 'dist/website-operator/website-crd.yaml');
+const distCrd = parseAllDocuments(readFileSync(CRD_FILE, 'utf8')).map((d) => d.toJS())[0];
+const service = webhookServiceManifest();
+const LABEL = 'website-stack/test=webhook';
 const logFile = join(ROOT, 'test-results', 'webhook-cluster.log');
 mkdirSync(join(ROOT, 'test-results'), { recursive: true });
 const logger = createLogger('debug', createWriteStream(logFile));
 
-let ns: string;
-let clusterRbac: string[] = [];
 let kubeConfig: KubeConfig;
 let port: number;
-let webhookUrl: string;
+let host: TestHostAddress;
 
 /** One start of the operator's webhook half, as the operator entrypoint does it. */
 interface OperatorRun {
   server: ConversionWebhookServer;
   certificates: OperatorManagedCertificates;
+  endpoint: Promise<void>;
   stop: AbortController;
   loop: Promise<void>;
   /** The webhook's metrics (conversions). */
@@ -55,22 +60,10 @@ const text = (s: string) => Buffer.from(s, 'base64').toString('utf8');
 const v1beta1Api = `websites.v1beta1.web.example.com`;
 const v1Api = `websites.v1.web.example.com`;
 
-/** A port nobody listens on now; the webhook URL must be known before the server starts. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Serial of the certificate the webhook presents to a new connection (verified against `ca`). */
+/** Serial of the certificate the webhook presents to a new connection (verified against `ca`, for the Service's name, as the API server does). */
 function servedSerial(ca: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, ca }, () => {
+    const socket = connect({ host: host.address, port, ca, servername: `${service.metadata.name}.${ns}.svc` }, () => {
       resolve(socket.getPeerCertificate().serialNumber);
       socket.end();
     });
@@ -78,32 +71,39 @@ function servedSerial(ca: string): Promise<string> {
   });
 }
 
-/** What the operator process does at start: certificates, then the server, with fresh metrics. */
+/** What the operator process does at start outside a pod: certificates, the server, then its endpoint, with fresh metrics. */
 async function startOperator(options: { checkIntervalMs?: number } = {}): Promise<OperatorRun> {
   const apiMetrics = new OperatorMetrics({ processMetrics: false });
   const client = new KubeClient(kubeConfig, { metrics: apiMetrics });
-  const certificates = new OperatorManagedCertificates({ client, namespace: ns, crdName: CRD, webhookUrl, logger, ...options });
+  const certificates = new OperatorManagedCertificates({ client, namespace: ns, crdName: CRD, logger, ...options });
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const server = new ConversionWebhookServer({ port, host: '127.0.0.1', tls: certificates, logger, metrics });
+  const server = new ConversionWebhookServer({ port, host: host.address, tls: certificates, logger, metrics });
   const stop = new AbortController();
   const loop = certificates.run(stop.signal);
   await server.start();
   await firstCertificate(certificates, stop.signal);
-  const entry = { server, stop, loop, certificates, metrics, apiMetrics };
+  const published = new LocalServiceEndpoint({ client, namespace: ns, port, identity: 'webhook-test', address: host.address, logger, ...options });
+  await published.sync();
+  const endpoint = published.run(stop.signal);
+  const entry = { server, stop, loop, endpoint, certificates, metrics, apiMetrics };
   running.push(entry);
   return entry;
 }
 
 async function stopOperator(entry: OperatorRun): Promise<void> {
   entry.stop.abort();
+  await entry.endpoint;
   await entry.loop;
   await entry.server.stop();
   running.splice(running.indexOf(entry), 1);
 }
 
-/** Verbs this process sent to the API server, from the client's own metrics. */
-async function verbsSent(metrics: OperatorMetrics): Promise<string[]> {
-  return (await metrics.apiRequests.get()).values.map((v) => `${v.labels.verb} ${v.labels.resource}`).sort();
+/** Verbs this process sent to the API server for `resources`, from the client's own metrics. */
+async function verbsSent(metrics: OperatorMetrics, resources: string[]): Promise<string[]> {
+  return (await metrics.apiRequests.get()).values
+    .filter((v) => resources.includes(String(v.labels.resource)))
+    .map((v) => `${v.labels.verb} ${v.labels.resource}`)
+    .sort();
 }
 
 async function conversions(metrics: OperatorMetrics): Promise<Record<string, number>> {
@@ -111,16 +111,31 @@ async function conversions(metrics: OperatorMetrics): Promise<Record<string, num
 }
 
 function v1beta1(name: string, spec: Record<string, unknown>) {
-  return { apiVersion: 'web.example.com/v1beta1', kind: 'Website', metadata: { name, namespace: ns }, spec };
+  return { apiVersion: 'web.example.com/v1beta1', kind: 'Website', metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } }, spec };
+}
+function v1(name: string, spec: Record<string, unknown>) {
+  return { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } }, spec };
+}
+
+/** The CRD's clientConfig without its caBundle: where the API server calls. */
+async function crdCalls(): Promise<unknown> {
+  const { caBundle: _caBundle, ...rest } = (await getJson(['crd', CRD])).spec.conversion.webhook.clientConfig;
+  return rest;
+}
+
+async function removeWebsites(): Promise<void> {
+  await kubectl(['delete', v1Api, '-n', ns, '-l', LABEL, '--ignore-not-found', '--wait=true']);
 }
 
 beforeAll(async () => {
-  ns = await createNamespace('webhook');
-  // The operator's RBAC exactly as the construct makes it, for this namespace.
-  const manifests = synth((chart) => new WebsiteOperator(chart, 'op', { namespace: ns, createNamespace: false }));
-  const rbac = manifests.filter((m) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(m.kind));
-  clusterRbac = rbac.filter((m) => m.kind.startsWith('Cluster')).map((m) => `${m.kind.toLowerCase()}/${m.metadata.name}`);
-  await ok(['apply', '--server-side', '-f', '-'], { input: rbac.map((m) => JSON.stringify(m)).join('\n') });
+  // The operator's namespace, RBAC and webhook Service exactly as dist/ ships them, plus what an
+  // operator outside the cluster needs to publish its endpoint; a fresh Secret (a new CA).
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+    input: [...operatorRbacManifests(), ...localEndpointRbacManifests(), service].map((m) => JSON.stringify(m)).join('\n'),
+  });
+  await kubectl(['delete', 'secret', SECRET, '-n', ns, '--ignore-not-found']);
+  await removeWebsites();
+  host = new TestHostAddress();
 
   const cluster = await loadClusterInfo();
   const token = (await ok(['create', 'token', 'website-operator', '-n', ns, '--duration=30m'])).trim();
@@ -132,23 +147,20 @@ beforeAll(async () => {
     currentContext: 'website-operator',
   });
   port = await freePort();
-  webhookUrl = `https://127.0.0.1:${port}/convert`;
 });
 
 afterAll(async () => {
   for (const entry of [...running]) await stopOperator(entry);
-  // Back to dist/'s conversion (the Service, no caBundle): other test files and later runs expect it.
-  await ok(['patch', 'crd', CRD, '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/spec/conversion', value: distCrd.spec.conversion }])]);
-  expect((await getJson(['crd', CRD])).spec.conversion).toEqual(distCrd.spec.conversion);
-  if (clusterRbac.length > 0) await kubectl(['delete', ...clusterRbac, '--ignore-not-found']);
-  if (ns) await deleteNamespace(ns);
+  await removeWebsites();
+  await kubectl(['delete', '-f', '-', '--ignore-not-found'], { input: localEndpointRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
+  host?.close();
 });
 
 describe('the conversion webhook against the local cluster', () => {
   let first: OperatorRun;
   let secretBefore: any;
 
-  test('the operator creates the webhook Secret and points the CRD at its URL, trusting its CA', async () => {
+  test('the operator creates the webhook Secret, makes the CRD trust its CA, and makes itself the Service\'s endpoint; the CRD still calls the Service', async () => {
     first = await startOperator();
     expect(first.server.isServing()).toBe(true);
 
@@ -160,17 +172,20 @@ describe('the conversion webhook against the local cluster', () => {
     const ca = new X509Certificate(text(secret.data['ca.crt']));
     expect(ca.ca).toBe(true);
     expect(cert.verify(ca.publicKey)).toBe(true);
-    expect(cert.checkIP('127.0.0.1')).toBe('127.0.0.1');
     expect(cert.checkHost(`website-operator-webhook.${ns}.svc`)).toBe(`website-operator-webhook.${ns}.svc`);
     expect(await servedSerial(text(secret.data['ca.crt']))).toBe(cert.serialNumber);
 
     const clientConfig = (await getJson(['crd', CRD])).spec.conversion.webhook.clientConfig;
-    expect(clientConfig).toEqual({ url: webhookUrl, caBundle: secret.data['ca.crt'] });
+    expect(clientConfig).toEqual({ ...distCrd.spec.conversion.webhook.clientConfig, caBundle: secret.data['ca.crt'] });
+    const slice = await getJson(['endpointslice', 'website-operator-webhook-webhook-test', '-n', ns]);
+    expect(slice.metadata.labels['kubernetes.io/service-name']).toBe(service.metadata.name);
+    expect(slice.endpoints.map((e: any) => e.addresses)).toEqual([[host.address]]);
+    expect(slice.ports).toEqual([{ name: service.spec.ports[0].name, port, protocol: 'TCP' }]);
   });
 
   test('a Website created through v1beta1 is stored as v1', async () => {
     const beta = v1beta1('beta', { heading: 'Created as v1beta1', instances: 2, theme: { color: '#FF5722' } });
-    // The API server picks up the CRD's new clientConfig within moments.
+    // The API server picks up the CRD's new caBundle and the Service's endpoint within moments.
     await eventually('the API server to create a v1beta1 Website through the webhook', async () => {
       const result = await kubectl(['create', '-f', '-'], { input: JSON.stringify(beta) });
       if (result.code === 0 || /AlreadyExists/.test(result.stderr)) return true;
@@ -187,15 +202,15 @@ describe('the conversion webhook against the local cluster', () => {
     const got = await getJson([v1beta1Api, 'beta', '-n', ns]);
     expect(got.apiVersion).toBe('web.example.com/v1beta1');
     expect(got.spec).toEqual({ heading: 'Created as v1beta1', instances: 2, theme: { color: '#FF5722' } });
-    const listed = await getJson([v1beta1Api, '-n', ns]);
+    const listed = await getJson([v1beta1Api, '-n', ns, '-l', LABEL]);
     expect(listed.items.map((w: any) => [w.apiVersion, w.metadata.name, w.spec])).toEqual([
       ['web.example.com/v1beta1', 'beta', { heading: 'Created as v1beta1', instances: 2, theme: { color: '#FF5722' } }],
     ]);
   });
 
   test('a v1 Website is listed through v1beta1, and a v1beta1 patch changes the v1 object', async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('gamma', ns, { title: 'Created as v1', replicas: 1 })) });
-    const listed = await getJson([v1beta1Api, '-n', ns]);
+    await ok(['create', '-f', '-'], { input: JSON.stringify(v1('gamma', { title: 'Created as v1', replicas: 1 })) });
+    const listed = await getJson([v1beta1Api, '-n', ns, '-l', LABEL]);
     expect(listed.items.map((w: any) => [w.metadata.name, w.spec])).toEqual([
       ['beta', { heading: 'Created as v1beta1', instances: 2, theme: { color: '#FF5722' } }],
       ['gamma', { heading: 'Created as v1', instances: 1, theme: { color: '#2196F3' } }],
@@ -212,6 +227,19 @@ describe('the conversion webhook against the local cluster', () => {
     expect((await getJson([v1beta1Api, 'beta', '-n', ns])).spec.instances).toBe(2);
   });
 
+  test('dist/\'s CRD file applies while the operator runs, server-side and client-side; it still calls the Service and still converts', async () => {
+    const caBundle = (await getJson(['crd', CRD])).spec.conversion.webhook.clientConfig.caBundle;
+    for (const apply of [['apply', '--server-side', '-f', CRD_FILE], ['apply', '-f', CRD_FILE]]) {
+      const before = (await conversions(running[0].metrics)).Success ?? 0;
+      const result = await kubectl(apply);
+      expect([apply.join(' '), result.code, result.stderr]).toEqual([apply.join(' '), 0, expect.not.stringMatching(/error|exactly one of url or service/i)]);
+      expect(await crdCalls()).toEqual(distCrd.spec.conversion.webhook.clientConfig);
+      expect((await getJson(['crd', CRD])).spec.conversion.webhook.clientConfig.caBundle).toBe(caBundle);
+      expect((await getJson([v1beta1Api, 'beta', '-n', ns])).spec.heading).toBe('Created as v1beta1');
+      expect((await conversions(running[0].metrics)).Success).toBeGreaterThan(before);
+    }
+  });
+
   test('a restarted operator reuses the Secret: the same certificate, and no write to the Secret or the CRD', async () => {
     const secretVersion = (await getJson(['secret', SECRET, '-n', ns])).metadata.resourceVersion;
     const crdVersion = (await getJson(['crd', CRD])).metadata.resourceVersion;
@@ -222,7 +250,7 @@ describe('the conversion webhook against the local cluster', () => {
     expect(second.certificates.current()).toEqual(servedBefore);
     // Two more checks, to be sure later checks do not write either.
     await new Promise((r) => setTimeout(r, 2500));
-    expect(await verbsSent(second.apiMetrics)).toEqual(['GET customresourcedefinitions', 'GET secrets']);
+    expect(await verbsSent(second.apiMetrics, ['secrets', 'customresourcedefinitions'])).toEqual(['GET customresourcedefinitions', 'GET secrets']);
     expect((await getJson(['secret', SECRET, '-n', ns])).metadata.resourceVersion).toBe(secretVersion);
     expect((await getJson(['crd', CRD])).metadata.resourceVersion).toBe(crdVersion);
     await eventually('a v1beta1 read through the restarted webhook', async () => (await kubectl(['get', v1beta1Api, 'beta', '-n', ns])).code === 0 || undefined);
@@ -237,7 +265,6 @@ describe('the conversion webhook against the local cluster', () => {
     const aging = await issueServingCertificate(ca, {
       commonName: `website-operator-webhook.${ns}.svc`,
       dnsNames: webhookDnsNames('website-operator-webhook', ns),
-      ipAddresses: ['127.0.0.1'],
       validityMs: 10 * 60_000,
       backdateMs: 60 * 60_000,
     });
@@ -279,5 +306,17 @@ describe('the conversion webhook against the local cluster', () => {
     expect((await conversions(operator.metrics)).Failed).toBeUndefined();
     // Still the CA of the very first start.
     expect(renewed.data['ca.crt']).toBe(secretBefore.data['ca.crt']);
+  });
+
+  test('a stopped operator removes its endpoint: v1beta1 requests fail naming the Service, v1 keeps working, the CRD still calls the Service', async () => {
+    for (const entry of [...running]) await stopOperator(entry);
+    expect((await kubectl(['get', 'endpointslice', 'website-operator-webhook-webhook-test', '-n', ns])).code).not.toBe(0);
+    const failed = await eventually('a v1beta1 read to fail without an endpoint', async () => {
+      const result = await kubectl(['get', v1beta1Api, 'beta', '-n', ns]);
+      return result.code !== 0 ? result : undefined;
+    });
+    expect(failed.stderr).toMatch(/conversion webhook for web\.example\.com\/v1\w*, Kind=Website failed: .*no endpoints available for service \\?"website-operator-webhook\\?"/);
+    expect((await getJson([v1Api, 'beta', '-n', ns])).spec.title).toBe('Created as v1beta1');
+    expect(await crdCalls()).toEqual(distCrd.spec.conversion.webhook.clientConfig);
   });
 });

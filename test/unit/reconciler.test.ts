@@ -68,7 +68,7 @@ describe('render', () => {
 });
 
 describe('operator configuration', () => {
-  test('defaults: the Deployment sets namespace and identity; outside a pod the webhook is reached on the loopback address', () => {
+  test('defaults: the Deployment sets namespace and identity; outside a pod the webhook publishes itself as the Service\'s endpoint', () => {
     const config = loadConfig({ POD_NAME: 'op-1' });
     expect(config).toMatchObject({
       group: 'web.example.com',
@@ -86,9 +86,12 @@ describe('operator configuration', () => {
       burst: undefined,
       metricsPort: 8080,
       healthPort: 8081,
-      webhook: { port: 9443, certMode: 'operator', url: 'https://127.0.0.1:9443/convert' },
+      webhook: { port: 9443, certMode: 'operator', serviceName: 'website-operator-webhook', localEndpoint: { address: undefined } },
     });
-    expect(loadConfig({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }).webhook?.url).toBeUndefined();
+    expect(loadConfig({ WEBHOOK_ADVERTISE_ADDRESS: '10.20.0.5' }).webhook?.localEndpoint).toEqual({ address: '10.20.0.5' });
+    expect(loadConfig({ WEBHOOK_ADVERTISE_ADDRESS: 'fd00:10::5' }).webhook?.localEndpoint).toEqual({ address: 'fd00:10::5' });
+    // In a pod the Service selects the pod: nothing to publish.
+    expect(loadConfig({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }).webhook?.localEndpoint).toBeUndefined();
     expect(loadConfig({ WEBHOOK_ENABLED: 'false' }).webhook).toBeUndefined();
     expect(loadConfig({ KUBE_API_QPS: '50' })).toMatchObject({ qps: 50, burst: undefined });
   });
@@ -100,7 +103,14 @@ describe('operator configuration', () => {
     [{ LEADER_ELECTION: 'yes' }, 'LEADER_ELECTION="yes" is not valid: expected true or false'],
     [{ LEADER_ELECTION: 'true', RENEW_DEADLINE_SECONDS: '20' }, 'leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got 15, 20, 2)'],
     [{ WEBHOOK_CERT_MODE: 'vault' }, 'WEBHOOK_CERT_MODE="vault" is not valid: expected operator or files'],
-    [{ WEBHOOK_URL: 'http://insecure/convert' }, 'WEBHOOK_URL="http://insecure/convert" is not valid: expected https://<host>:<port>/<path>'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: 'laptop.local' }, 'WEBHOOK_ADVERTISE_ADDRESS="laptop.local" is not valid: expected an IPv4 or IPv6 address'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: '127.0.0.1' }, 'WEBHOOK_ADVERTISE_ADDRESS="127.0.0.1" is not valid: it is a loopback address, which a Service endpoint may not be'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: '::1' }, 'it is a loopback address'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: '169.254.10.1' }, 'it is a link-local address'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: 'fe80::1' }, 'it is a link-local address'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: '0.0.0.0' }, 'it is an unspecified address'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: '224.0.0.5' }, 'it is a link-local multicast address'],
+    [{ WEBHOOK_ADVERTISE_ADDRESS: '10.20.0.5', KUBERNETES_SERVICE_HOST: '10.0.0.1' }, 'WEBHOOK_ADVERTISE_ADDRESS is for an operator outside the cluster: in a pod the webhook Service selects the pod'],
   ])('%j is refused with a message naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

@@ -10,7 +10,6 @@ import {
   createCertificateAuthority,
   firstCertificate,
   issueServingCertificate,
-  namesForHost,
   planRenewal,
   renewalTime,
   splitPemCertificates,
@@ -33,7 +32,7 @@ beforeAll(async () => {
   serving = await issueServingCertificate(ca, { commonName: 'website-operator-webhook.website-system.svc', ...names, validityMs: 365 * DAY_MS, backdateMs: HOUR_MS, now: NOW });
 });
 
-describe('webhookDnsNames and namesForHost', () => {
+describe('webhookDnsNames', () => {
   test('cover every name of the Service, down to the fully qualified one', () => {
     expect(webhookDnsNames('website-operator-webhook', 'website-system')).toEqual([
       'website-operator-webhook',
@@ -42,12 +41,6 @@ describe('webhookDnsNames and namesForHost', () => {
       'website-operator-webhook.website-system.svc.cluster.local',
     ]);
     expect(webhookDnsNames('hook', 'ns', 'corp.internal').at(-1)).toBe('hook.ns.svc.corp.internal');
-  });
-
-  test('an IP host is an IP SAN (v4 and bracketed v6), a name a DNS SAN', () => {
-    expect(namesForHost('127.0.0.1')).toEqual({ dnsNames: [], ipAddresses: ['127.0.0.1'] });
-    expect(namesForHost('[::1]')).toEqual({ dnsNames: [], ipAddresses: ['::1'] });
-    expect(namesForHost('host.docker.internal')).toEqual({ dnsNames: ['host.docker.internal'], ipAddresses: [] });
   });
 });
 

@@ -252,28 +252,32 @@ describe('OperatorManagedCertificates', () => {
     expect(api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig.caBundle).toBe(secret.data['ca.crt']);
   });
 
-  test('with webhookUrl: points the CRD at the URL instead of the Service and covers its host', async () => {
+  test('writes only the caBundle: the Service the CRD calls stays as applied, and the certificate names only the Service', async () => {
     const api = new FakeApi();
     api.put(CRDS, crd());
-    const certs = certificates(api, { webhookUrl: 'https://127.0.0.1:9443/convert' });
+    const certs = certificates(api);
+    await certs.sync();
+    const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
+    expect(Object.keys(clientConfig).sort()).toEqual(['caBundle', 'service']);
+    expect(clientConfig.service).toEqual(crd().spec.conversion.webhook.clientConfig.service);
+    const served = new X509Certificate(certs.current()!.cert);
+    expect(served.subjectAltName).toBe(
+      'DNS:website-operator-webhook, DNS:website-operator-webhook.website-system, DNS:website-operator-webhook.website-system.svc, DNS:website-operator-webhook.website-system.svc.cluster.local',
+    );
+  });
+
+  test('a CRD left pointing at a URL gets its caBundle and a warning that names kubectl replace, and keeps its URL', async () => {
+    const api = new FakeApi();
+    api.put(CRDS, crd({ url: 'https://127.0.0.1:9443/convert' }));
+    const logs: string[] = [];
+    const certs = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => (logs.push(String(c)), done()) })) });
     await certs.sync();
     const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
     expect(clientConfig.url).toBe('https://127.0.0.1:9443/convert');
     expect(clientConfig.service).toBeUndefined();
-    expect(new X509Certificate(certs.current()!.cert).checkIP('127.0.0.1')).toBe('127.0.0.1');
-
-    // A certificate without the host (issued in Service mode) is replaced; the CA stays.
-    const serviceMode = new FakeApi();
-    serviceMode.put(CRDS, crd());
-    await certificates(serviceMode).sync();
-    const secret = serviceMode.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
-    const local = certificates(serviceMode, { webhookUrl: 'https://host.docker.internal:9443/convert' });
-    serviceMode.writes.length = 0;
-    await local.sync();
-    expect(serviceMode.writes).toEqual(['update secrets', 'patch customresourcedefinitions']);
-    const after = serviceMode.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
-    expect(after.data['ca.crt']).toBe(secret.data['ca.crt']);
-    expect(new X509Certificate(text(after.data['tls.crt'])).checkHost('host.docker.internal')).toBe('host.docker.internal');
+    expect(clientConfig.caBundle).toBe(api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS).data['ca.crt']);
+    const warning = logs.map((line) => JSON.parse(line)).find((line) => line.level === 'warn');
+    expect(warning.msg).toMatch(/points at a URL, not the webhook Service: put the manifest back with kubectl replace -f/);
   });
 
   test('serves the certificate when the CRD is missing or does not convert through a webhook, without writing it', async () => {
@@ -334,10 +338,6 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test.each<[Partial<OperatorManagedCertificatesOptions>, RegExp]>([
-    [{ webhookUrl: 'http://127.0.0.1:9443/convert' }, /must use https/],
-    [{ webhookUrl: 'https://127.0.0.1:9443/convert?x=1' }, /must not contain a query or fragment/],
-    [{ webhookUrl: 'https://user:pw@127.0.0.1/convert' }, /must not contain a user or password/],
-    [{ webhookUrl: 'not a url' }, /is not a URL/],
     [{ renewBeforeFraction: 1 }, /renewBeforeFraction must be between 0 and 1/],
     [{ servingValidityMs: 0 }, /servingValidityMs must be positive/],
     [{ servingValidityMs: 60_000 }, /servingValidityMs \(60000 ms\) is too short for backdateMs \(3600000 ms\)/],

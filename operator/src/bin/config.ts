@@ -1,3 +1,4 @@
+import { BlockList, isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { ALL_NAMESPACES, DEFAULT_GROUP, LEASE_NAME, MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, watchNamespacesProblem } from '../library.ts';
 import type { OperatorConfig } from '../reconciler/operator.ts';
@@ -29,7 +30,7 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | WEBHOOK_PORT | 9443 |
  * | WEBHOOK_CERT_MODE | operator (built-in CA in a Secret) or files (mounted by cert-manager) |
  * | WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME | /etc/webhook/tls, website-operator-webhook-tls, website-operator-webhook |
- * | WEBHOOK_URL | in a pod: unset (the CRD calls the Service); elsewhere: https://127.0.0.1:WEBHOOK_PORT/convert |
+ * | WEBHOOK_ADVERTISE_ADDRESS | outside a pod only: the IP address at which the API server reaches this process, which makes itself an endpoint of the webhook Service there (the CRD always calls the Service); unset: the API server's own address when it runs on this machine |
  * | LOG_LEVEL | info |
  */
 export interface ProcessConfig extends OperatorConfig {
@@ -73,12 +74,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     if (certMode !== 'operator' && certMode !== 'files') {
       throw new ConfigError(`WEBHOOK_CERT_MODE=${JSON.stringify(certMode)} is not valid: expected operator or files`);
     }
-    // Outside a pod the API server cannot reach the webhook through its Service; a local API
-    // server (the kwok cluster) reaches this process on the loopback address.
+    // In a pod the webhook Service selects the pod; a process outside makes itself the Service's
+    // endpoint (webhook/local-service-endpoint.ts), so the CRD calls the Service either way.
     const inCluster = Boolean(env.KUBERNETES_SERVICE_HOST);
-    const url = text('WEBHOOK_URL', inCluster ? '' : `https://127.0.0.1:${port}/convert`) || undefined;
-    if (url !== undefined && !/^https:\/\/[^/]+\/\S*$/.test(url)) {
-      throw new ConfigError(`WEBHOOK_URL=${JSON.stringify(url)} is not valid: expected https://<host>:<port>/<path>`);
+    const address = env.WEBHOOK_ADVERTISE_ADDRESS?.trim() || undefined;
+    if (address !== undefined) {
+      if (inCluster) throw new ConfigError('WEBHOOK_ADVERTISE_ADDRESS is for an operator outside the cluster: in a pod the webhook Service selects the pod');
+      const problem = endpointAddressProblem(address);
+      if (problem) throw new ConfigError(`WEBHOOK_ADVERTISE_ADDRESS=${JSON.stringify(address)} is not valid: ${problem}`);
     }
     return {
       port,
@@ -86,7 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
       certDir: text('WEBHOOK_CERT_DIR', WEBHOOK_CERT_DIR),
       secretName: text('WEBHOOK_SECRET_NAME', WEBHOOK_SECRET_NAME),
       serviceName: text('WEBHOOK_SERVICE_NAME', WEBHOOK_SERVICE_NAME),
-      url,
+      localEndpoint: inCluster ? undefined : { address },
     };
   }
 
@@ -136,4 +139,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     );
   }
   return config;
+}
+
+/**
+ * Addresses an EndpointSlice may not hold (the API server's ValidateEndpointIP), by kind: a typo
+ * like 127.0.0.1 is refused here with the reason instead of by the API server later.
+ */
+const FORBIDDEN_ENDPOINT_ADDRESSES: Array<[kind: string, ranges: Array<[network: string, prefix: number]>]> = [
+  ['an unspecified address', [['0.0.0.0', 32], ['::', 128]]],
+  ['a loopback address', [['127.0.0.0', 8], ['::1', 128]]],
+  ['a link-local address', [['169.254.0.0', 16], ['fe80::', 10]]],
+  ['a link-local multicast address', [['224.0.0.0', 24], ['ff02::', 16]]],
+];
+
+/** Why `address` cannot be an endpoint the API server dials, or undefined when it can. */
+export function endpointAddressProblem(address: string): string | undefined {
+  const family = isIP(address);
+  if (family === 0) return 'expected an IPv4 or IPv6 address';
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  for (const [kind, ranges] of FORBIDDEN_ENDPOINT_ADDRESSES) {
+    const list = new BlockList();
+    for (const [network, prefix] of ranges) {
+      if (isIP(network) === family) list.addSubnet(network, prefix, type);
+    }
+    if (list.check(address, type)) {
+      return `it is ${kind}, which a Service endpoint may not be: use an address of this machine that the API server reaches on a network interface`;
+    }
+  }
+  return undefined;
 }

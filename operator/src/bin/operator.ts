@@ -30,7 +30,9 @@ async function main(): Promise<void> {
     // Loaded only when enabled: the webhook's X.509 and HTTPS server code is a chunk of its own in
     // the bundle (scripts/build-operator.ts), which a process with WEBHOOK_ENABLED=false never reads.
     const { conversionWebhook } = await import('../webhook/webhook-component.ts');
-    components.push(conversionWebhook(config.webhook, { client, group: config.group, namespace: config.operatorNamespace, clusterDomain: config.clusterDomain, logger, metrics }));
+    components.push(
+      conversionWebhook(config.webhook, { client, group: config.group, namespace: config.operatorNamespace, identity: config.identity, clusterDomain: config.clusterDomain, logger, metrics }),
+    );
   }
   const operator = new Operator(config, { client, logger, metrics, components });
 

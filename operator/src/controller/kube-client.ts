@@ -30,6 +30,7 @@ export const EVENTS: ResourceType = { group: '', version: 'v1', resource: 'event
 export const SECRETS: ResourceType = { group: '', version: 'v1', resource: 'secrets' };
 export const LEASES: ResourceType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' };
 export const CRDS: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' };
+export const ENDPOINT_SLICES: ResourceType = { group: 'discovery.k8s.io', version: 'v1', resource: 'endpointslices' };
 
 /** Where one object (or collection) lives. Leave namespace out for cluster-scoped or all-namespace requests. */
 export interface ObjectRef {

@@ -10,7 +10,6 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { X509Certificate, createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
-import { isIP } from 'node:net';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -295,10 +294,4 @@ export function planRenewal(stored: StoredTls | undefined, names: ServingNames, 
   const due = dueReason('the serving certificate', cert, now, renewBeforeFraction);
   if (due) return { action: 'issue', reason: due };
   return { action: 'keep' };
-}
-
-/** Subject alternative names for a webhook URL's host: an IP SAN for an address, else a DNS SAN. */
-export function namesForHost(host: string): ServingNames {
-  const bare = host.replace(/^\[(.*)\]$/, '$1');
-  return isIP(bare) ? { dnsNames: [], ipAddresses: [bare] } : { dnsNames: [bare], ipAddresses: [] };
 }

@@ -10,7 +10,6 @@ import {
   type TlsSource,
   createCertificateAuthority,
   issueServingCertificate,
-  namesForHost,
   parseCertificate,
   planRenewal,
   renewalTime,
@@ -39,14 +38,6 @@ export interface OperatorManagedCertificatesOptions {
   readonly serviceName?: string;
   /** CustomResourceDefinition whose conversion webhook must trust the CA, e.g. `websites.web.example.com`. */
   readonly crdName: string;
-  /**
-   * Point the CRD's conversion webhook at this URL (`clientConfig.url`) instead of the Service, and
-   * add the URL's host to the serving certificate. For an operator running outside the cluster, for
-   * example `https://127.0.0.1:9443/convert` against the local cluster, whose API server is a local
-   * process. The URL must be https, without user, query or fragment (the API server's own rules).
-   * @default the Service in the CRD's clientConfig is left as applied; only caBundle is patched
-   */
-  readonly webhookUrl?: string;
   /**
    * Cluster DNS domain, for the Service's fully qualified name.
    * @default 'cluster.local'
@@ -113,19 +104,6 @@ const MISSING_CRD_RECHECK_MS = 30_000;
 const decode = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8'));
 const encode = (value: string) => Buffer.from(value, 'utf8').toString('base64');
 
-function validateWebhookUrl(value: string): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new Error(`webhookUrl '${value}' is not a URL: use https://<host>:<port>/convert`);
-  }
-  if (url.protocol !== 'https:') throw new Error(`webhookUrl '${value}' must use https: the API server calls conversion webhooks over TLS only`);
-  if (url.username || url.password) throw new Error(`webhookUrl '${value}' must not contain a user or password: the API server rejects them`);
-  if (url.search || url.hash) throw new Error(`webhookUrl '${value}' must not contain a query or fragment: the API server rejects them`);
-  return url;
-}
-
 /**
  * Built-in certificate mode: the operator is its own CA. It keeps a CA and a serving certificate
  * in one Secret, renews them before they expire, and makes the CRD's conversion webhook trust the
@@ -163,9 +141,8 @@ export class OperatorManagedCertificates implements TlsSource {
     this.secretName = options.secretName ?? WEBHOOK_SECRET_NAME;
     const serviceName = options.serviceName ?? WEBHOOK_SERVICE_NAME;
     this.commonName = `${serviceName}.${options.namespace}.svc`;
-    const serviceNames = webhookDnsNames(serviceName, options.namespace, options.clusterDomain);
-    const hostNames = options.webhookUrl ? namesForHost(validateWebhookUrl(options.webhookUrl).hostname) : { dnsNames: [], ipAddresses: [] };
-    this.names = { dnsNames: [...new Set([...serviceNames, ...hostNames.dnsNames])], ipAddresses: hostNames.ipAddresses };
+    // The API server verifies the certificate against the Service's name, whichever endpoint it dials.
+    this.names = { dnsNames: webhookDnsNames(serviceName, options.namespace, options.clusterDomain), ipAddresses: [] };
     this.caValidityMs = options.caValidityMs ?? 3650 * DAY_MS;
     this.servingValidityMs = options.servingValidityMs ?? 365 * DAY_MS;
     this.renewBeforeFraction = options.renewBeforeFraction ?? 1 / 3;
@@ -314,7 +291,7 @@ export class OperatorManagedCertificates implements TlsSource {
    * in it until it expires), so it never removes a CA another replica has just added.
    */
   private async ensureCrd(stored: StoredTls): Promise<void> {
-    const { client, crdName, webhookUrl, logger } = this.options;
+    const { client, crdName, logger } = this.options;
     const crd = await client.get<Crd>(CRDS, { name: crdName });
     this.crdMissing = !crd;
     if (!crd) {
@@ -334,17 +311,19 @@ export class OperatorManagedCertificates implements TlsSource {
     const reasons: string[] = [];
     if (ours.some((pem) => !theirFingerprints.has(parseCertificate(pem)!.fingerprint256))) reasons.push('caBundle does not trust the current CA');
     if (theirs.some((cert) => !cert || cert.validToDate.getTime() <= now)) reasons.push('caBundle holds an expired or unreadable certificate');
-    if (webhookUrl && (clientConfig.url !== webhookUrl || clientConfig.service)) reasons.push(`clientConfig does not point at ${webhookUrl}`);
-    if (!webhookUrl && !clientConfig.service) {
-      logger?.warn({ crd: crdName, url: clientConfig.url }, 'the CRD conversion webhook points at a URL, not the webhook Service: re-apply the CRD manifest');
+    if (!clientConfig.service) {
+      // Left by an earlier version that pointed the CRD at a local URL: an apply would add the
+      // Service next to it, which the API server refuses; a replace puts the manifest back.
+      logger?.warn(
+        { crd: crdName, url: clientConfig.url },
+        'the CRD conversion webhook points at a URL, not the webhook Service: put the manifest back with kubectl replace -f (kubectl apply fails with "exactly one of url or service is required")',
+      );
     }
     if (reasons.length === 0) return;
 
-    const caBundle = encode(ours.join(''));
-    // In a merge patch, null removes: the URL replaces the Service reference.
-    const patched: Omit<ClientConfig, 'service'> & { service?: null } = webhookUrl ? { url: webhookUrl, service: null, caBundle } : { caBundle };
-    await client.patch(CRDS, { name: crdName }, 'merge', { spec: { conversion: { webhook: { clientConfig: patched } } } }, OPERATOR_NAME);
-    logger?.info({ crd: crdName, reasons, url: webhookUrl }, 'updated the CRD conversion webhook clientConfig');
+    // Only the trust: where the API server calls (the Service) is the manifest's to say.
+    await client.patch(CRDS, { name: crdName }, 'merge', { spec: { conversion: { webhook: { clientConfig: { caBundle: encode(ours.join('')) } } } } }, OPERATOR_NAME);
+    logger?.info({ crd: crdName, reasons }, 'updated the CRD conversion webhook caBundle');
   }
 
   private publish(certificate: TlsCertificate): void {
