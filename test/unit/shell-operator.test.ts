@@ -133,7 +133,7 @@ describe('ShellOperator', () => {
     expect(container.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } });
   });
 
-  test('runs the script from the ConfigMap with its namespace, template, 10 s interval and field manager', () => {
+  test('runs the script from the ConfigMap with its namespace, template, 10 s interval, field manager and heartbeat file', () => {
     expect(container.command).toEqual(['bash', '/etc/website-shell-operator/website-shell-operator.sh']);
     expect(container.env).toEqual([
       { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
@@ -141,6 +141,8 @@ describe('ShellOperator', () => {
       { name: 'INTERVAL', value: '10' },
       { name: 'FIELD_MANAGER', value: 'website-shell-operator' },
       { name: 'HOME', value: '/tmp' },
+      { name: 'HEARTBEAT', value: '/tmp/heartbeat' },
+      { name: 'HEARTBEAT_MAX_AGE', value: '60' },
     ]);
     const env = only(shellOperator({ intervalSeconds: 30 }), 'Deployment').spec.template.spec.containers[0].env;
     expect(env.find((e: Manifest) => e.name === 'INTERVAL').value).toBe('30');

@@ -1,0 +1,134 @@
+import type { k8s } from 'cdk8s-plus-34';
+import { Construct } from 'constructs';
+import {
+  ALL_PODS,
+  type ClusterPeers,
+  PROMETHEUS_PEERS,
+  type Peers,
+  addressPort,
+  defaultDenyPolicy,
+  dnsEgress,
+  egressTo,
+  ingressFrom,
+  podNetworkPolicy,
+  ports,
+  urlPort,
+} from '../network-policy.ts';
+import type { HotRod } from './hotrod.ts';
+import type { JaegerAllInOne } from './jaeger-all-in-one.ts';
+import type { JaegerProduction } from './jaeger-production.ts';
+import { tracingLabels } from './names.ts';
+import type { CollectorBackend, CollectorReceiverSecurity, OtelCollector } from './otel-collector.ts';
+import { type TracingWorkload, portProtocol } from './tracing-workload.ts';
+
+/** Where a trace stack's peers are: who sends spans, who opens the UIs, where the storage is. */
+export interface TracingNetworkPolicyOptions extends ClusterPeers {
+  /**
+   * Who may send spans to the collector's OTLP ports (4317, 4318): the applications.
+   * @default ALL_PODS: every pod of the cluster, in any namespace
+   */
+  readonly otlpFrom?: readonly k8s.NetworkPolicyPeer[];
+  /**
+   * Who may open the UIs: Jaeger's UI and query API (16686, 16685, or oauth2-proxy's port with
+   * OIDC) and HotROD's frontend (8080). Browsers reach them through an Ingress controller, a load
+   * balancer or `kubectl port-forward`, each cluster's own.
+   * @default any address (on those ports only)
+   */
+  readonly uiFrom?: readonly k8s.NetworkPolicyPeer[];
+  /**
+   * Production: where Elasticsearch or Cassandra is, which runs outside the stack; reached on the
+   * ports its server URLs or contact points name (9200, 9042 when they name none).
+   * @default any address (on those ports only)
+   */
+  readonly storage?: readonly k8s.NetworkPolicyPeer[];
+  /**
+   * Where the collector's further backends (`extraBackends`) and authentication servers (the
+   * OIDC issuer of its receivers, OAuth2 token URLs) are, reached on the ports their endpoints name.
+   * @default any address (on those ports only)
+   */
+  readonly backends?: readonly k8s.NetworkPolicyPeer[];
+}
+
+export interface TracingNetworkPolicyProps {
+  readonly namespace: string;
+  readonly options: TracingNetworkPolicyOptions;
+  readonly collector: OtelCollector;
+  readonly jaeger: JaegerAllInOne | JaegerProduction;
+  readonly hotrod?: HotRod;
+  /** The collector's backends besides the stack's Jaeger. @default none */
+  readonly extraBackends?: readonly CollectorBackend[];
+  /** @default open receivers */
+  readonly receiverSecurity?: CollectorReceiverSecurity;
+}
+
+/** Ports of a workload that carry no spans: health, metrics and the query. */
+const NOT_INGEST = new Set(['health', 'metrics', 'query', 'query-grpc']);
+
+/**
+ * A trace stack's NetworkPolicies: a default deny for the stack's pods in its namespace, and one
+ * policy per component opening exactly its flows: applications to the collector (OTLP), the
+ * collector to Jaeger, Jaeger to its storage, browsers to the UIs, Prometheus to the metrics
+ * ports, and DNS. Pods of others in the namespace (an Elasticsearch beside the stack) are left
+ * alone: they do not carry the stack's part-of label.
+ */
+export class TracingNetworkPolicy extends Construct {
+  public readonly policies: k8s.KubeNetworkPolicy[] = [];
+
+  constructor(scope: Construct, id: string, props: TracingNetworkPolicyProps) {
+    super(scope, id);
+    const { namespace, options } = props;
+    const prometheus = options.prometheus ?? PROMETHEUS_PEERS;
+    const dns = dnsEgress(options.dns);
+    const policy = (name: string, workload: { selector: Readonly<Record<string, string>>; component: string }, ingress: k8s.NetworkPolicyIngressRule[], egress: k8s.NetworkPolicyEgressRule[]) =>
+      this.policies.push(podNetworkPolicy(this, name, { name, namespace, labels: tracingLabels(name, workload.component), podSelector: workload.selector, ingress, egress: [...egress, dns] }));
+    const pods = (workload: TracingWorkload): k8s.NetworkPolicyPeer[] => [{ podSelector: { matchLabels: { ...workload.selector } } }];
+    const named = (workload: TracingWorkload, filter: (name: string) => boolean): k8s.NetworkPolicyPort[] =>
+      Object.entries(workload.ports)
+        .filter(([name]) => filter(name))
+        .flatMap(([name, port]) => ports(portProtocol(name), port));
+    const metrics = (workload: TracingWorkload) => ingressFrom(prometheus, named(workload, (n) => n === 'metrics'));
+    const component = (workload: TracingWorkload) => ({ selector: workload.selector, component: workload.selector['app.kubernetes.io/component'] });
+
+    this.policies.push(defaultDenyPolicy(this, 'DefaultDeny', 'tracing-default-deny', namespace));
+
+    // The collector: spans in from the applications, out to Jaeger and any further backends.
+    const collector = props.collector.workload;
+    const jaegerIngest = 'collector' in props.jaeger ? props.jaeger.collector : props.jaeger.workload;
+    const outside: number[] = [
+      ...(props.extraBackends ?? []).flatMap((b) => [b.protocol === 'http' ? urlPort(b.endpoint) : addressPort(b.endpoint, 4317), ...(b.auth?.type === 'oauth2-client-credentials' ? [urlPort(b.auth.tokenUrl)] : [])]),
+      ...(props.receiverSecurity?.oidc ? [urlPort(props.receiverSecurity.oidc.issuerUrl)] : []),
+    ];
+    policy(
+      collector.deployment.name,
+      component(collector),
+      [ingressFrom(options.otlpFrom ?? ALL_PODS, named(collector, (n) => n.startsWith('otlp-'))), metrics(collector)],
+      [
+        egressTo(pods(jaegerIngest), named(jaegerIngest, (n) => n === 'otlp-grpc')),
+        ...(outside.length > 0 ? [egressTo(options.backends, ports('TCP', ...new Set(outside)))] : []),
+      ],
+    );
+
+    // Jaeger: spans in from the collector only; the UI from browsers.
+    const ui = (workload: TracingWorkload) => ingressFrom(options.uiFrom, named(workload, (n) => n === 'query' || n === 'query-grpc'));
+    if ('collector' in props.jaeger) {
+      const jaeger = props.jaeger;
+      const storage = egressTo(options.storage as Peers, ports('TCP', ...jaeger.storagePorts));
+      policy(jaeger.collector.deployment.name, component(jaeger.collector), [ingressFrom(pods(collector), named(jaeger.collector, (n) => !NOT_INGEST.has(n))), metrics(jaeger.collector)], [storage]);
+      const issuer = jaeger.oidcIssuerUrl ? [egressTo(options.backends, ports('TCP', urlPort(jaeger.oidcIssuerUrl)))] : [];
+      policy(jaeger.query.deployment.name, component(jaeger.query), [ui(jaeger.query), metrics(jaeger.query)], [storage, ...issuer]);
+      if (jaeger.indexCleaner && jaeger.indexCleanerSelector) {
+        // Nothing may reach the index cleaner: it serves nothing.
+        policy(jaeger.indexCleaner.name, { selector: jaeger.indexCleanerSelector, component: 'index-cleaner' }, [], [storage]);
+      }
+    } else {
+      const jaeger = props.jaeger.workload;
+      policy(jaeger.deployment.name, component(jaeger), [ingressFrom(pods(collector), named(jaeger, (n) => !NOT_INGEST.has(n))), ui(jaeger), metrics(jaeger)], []);
+    }
+
+    // HotROD: its frontend to browsers; its spans to the collector over OTLP/HTTP.
+    if (props.hotrod) {
+      const hotrod = props.hotrod.workload;
+      policy(hotrod.deployment.name, component(hotrod), [ingressFrom(options.uiFrom, named(hotrod, (n) => n === 'frontend'))], [egressTo(pods(collector), named(collector, (n) => n === 'otlp-http'))]);
+    }
+  }
+}
