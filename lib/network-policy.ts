@@ -85,7 +85,11 @@ export interface PodNetworkPolicyProps {
   readonly name: string;
   readonly namespace: string;
   readonly labels: Readonly<Record<string, string>>;
-  /** Labels of the pods it applies to. */
+  /**
+   * Labels of the pods it applies to: one label, `app.kubernetes.io/name`, which names exactly one
+   * component's pods here. (Polaris's missingNetworkPolicy accepts only a policy whose matchLabels
+   * hold exactly one of the pod's labels.)
+   */
   readonly podSelector: Readonly<Record<string, string>>;
   /** What may reach the pods; none: nothing. */
   readonly ingress: readonly k8s.NetworkPolicyIngressRule[];
@@ -95,6 +99,7 @@ export interface PodNetworkPolicyProps {
 
 /** A NetworkPolicy isolating the selected pods both ways, with exactly the listed flows open. */
 export function podNetworkPolicy(scope: Construct, id: string, props: PodNetworkPolicyProps): k8s.KubeNetworkPolicy {
+  if (Object.keys(props.podSelector).length !== 1) throw new Error(`NetworkPolicy ${props.name}: select the pods by one label (app.kubernetes.io/name), got ${JSON.stringify(props.podSelector)}`);
   return new k8s.KubeNetworkPolicy(scope, id, {
     metadata: { name: props.name, namespace: props.namespace, labels: { ...props.labels } },
     spec: {

@@ -178,7 +178,7 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
         namespace: this.namespace,
         name: OPERATOR_NAME,
         labels: operatorLabels('controller'),
-        podSelector: { 'app.kubernetes.io/name': OPERATOR_NAME, 'app.kubernetes.io/component': 'controller' },
+        podSelector: { 'app.kubernetes.io/name': OPERATOR_NAME },
         webhookPort: OPERATOR_PORTS.webhook,
         metricsPort: OPERATOR_PORTS.metrics,
         ...(props.otlpEndpoint ? { otlpEndpoint: props.otlpEndpoint } : {}),

@@ -305,7 +305,7 @@ export class ShellOperator extends Construct {
         namespace: this.namespace,
         name: SHELL_OPERATOR_NAME,
         labels,
-        podSelector: selector,
+        podSelector: { 'app.kubernetes.io/name': SHELL_OPERATOR_NAME },
       });
     }
   }

@@ -123,8 +123,6 @@ export class JaegerProduction extends Construct {
   /** When the query runs at least 2 replicas: its disruption budget. */
   public readonly queryDisruptionBudget?: k8s.KubePodDisruptionBudget;
   public readonly indexCleaner?: k8s.KubeCronJob;
-  /** Labels selecting the index cleaner's pods. */
-  public readonly indexCleanerSelector?: Readonly<Record<string, string>>;
   /** With `oidc`: the issuer oauth2-proxy reaches. */
   public readonly oidcIssuerUrl?: string;
   /** The ports of the storage's endpoints (server URLs, contact points), for the NetworkPolicies of the pods that reach it. */
@@ -290,7 +288,6 @@ export class JaegerProduction extends Construct {
       if (!Number.isInteger(days) || days < 1) throw new Error(`${where}: storage.retentionDays must be a whole number of days >= 1, got ${days}`);
       const cleanerName = `${name}-es-index-cleaner`;
       const labels = tracingLabels(cleanerName, 'index-cleaner');
-      this.indexCleanerSelector = { 'app.kubernetes.io/name': cleanerName, 'app.kubernetes.io/component': 'index-cleaner' };
       const env: k8s.EnvVar[] = [
         { name: 'INDEX_PREFIX', value: s.indexPrefix ?? 'jaeger' },
         ...(s.credentials ? [credentialEnv('ES_USERNAME', 'username'), credentialEnv('ES_PASSWORD', 'password')] : []),
@@ -366,6 +363,7 @@ function disruptionBudget(scope: Construct, id: string, workload: TracingWorkloa
   const name = workload.deployment.name;
   return new k8s.KubePodDisruptionBudget(scope, id, {
     metadata: { name, namespace, labels: tracingLabels(name, workload.selector['app.kubernetes.io/component']) },
-    spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { ...workload.selector } } },
+    // By name alone, which is the workload's own (Polaris counts a budget matching any one label of a pod as that pod's).
+    spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { 'app.kubernetes.io/name': name } } },
   });
 }

@@ -79,15 +79,16 @@ export class TracingNetworkPolicy extends Construct {
     const { namespace, options } = props;
     const prometheus = options.prometheus ?? PROMETHEUS_PEERS;
     const dns = dnsEgress(options.dns);
+    const byName = (name: string) => ({ 'app.kubernetes.io/name': name });
     const policy = (name: string, workload: { selector: Readonly<Record<string, string>>; component: string }, ingress: k8s.NetworkPolicyIngressRule[], egress: k8s.NetworkPolicyEgressRule[]) =>
       this.policies.push(podNetworkPolicy(this, name, { name, namespace, labels: tracingLabels(name, workload.component), podSelector: workload.selector, ingress, egress: [...egress, dns] }));
-    const pods = (workload: TracingWorkload): k8s.NetworkPolicyPeer[] => [{ podSelector: { matchLabels: { ...workload.selector } } }];
+    const pods = (workload: TracingWorkload): k8s.NetworkPolicyPeer[] => [{ podSelector: { matchLabels: byName(workload.deployment.name) } }];
     const named = (workload: TracingWorkload, filter: (name: string) => boolean): k8s.NetworkPolicyPort[] =>
       Object.entries(workload.ports)
         .filter(([name]) => filter(name))
         .flatMap(([name, port]) => ports(portProtocol(name), port));
     const metrics = (workload: TracingWorkload) => ingressFrom(prometheus, named(workload, (n) => n === 'metrics'));
-    const component = (workload: TracingWorkload) => ({ selector: workload.selector, component: workload.selector['app.kubernetes.io/component'] });
+    const component = (workload: TracingWorkload) => ({ selector: byName(workload.deployment.name), component: workload.selector['app.kubernetes.io/component'] });
 
     this.policies.push(defaultDenyPolicy(this, 'DefaultDeny', 'tracing-default-deny', namespace));
 
@@ -116,9 +117,9 @@ export class TracingNetworkPolicy extends Construct {
       policy(jaeger.collector.deployment.name, component(jaeger.collector), [ingressFrom(pods(collector), named(jaeger.collector, (n) => !NOT_INGEST.has(n))), metrics(jaeger.collector)], [storage]);
       const issuer = jaeger.oidcIssuerUrl ? [egressTo(options.backends, ports('TCP', urlPort(jaeger.oidcIssuerUrl)))] : [];
       policy(jaeger.query.deployment.name, component(jaeger.query), [ui(jaeger.query), metrics(jaeger.query)], [storage, ...issuer]);
-      if (jaeger.indexCleaner && jaeger.indexCleanerSelector) {
+      if (jaeger.indexCleaner) {
         // Nothing may reach the index cleaner: it serves nothing.
-        policy(jaeger.indexCleaner.name, { selector: jaeger.indexCleanerSelector, component: 'index-cleaner' }, [], [storage]);
+        policy(jaeger.indexCleaner.name, { selector: byName(jaeger.indexCleaner.name), component: 'index-cleaner' }, [], [storage]);
       }
     } else {
       const jaeger = props.jaeger.workload;
