@@ -24,10 +24,12 @@ import { type TracingWorkload, portProtocol } from './tracing-workload.ts';
 /** Where a trace stack's peers are: who sends spans, who opens the UIs, where the storage is. */
 export interface TracingNetworkPolicyOptions extends ClusterPeers {
   /**
-   * Who may send spans to the collector's OTLP ports (4317, 4318): the applications.
+   * Who may send spans: the applications, to the collector's OTLP ports (4317, 4318), and in the
+   * development stack to Jaeger's Thrift ports (14268, 6831/UDP, 6832/UDP) for clients that
+   * predate OTLP. (Production Jaeger takes spans from the collector gateway only.)
    * @default ALL_PODS: every pod of the cluster, in any namespace
    */
-  readonly otlpFrom?: readonly k8s.NetworkPolicyPeer[];
+  readonly spansFrom?: readonly k8s.NetworkPolicyPeer[];
   /**
    * Who may open the UIs: Jaeger's UI and query API (16686, 16685, or oauth2-proxy's port with
    * OIDC) and HotROD's frontend (8080). Browsers reach them through an Ingress controller, a load
@@ -61,8 +63,8 @@ export interface TracingNetworkPolicyProps {
   readonly receiverSecurity?: CollectorReceiverSecurity;
 }
 
-/** Ports of a workload that carry no spans: health, metrics and the query. */
-const NOT_INGEST = new Set(['health', 'metrics', 'query', 'query-grpc']);
+const isOtlp = (port: string) => port.startsWith('otlp-');
+const isThrift = (port: string) => port.startsWith('thrift-');
 
 /**
  * A trace stack's NetworkPolicies: a default deny for the stack's pods in its namespace, and one
@@ -88,6 +90,9 @@ export class TracingNetworkPolicy extends Construct {
         .filter(([name]) => filter(name))
         .flatMap(([name, port]) => ports(portProtocol(name), port));
     const metrics = (workload: TracingWorkload) => ingressFrom(prometheus, named(workload, (n) => n === 'metrics'));
+    // A rule only for ports the workload has (Jaeger without OTLP has no OTLP ports).
+    const onPorts = (peers: Peers, workload: TracingWorkload, filter: (name: string) => boolean) => (named(workload, filter).length > 0 ? [ingressFrom(peers, named(workload, filter))] : []);
+    const spansFrom = options.spansFrom ?? ALL_PODS;
     const component = (workload: TracingWorkload) => ({ selector: byName(workload.deployment.name), component: workload.selector['app.kubernetes.io/component'] });
 
     this.policies.push(defaultDenyPolicy(this, 'DefaultDeny', 'tracing-default-deny', namespace));
@@ -102,19 +107,19 @@ export class TracingNetworkPolicy extends Construct {
     policy(
       collector.deployment.name,
       component(collector),
-      [ingressFrom(options.otlpFrom ?? ALL_PODS, named(collector, (n) => n.startsWith('otlp-'))), metrics(collector)],
+      [ingressFrom(spansFrom, named(collector, isOtlp)), metrics(collector)],
       [
         egressTo(pods(jaegerIngest), named(jaegerIngest, (n) => n === 'otlp-grpc')),
         ...(outside.length > 0 ? [egressTo(options.backends, ports('TCP', ...new Set(outside)))] : []),
       ],
     );
 
-    // Jaeger: spans in from the collector only; the UI from browsers.
+    // Jaeger: OTLP from the collector; the UI from browsers.
     const ui = (workload: TracingWorkload) => ingressFrom(options.uiFrom, named(workload, (n) => n === 'query' || n === 'query-grpc'));
     if ('collector' in props.jaeger) {
       const jaeger = props.jaeger;
       const storage = egressTo(options.storage as Peers, ports('TCP', ...jaeger.storagePorts));
-      policy(jaeger.collector.deployment.name, component(jaeger.collector), [ingressFrom(pods(collector), named(jaeger.collector, (n) => !NOT_INGEST.has(n))), metrics(jaeger.collector)], [storage]);
+      policy(jaeger.collector.deployment.name, component(jaeger.collector), [...onPorts(pods(collector), jaeger.collector, isOtlp), metrics(jaeger.collector)], [storage]);
       const issuer = jaeger.oidcIssuerUrl ? [egressTo(options.backends, ports('TCP', urlPort(jaeger.oidcIssuerUrl)))] : [];
       policy(jaeger.query.deployment.name, component(jaeger.query), [ui(jaeger.query), metrics(jaeger.query)], [storage, ...issuer]);
       if (jaeger.indexCleaner) {
@@ -123,7 +128,8 @@ export class TracingNetworkPolicy extends Construct {
       }
     } else {
       const jaeger = props.jaeger.workload;
-      policy(jaeger.deployment.name, component(jaeger), [ingressFrom(pods(collector), named(jaeger, (n) => !NOT_INGEST.has(n))), ui(jaeger), metrics(jaeger)], []);
+      // Thrift from the applications themselves: the collector speaks only OTLP.
+      policy(jaeger.deployment.name, component(jaeger), [...onPorts(pods(collector), jaeger, isOtlp), ...onPorts(spansFrom, jaeger, isThrift), ui(jaeger), metrics(jaeger)], []);
     }
 
     // HotROD: its frontend to browsers; its spans to the collector over OTLP/HTTP.
