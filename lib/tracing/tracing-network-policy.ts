@@ -17,7 +17,7 @@ import {
 import type { HotRod } from './hotrod.ts';
 import type { JaegerAllInOne } from './jaeger-all-in-one.ts';
 import type { JaegerProduction } from './jaeger-production.ts';
-import { tracingLabels } from './names.ts';
+import { JAEGER_PORTS, tracingLabels } from './names.ts';
 import type { CollectorBackend, CollectorReceiverSecurity, OtelCollector } from './otel-collector.ts';
 import { type TracingWorkload, portProtocol } from './tracing-workload.ts';
 
@@ -109,7 +109,8 @@ export class TracingNetworkPolicy extends Construct {
       component(collector),
       [ingressFrom(spansFrom, named(collector, isOtlp)), metrics(collector)],
       [
-        egressTo(pods(jaegerIngest), named(jaegerIngest, (n) => n === 'otlp-grpc')),
+        // Where the collector's Jaeger exporter sends (otlpGrpcAddress), whether or not Jaeger listens there.
+        egressTo(pods(jaegerIngest), ports('TCP', addressPort(props.jaeger.otlpGrpcAddress, JAEGER_PORTS['otlp-grpc']))),
         ...(outside.length > 0 ? [egressTo(options.backends, ports('TCP', ...new Set(outside)))] : []),
       ],
     );
@@ -118,7 +119,7 @@ export class TracingNetworkPolicy extends Construct {
     const ui = (workload: TracingWorkload) => ingressFrom(options.uiFrom, named(workload, (n) => n === 'query' || n === 'query-grpc'));
     if ('collector' in props.jaeger) {
       const jaeger = props.jaeger;
-      const storage = egressTo(options.storage as Peers, ports('TCP', ...jaeger.storagePorts));
+      const storage = egressTo(options.storage, ports('TCP', ...jaeger.storagePorts));
       policy(jaeger.collector.deployment.name, component(jaeger.collector), [...onPorts(pods(collector), jaeger.collector, isOtlp), metrics(jaeger.collector)], [storage]);
       const issuer = jaeger.oidcIssuerUrl ? [egressTo(options.backends, ports('TCP', urlPort(jaeger.oidcIssuerUrl)))] : [];
       policy(jaeger.query.deployment.name, component(jaeger.query), [ui(jaeger.query), metrics(jaeger.query)], [storage, ...issuer]);

@@ -142,6 +142,13 @@ describe("the development trace stack's NetworkPolicies", () => {
     expect(allowed(policies, app, jaeger, 6831, 'TCP')).toBe(false);
   });
 
+  test('a Jaeger without OTLP (the spec\'s COLLECTOR_OTLP_ENABLED off) takes Thrift only', () => {
+    const thriftOnly = synth((chart) => new DevelopmentTracingStack(chart, 'dev', { jaeger: { otlpEnabled: false } }));
+    const jaegerPod = podOf(thriftOnly, 'jaeger');
+    expect(allowed(policiesOf(thriftOnly), app, jaegerPod, 14268)).toBe(true);
+    expect(only(thriftOnly, 'NetworkPolicy', 'jaeger').spec.ingress.flatMap((r: Manifest) => r.ports.map((p: Manifest) => p.port))).not.toContain(4317);
+  });
+
   test('take who sends spans and who opens the UIs', () => {
     const narrowed = policiesOf(
       synth((chart) => new DevelopmentTracingStack(chart, 'dev', { networkPolicy: { spansFrom: [{ namespaceSelector: { matchLabels: { team: 'shop' } } }], uiFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] } })),
