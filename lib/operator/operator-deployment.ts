@@ -231,7 +231,7 @@ export class OperatorDeployment extends Construct {
 
     const lint: LintExemption[] = [
       ...WORKLOAD_LINT_EXEMPTIONS,
-      { polaris: 'automountServiceAccountToken', reason: "The operator calls the API server as its ServiceAccount: the token is what it authenticates with." },
+      { polaris: 'automountServiceAccountToken', reason: 'The operator calls the API server as its ServiceAccount: the token is what it authenticates with.' },
       { kubeLinter: 'env-var-secret', polaris: 'sensitiveContainerEnvVar', reason: 'WEBHOOK_SECRET_NAME holds the name of the Secret with the webhook certificate, not a secret.' },
       ...(replicas === 1 ? singlePodLintExemptions('One replica (spec: the operator runs as one pod); with leader election, more replicas are stand-bys.') : []),
     ];

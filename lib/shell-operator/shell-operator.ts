@@ -184,8 +184,9 @@ export interface ShellOperatorProps {
 
 /**
  * The shell-style operator (spec §4, operator rule 1): a bash + kubectl + jq loop in one pod, with
- * its own ServiceAccount and least-privilege Role. An alternative to WebsiteOperator, never
- * deployed beside it: both would apply every Website's children.
+ * its own ServiceAccount and least-privilege Role, probes that check the loop's heartbeat, and
+ * NetworkPolicies. An alternative to WebsiteOperator, never deployed beside it: both would apply
+ * every Website's children.
  */
 export class ShellOperator extends Construct {
   public readonly namespace: string;
