@@ -100,6 +100,8 @@ export interface LogLine {
 
 /** scripts/shell-operator.sh running in the background, its log collected line by line. */
 export interface ShellOperatorProcess {
+  /** Process ID of scripts/shell-operator.sh, whose child runs the script's loop. */
+  readonly pid: number;
   readonly lines: readonly LogLine[];
   /** Lines reporting a finished cycle. */
   cycles(): LogLine[];
@@ -131,6 +133,7 @@ export function startShellOperator(cluster: ClusterAccess, namespace: string, en
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve((exitCode = code))));
   const cycles = () => lines.filter((l) => l.text.includes(' cycle done: '));
   return {
+    pid: child.pid!,
     lines,
     cycles,
     exited,

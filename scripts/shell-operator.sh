@@ -7,7 +7,7 @@
 #   NAMESPACE=team ONCE=1 bash scripts/shell-operator.sh    one cycle in namespace team
 #
 # Needs dist/website-shell-operator/website-shell-operator.yaml (or the ShellOperator construct's output) applied in that
-# namespace, and jq. INTERVAL, ONCE and FIELD_MANAGER are passed to the script (see its header).
+# namespace, and jq. INTERVAL, ONCE, FIELD_MANAGER and HEARTBEAT are passed to the script (see its header).
 # KUBECTL chooses kubectl (default: kubectl on PATH, else the local cluster's .cluster/bin/kubectl).
 set -euo pipefail
 shopt -s inherit_errexit

@@ -34,10 +34,14 @@ export function webhookDnsNames(service: string, namespace: string, clusterDomai
   return [service, `${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.${clusterDomain}`];
 }
 
-/** Labels shared by every object of the operator's deployment. */
+/**
+ * Labels shared by every object of the operator's deployment. The instance is the installation,
+ * named like its Deployment (Polaris's metadataAndInstanceMismatched).
+ */
 export function operatorLabels(component: string): Record<string, string> {
   return {
     'app.kubernetes.io/name': OPERATOR_NAME,
+    'app.kubernetes.io/instance': OPERATOR_NAME,
     'app.kubernetes.io/component': component,
     'app.kubernetes.io/part-of': 'website-stack',
   };

@@ -1,5 +1,7 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
+import { type LintExemption, WORKLOAD_LINT_EXEMPTIONS, lintAnnotations, singlePodLintExemptions } from '../lint.ts';
+import { replicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
 import {
@@ -237,14 +239,23 @@ export class OperatorDeployment extends Construct {
       : [];
     const volumeMounts: k8s.VolumeMount[] = fromFiles ? [{ name: 'webhook-tls', mountPath: WEBHOOK_CERT_DIR, readOnly: true }] : [];
 
+    const lint: LintExemption[] = [
+      ...WORKLOAD_LINT_EXEMPTIONS,
+      { polaris: 'automountServiceAccountToken', reason: 'The operator calls the API server as its ServiceAccount: the token is what it authenticates with.' },
+      { kubeLinter: 'env-var-secret', polaris: 'sensitiveContainerEnvVar', reason: 'WEBHOOK_SECRET_NAME holds the name of the Secret with the webhook certificate, not a secret.' },
+      ...(replicas === 1 ? singlePodLintExemptions('One replica (spec: the operator runs as one pod); with leader election, more replicas are stand-bys.') : []),
+    ];
+
     this.deployment = new k8s.KubeDeployment(this, 'Resource', {
-      metadata: { name: OPERATOR_NAME, namespace: props.namespace, labels },
+      metadata: { name: OPERATOR_NAME, namespace: props.namespace, labels, annotations: lintAnnotations(lint) },
       spec: {
         replicas,
         selector: { matchLabels: selector },
         template: {
           metadata: { labels },
           spec: {
+            // Stand-by replicas on other nodes and zones than the leader, to take over when it goes with its node.
+            ...(replicas > 1 ? replicaSpread(selector) : {}),
             serviceAccountName: props.serviceAccountName,
             automountServiceAccountToken: true,
             securityContext: restrictedPodSecurityContext(),

@@ -6,8 +6,9 @@ import type { ConversionWebhookService, WebsiteCrdOperator } from '../website/we
 import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
 import { type OperatorResources, OperatorDeployment } from './operator-deployment.ts';
 import { OperatorFlowControl, type OperatorFlowControlOptions } from './operator-flow-control.ts';
+import { OperatorNetworkPolicy, type OperatorNetworkPolicyOptions } from './operator-network-policy.ts';
 import { OperatorRbac } from './operator-rbac.ts';
-import { LEASE_NAME, OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT, type WebhookCertificateMode } from './names.ts';
+import { LEASE_NAME, OPERATOR_NAME, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_PATH, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT, type WebhookCertificateMode, operatorLabels } from './names.ts';
 import type { WatchNamespaces } from './watch-namespaces.ts';
 import { WebhookService } from './webhook-service.ts';
 
@@ -91,13 +92,25 @@ export interface WebsiteOperatorProps {
    * @default false
    */
   readonly flowControl?: boolean | OperatorFlowControlOptions;
+  /**
+   * NetworkPolicies (OperatorNetworkPolicy): a default deny for this package's pods in the
+   * namespace, and for the operator's pods exactly the flows it needs: the API server to the
+   * conversion webhook (9443), Prometheus to the metrics port (8080); out to the API server, DNS
+   * and, with `otlpEndpoint`, the traces' endpoint. `true` takes the defaults (any address on the
+   * webhook and API server ports, whose addresses are each cluster's own; kube-dns; Prometheus
+   * in `monitoring`); an object says where those are. They take effect only where the cluster's
+   * network plugin enforces NetworkPolicies. Websites, also in this namespace, are not selected.
+   * @default true
+   */
+  readonly networkPolicy?: boolean | OperatorNetworkPolicyOptions;
 }
 
 /**
  * Everything that deploys the operator: namespace, ServiceAccount, Roles and RoleBindings (in each
  * watched namespace, or a ClusterRole for all of them: `watchNamespaces`), Deployment,
  * webhook Service, and what the webhook certificate mode needs (a ClusterRole and its binding, or
- * cert-manager Issuers and Certificates); with `flowControl`, its FlowSchema and priority level.
+ * cert-manager Issuers and Certificates), NetworkPolicies; with `flowControl`, its FlowSchema and
+ * priority level.
  *
  * Pass it to the Website CRD, which takes its group, webhook Service and annotations from it:
  * `new WebsiteCrd(chart, 'crd', { operator })`.
@@ -115,6 +128,8 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
   public readonly webhookCertificate?: CertManagerWebhookCertificate;
   /** With `flowControl` only: the operator's FlowSchema and PriorityLevelConfiguration. */
   public readonly flowControl?: OperatorFlowControl;
+  /** Unless `networkPolicy` is false: the default deny and the operator's own NetworkPolicy. */
+  public readonly networkPolicy?: OperatorNetworkPolicy;
   /**
    * Annotations the Website CRD needs for this operator's webhook certificate mode (cert-manager's
    * CA injection; none in operator mode, where the operator sets the caBundle itself). A WebsiteCrd
@@ -172,6 +187,19 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       this.flowControl = new OperatorFlowControl(this, 'FlowControl', {
         ...(props.flowControl === true ? {} : props.flowControl),
         serviceAccount: { name: this.rbac.serviceAccount.name, namespace: this.namespace },
+      });
+    }
+    const networkPolicy = props.networkPolicy ?? true;
+    if (networkPolicy !== false) {
+      this.networkPolicy = new OperatorNetworkPolicy(this, 'NetworkPolicy', {
+        ...(networkPolicy === true ? {} : networkPolicy),
+        namespace: this.namespace,
+        name: OPERATOR_NAME,
+        labels: operatorLabels('controller'),
+        podSelector: { 'app.kubernetes.io/name': OPERATOR_NAME },
+        webhookPort: OPERATOR_PORTS.webhook,
+        metricsPort: OPERATOR_PORTS.metrics,
+        ...(props.otlpEndpoint ? { otlpEndpoint: props.otlpEndpoint } : {}),
       });
     }
   }

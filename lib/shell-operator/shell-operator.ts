@@ -3,8 +3,10 @@ import { App, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { SHELL_OPERATOR_SCRIPT } from '../../imports/shell-operator-script.ts';
+import { WORKLOAD_LINT_EXEMPTIONS, lintAnnotations, singlePodLintExemptions } from '../lint.ts';
 import { OPERATOR_NAMESPACE } from '../operator/names.ts';
 import type { OperatorResources } from '../operator/operator-deployment.ts';
+import { type ApiServerPeers, OperatorNetworkPolicy } from '../operator/operator-network-policy.ts';
 import { RESTRICTED_NAMESPACE_LABELS, restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
 import { linearChannel, pageHtml } from '../workload/page.ts';
@@ -40,6 +42,33 @@ export const DEFAULT_SHELL_OPERATOR_RESOURCES: OperatorResources = {
 
 /** Spec §8: the shell-style operator's poll interval. */
 export const DEFAULT_SHELL_OPERATOR_INTERVAL_SECONDS = 10;
+
+/** The deadline the script gives every API call (kubectl --request-timeout). */
+export const SHELL_OPERATOR_REQUEST_TIMEOUT_SECONDS = 30;
+
+/** Where the pod's script writes its heartbeat (on the pod's writable /tmp). */
+export const SHELL_OPERATOR_HEARTBEAT_FILE = '/tmp/heartbeat';
+
+/**
+ * The age after which the heartbeat says the loop is stuck. The script writes the time into the
+ * heartbeat file as each cycle starts and after each Website, so a working loop is silent for at
+ * most one sleep (`interval`) or one API call (its 30 s deadline, plus kubectl's start). Three
+ * intervals plus one deadline leaves room for both: 60 s at the default interval of 10 s.
+ */
+export function heartbeatMaxAgeSeconds(interval: number): number {
+  return 3 * interval + SHELL_OPERATOR_REQUEST_TIMEOUT_SECONDS;
+}
+
+/**
+ * The liveness and readiness check the kubelet runs in the container: succeeds while the
+ * heartbeat file ($HEARTBEAT) holds a time at most $HEARTBEAT_MAX_AGE seconds old. Bash builtins
+ * only, so the check neither forks nor depends on the image's date or stat.
+ */
+export const HEARTBEAT_CHECK: readonly string[] = [
+  'bash',
+  '-c',
+  'read -r beat <"$HEARTBEAT" && [[ $beat =~ ^[0-9]+$ ]] && (( EPOCHSECONDS - beat <= HEARTBEAT_MAX_AGE ))',
+];
 
 /**
  * What the script cannot compute itself, rendered by the constructs the real operator uses:
@@ -144,12 +173,21 @@ export interface ShellOperatorProps {
    * @default DEFAULT_SHELL_OPERATOR_RESOURCES
    */
   readonly resources?: OperatorResources;
+  /**
+   * NetworkPolicies: a default deny for this package's pods in the namespace, and for the shell
+   * operator's pod no ingress at all (it serves nothing) and egress only to the API server and
+   * DNS. `true` takes the defaults (any address on ports 443 and 6443, kube-dns); an object says
+   * where the API server and DNS are (see OperatorNetworkPolicy's `apiServer`).
+   * @default true
+   */
+  readonly networkPolicy?: boolean | { readonly apiServer?: ApiServerPeers; readonly dns?: readonly k8s.NetworkPolicyPeer[] };
 }
 
 /**
  * The shell-style operator (spec §4, operator rule 1): a bash + kubectl + jq loop in one pod, with
- * its own ServiceAccount and least-privilege Role. An alternative to WebsiteOperator, never
- * deployed beside it: both would apply every Website's children.
+ * its own ServiceAccount and least-privilege Role, probes that check the loop's heartbeat, and
+ * NetworkPolicies. An alternative to WebsiteOperator, never deployed beside it: both would apply
+ * every Website's children.
  */
 export class ShellOperator extends Construct {
   public readonly namespace: string;
@@ -158,6 +196,8 @@ export class ShellOperator extends Construct {
   public readonly roleBinding: k8s.KubeRoleBinding;
   public readonly configMap: k8s.KubeConfigMap;
   public readonly deployment: k8s.KubeDeployment;
+  /** Unless `networkPolicy` is false: the default deny and the shell operator's own NetworkPolicy. */
+  public readonly networkPolicy?: OperatorNetworkPolicy;
 
   constructor(scope: Construct, id: string, props: ShellOperatorProps = {}) {
     super(scope, id);
@@ -170,6 +210,7 @@ export class ShellOperator extends Construct {
     const resources = props.resources ?? DEFAULT_SHELL_OPERATOR_RESOURCES;
     const labels = {
       'app.kubernetes.io/name': SHELL_OPERATOR_NAME,
+      'app.kubernetes.io/instance': SHELL_OPERATOR_NAME,
       'app.kubernetes.io/component': 'controller',
       'app.kubernetes.io/part-of': 'website-stack',
     };
@@ -194,8 +235,20 @@ export class ShellOperator extends Construct {
 
     const q = k8s.Quantity.fromString;
     const selector = { 'app.kubernetes.io/name': SHELL_OPERATOR_NAME, 'app.kubernetes.io/component': 'controller' };
+    // Liveness: restart a loop that stopped writing its heartbeat (stuck, or stopped). Readiness:
+    // the same check, so the Deployment is available (kubectl rollout status, Argo CD's health)
+    // once the loop runs. Every 10 s; three failures in a row count.
+    const heartbeat: k8s.Probe = { exec: { command: [...HEARTBEAT_CHECK] }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 5 };
+    const lint = [
+      ...WORKLOAD_LINT_EXEMPTIONS,
+      { polaris: 'automountServiceAccountToken', reason: 'The script calls the API server (kubectl) as its ServiceAccount: the token is what it authenticates with.' },
+      ...singlePodLintExemptions('One loop: a second would apply every Website again, doubling the API load for nothing.'),
+      ...(props.networkPolicy === false
+        ? []
+        : [{ polaris: 'missingNetworkPolicy', reason: 'Its NetworkPolicy has no ingress rule on purpose: the pod serves nothing, so no traffic may reach it.' }]),
+    ];
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
-      metadata,
+      metadata: { ...metadata, annotations: lintAnnotations(lint) },
       spec: {
         // One loop: a second would apply every Website again, doubling the API load for nothing.
         replicas: 1,
@@ -224,9 +277,11 @@ export class ShellOperator extends Construct {
                   { name: 'FIELD_MANAGER', value: SHELL_OPERATOR_FIELD_MANAGER },
                   // kubectl's discovery cache and the script's scratch files: the root is read-only.
                   { name: 'HOME', value: '/tmp' },
+                  { name: 'HEARTBEAT', value: SHELL_OPERATOR_HEARTBEAT_FILE },
+                  { name: 'HEARTBEAT_MAX_AGE', value: String(heartbeatMaxAgeSeconds(interval)) },
                 ],
-                // No probes: the process serves no port, cannot hang (every API call has a
-                // 30 s deadline), and if bash ever exits the kubelet restarts it.
+                livenessProbe: heartbeat,
+                readinessProbe: heartbeat,
                 resources: {
                   requests: { cpu: q(resources.cpuRequest), memory: q(resources.memoryRequest) },
                   limits: { memory: q(resources.memoryLimit) },
@@ -246,5 +301,14 @@ export class ShellOperator extends Construct {
         },
       },
     });
+    if (props.networkPolicy !== false) {
+      this.networkPolicy = new OperatorNetworkPolicy(this, 'NetworkPolicy', {
+        ...(props.networkPolicy === true || props.networkPolicy === undefined ? {} : props.networkPolicy),
+        namespace: this.namespace,
+        name: SHELL_OPERATOR_NAME,
+        labels,
+        podSelector: { 'app.kubernetes.io/name': SHELL_OPERATOR_NAME },
+      });
+    }
   }
 }

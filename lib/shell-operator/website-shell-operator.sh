@@ -18,6 +18,8 @@
 #   FIELD_MANAGER  server-side apply field manager (default website-shell-operator)
 #   KUBECTL        kubectl to run (default kubectl)
 #   ONCE           1: one cycle, then exit non-zero if any Website failed (default: loop forever)
+#   HEARTBEAT      a file the loop writes the time (epoch seconds) into as each cycle starts and
+#                  after each Website: the pod's liveness probe checks its age (default: none)
 #
 # Logs go to stderr, one line each: startup, one summary per cycle, one line per failure.
 
@@ -33,11 +35,17 @@ INTERVAL=${INTERVAL:-10}
 FIELD_MANAGER=${FIELD_MANAGER:-website-shell-operator}
 KUBECTL=${KUBECTL:-kubectl}
 ONCE=${ONCE:-}
+HEARTBEAT=${HEARTBEAT:-}
 
 [[ $INTERVAL =~ ^[0-9]+$ && $INTERVAL -ge 1 ]] || die "INTERVAL must be a whole number of seconds >= 1, got '$INTERVAL'"
 command -v jq >/dev/null || die "jq is not installed: the operator renders every object with it"
 command -v "$KUBECTL" >/dev/null || die "kubectl not found (KUBECTL=$KUBECTL)"
 GROUP=$(jq -er '.group' "$TEMPLATE") || die "cannot read the API group from TEMPLATE=$TEMPLATE"
+
+# Proof of progress for the liveness probe: a builtin write, no fork. A failed cycle beats too:
+# the loop is alive, and a restart would not bring back the API server.
+beat() { [[ -z $HEARTBEAT ]] || printf '%s\n' "$EPOCHSECONDS" >"$HEARTBEAT"; }
+beat || die "cannot write the heartbeat file HEARTBEAT=$HEARTBEAT"
 
 work=$(mktemp -d) || die "cannot create a temporary directory (is /tmp writable?)"
 # kubectl caches API discovery here, so a cycle does not repeat it for every Website.
@@ -122,6 +130,7 @@ oneline() { local text; text=$(cat); printf '%s' "${text//$'\n'/ }"; }
 # One cycle. Returns 0 when every Website's children were applied; the loop goes on either way.
 reconcile_all() {
   local started=${EPOCHREALTIME//[!0-9]/} total=0 failed=0 name kind payload out
+  beat
   if ! kube get "websites.v1.$GROUP" --namespace "$NAMESPACE" --output json >"$work/websites.json" 2>"$work/error"; then
     log "cannot list Websites in namespace $NAMESPACE, retrying in ${INTERVAL}s: $(oneline <"$work/error")"
     return 1
@@ -131,6 +140,7 @@ reconcile_all() {
     return 1
   fi
   while IFS=$'\t' read -r name kind payload; do
+    beat
     total=$((total + 1))
     if [[ $kind != apply ]]; then
       log "website $name: skipped: $payload"

@@ -4,6 +4,7 @@ import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import { HotRod } from './hotrod.ts';
 import { JaegerAllInOne, type JaegerAllInOneProps } from './jaeger-all-in-one.ts';
 import { TRACING_NAMESPACE } from './names.ts';
+import { TracingNetworkPolicy, type TracingNetworkPolicyOptions } from './tracing-network-policy.ts';
 import { type CollectorSampling, OtelCollector } from './otel-collector.ts';
 
 export interface DevelopmentTracingStackProps {
@@ -17,6 +18,15 @@ export interface DevelopmentTracingStackProps {
   readonly sampling?: CollectorSampling;
   /** Deploy HotROD, sending through the collector. @default true */
   readonly hotrod?: boolean;
+  /**
+   * NetworkPolicies (TracingNetworkPolicy): a default deny for the stack's pods, and per component
+   * exactly its flows: applications to the collector (OTLP 4317/4318), the collector to Jaeger,
+   * browsers to the UIs, Prometheus to the metrics ports, DNS. `true` takes the defaults (spans from
+   * any pod of the cluster; UIs from any address; Prometheus in `monitoring`; kube-dns); an object
+   * says where those are. They take effect only where the network plugin enforces NetworkPolicies.
+   * @default true
+   */
+  readonly networkPolicy?: boolean | TracingNetworkPolicyOptions;
 }
 
 /**
@@ -28,6 +38,8 @@ export class DevelopmentTracingStack extends Construct {
   public readonly jaeger: JaegerAllInOne;
   public readonly collector: OtelCollector;
   public readonly hotrod?: HotRod;
+  /** Unless `networkPolicy` is false: the stack's NetworkPolicies. */
+  public readonly networkPolicy?: TracingNetworkPolicy;
 
   constructor(scope: Construct, id: string, props: DevelopmentTracingStackProps = {}) {
     super(scope, id);
@@ -43,6 +55,16 @@ export class DevelopmentTracingStack extends Construct {
     });
     if (props.hotrod ?? true) {
       this.hotrod = new HotRod(this, 'HotRod', { namespace, otlpEndpoint: this.collector.otlpHttpEndpoint, jaegerUiUrl: this.jaeger.queryUrl });
+    }
+    const networkPolicy = props.networkPolicy ?? true;
+    if (networkPolicy !== false) {
+      this.networkPolicy = new TracingNetworkPolicy(this, 'NetworkPolicy', {
+        namespace,
+        options: networkPolicy === true ? {} : networkPolicy,
+        collector: this.collector,
+        jaeger: this.jaeger,
+        ...(this.hotrod ? { hotrod: this.hotrod } : {}),
+      });
     }
   }
 }

@@ -1,4 +1,5 @@
 import { Construct } from 'constructs';
+import { singlePodLintExemptions } from '../lint.ts';
 import { HOTROD_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost } from './names.ts';
 import { type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
@@ -53,6 +54,7 @@ export class HotRod extends Construct {
       // A TCP check: an HTTP probe would put a trace of every probe into Jaeger.
       health: { port: 'frontend' },
       resources: props.resources ?? DEFAULT_HOTROD_RESOURCES,
+      lint: singlePodLintExemptions('HotROD is a demo workload: one pod produces every trace the examples need.'),
     });
     this.frontendUrl = `http://${serviceHost(name, namespace)}:${HOTROD_PORTS.frontend}`;
   }

@@ -1,5 +1,6 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
+import { singlePodLintExemptions } from '../lint.ts';
 import { type JaegerStorage, jaegerConfig } from './jaeger-config.ts';
 import { JAEGER_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost, tracingLabels } from './names.ts';
 import { type TracingResources, TracingWorkload } from './tracing-workload.ts';
@@ -112,6 +113,7 @@ export class JaegerAllInOne extends Construct {
       resources: props.resources ?? DEFAULT_ALL_IN_ONE_RESOURCES,
       // Badger's directory takes one writer: the old pod must be gone before the new one opens it.
       strategy: storage.type === 'badger' ? 'Recreate' : 'RollingUpdate',
+      lint: singlePodLintExemptions('All-in-one is one process by design: its storage (memory, or Badger on one volume) is not shared between pods.'),
     });
     this.otlpGrpcAddress = `${serviceHost(name, namespace)}:${otlpGrpc}`;
     this.queryUrl = `http://${serviceHost(name, namespace)}:${query}`;

@@ -1,5 +1,8 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
+import { WORKLOAD_LINT_EXEMPTIONS, lintAnnotations } from '../lint.ts';
+import { addressPort, urlPort } from '../network-policy.ts';
+import { DEFAULT_REPLICA_SPREAD, type ReplicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { JAEGER_CONFIG_DIR, JAEGER_CONFIG_FILE } from './jaeger-all-in-one.ts';
 import { type JaegerReceiverTls, type JaegerStorage, jaegerConfig } from './jaeger-config.ts';
@@ -83,6 +86,12 @@ export interface JaegerProductionProps {
   readonly oidc?: QueryOidcProps;
   /** @default 2 */
   readonly queryReplicas?: number;
+  /**
+   * How the collector's and the query's replicas spread: by default each prefers nodes and
+   * zones without another replica of its own, and never stays Pending for it.
+   * @default DEFAULT_REPLICA_SPREAD: { acrossNodes: 'preferred', acrossZones: 'preferred' }
+   */
+  readonly spread?: ReplicaSpread;
   /** @default DEFAULT_JAEGER_COLLECTOR_RESOURCES */
   readonly collectorResources?: TracingResources;
   /** @default DEFAULT_JAEGER_QUERY_RESOURCES */
@@ -109,7 +118,15 @@ export class JaegerProduction extends Construct {
   public readonly collectorConfig: Record<string, unknown>;
   public readonly queryConfig: Record<string, unknown>;
   public readonly autoscaler: k8s.KubeHorizontalPodAutoscalerV2;
+  /** When the collector runs at least 2 replicas: its disruption budget. */
+  public readonly collectorDisruptionBudget?: k8s.KubePodDisruptionBudget;
+  /** When the query runs at least 2 replicas: its disruption budget. */
+  public readonly queryDisruptionBudget?: k8s.KubePodDisruptionBudget;
   public readonly indexCleaner?: k8s.KubeCronJob;
+  /** With `oidc`: the issuer oauth2-proxy reaches. */
+  public readonly oidcIssuerUrl?: string;
+  /** The ports of the storage's endpoints (server URLs, contact points), for the NetworkPolicies of the pods that reach it. */
+  public readonly storagePorts: readonly number[];
   /** `<name>-collector.<namespace>.svc:4317`. */
   public readonly otlpGrpcAddress: string;
 
@@ -196,6 +213,7 @@ export class JaegerProduction extends Construct {
       health: { path: '/status', port: 'health' },
       resources: props.collectorResources ?? DEFAULT_JAEGER_COLLECTOR_RESOURCES,
       replicas: scaling.min,
+      spread: props.spread ?? DEFAULT_REPLICA_SPREAD,
     });
     const collectorName = `${name}-collector`;
     this.autoscaler = new k8s.KubeHorizontalPodAutoscalerV2(this, 'CollectorAutoscaler', {
@@ -207,15 +225,13 @@ export class JaegerProduction extends Construct {
         metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: scaling.targetCpuUtilization } } }],
       },
     });
-    if (scaling.min > 1) {
-      new k8s.KubePodDisruptionBudget(this, 'CollectorDisruptionBudget', {
-        metadata: { name: collectorName, namespace, labels: tracingLabels(collectorName, 'collector') },
-        spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), selector: { matchLabels: { 'app.kubernetes.io/name': collectorName, 'app.kubernetes.io/component': 'collector' } } },
-      });
-    }
+    if (scaling.min > 1) this.collectorDisruptionBudget = disruptionBudget(this, 'CollectorDisruptionBudget', this.collector, namespace);
 
     // Query: the UI and API, reading the same storage; behind oauth2-proxy when OIDC is on.
     const oidc = props.oidc;
+    this.oidcIssuerUrl = oidc?.issuerUrl;
+    const queryReplicas = props.queryReplicas ?? 2;
+    if (!Number.isInteger(queryReplicas) || queryReplicas < 1) throw new Error(`${where}: queryReplicas must be a whole number >= 1, got ${queryReplicas}`);
     this.queryConfig = jaegerConfig({ storage: storage('query'), query: { localOnly: oidc !== undefined }, serviceName: `${name}-query` });
     const sidecars: k8s.Container[] = [];
     if (oidc) {
@@ -242,6 +258,7 @@ export class JaegerProduction extends Construct {
         ],
         ports: [{ name: 'query', containerPort: OAUTH2_PROXY_PORT, protocol: 'TCP' }],
         readinessProbe: { httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') }, periodSeconds: 10 },
+        livenessProbe: { httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 },
         resources: { requests: { cpu: q('20m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
         securityContext: restrictedContainerSecurityContext(),
       });
@@ -260,8 +277,11 @@ export class JaegerProduction extends Construct {
       secretMounts: storageMounts,
       health: { path: '/status', port: 'health' },
       resources: props.queryResources ?? DEFAULT_JAEGER_QUERY_RESOURCES,
-      replicas: props.queryReplicas ?? 2,
+      replicas: queryReplicas,
+      spread: props.spread ?? DEFAULT_REPLICA_SPREAD,
+      ...(queryReplicas === 1 ? { lint: [{ polaris: 'deploymentMissingReplicas', reason: 'queryReplicas is 1 by choice: the UI is down while its pod restarts.' }, { polaris: 'missingPodDisruptionBudget', reason: 'One pod: a disruption budget could only block every node drain or allow everything.' }] } : {}),
     });
+    if (queryReplicas > 1) this.queryDisruptionBudget = disruptionBudget(this, 'QueryDisruptionBudget', this.query, namespace);
 
     if (s.type === 'elasticsearch') {
       const days = s.retentionDays ?? 7;
@@ -275,17 +295,29 @@ export class JaegerProduction extends Construct {
       ];
       const q = k8s.Quantity.fromString;
       this.indexCleaner = new k8s.KubeCronJob(this, 'IndexCleaner', {
-        metadata: { name: cleanerName, namespace, labels },
+        metadata: {
+          name: cleanerName,
+          namespace,
+          labels,
+          annotations: lintAnnotations([
+            ...WORKLOAD_LINT_EXEMPTIONS,
+            { polaris: 'missingNetworkPolicy', reason: 'Its NetworkPolicy has no ingress rule on purpose: the job serves nothing, so no traffic may reach it.' },
+          ]),
+        },
         spec: {
           schedule: s.indexCleanerSchedule ?? '55 23 * * *',
           timeZone: 'Etc/UTC',
           concurrencyPolicy: 'Forbid',
+          // The CronJob keeps the last successful run and the last three failed ones for
+          // inspection, and deletes older ones. No ttlSecondsAfterFinished on its Jobs: a TTL
+          // would delete them behind these limits' back (a day's TTL leaves at most one failed
+          // run of a daily job), which is why kube-linter's job-ttl-seconds-after-finished flags
+          // a TTL on a CronJob's Jobs and asks for one only on standalone Jobs.
           successfulJobsHistoryLimit: 1,
           failedJobsHistoryLimit: 3,
           jobTemplate: {
             spec: {
               backoffLimit: 3,
-              ttlSecondsAfterFinished: 86400,
               template: {
                 metadata: { labels },
                 spec: {
@@ -314,5 +346,24 @@ export class JaegerProduction extends Construct {
       });
     }
     this.otlpGrpcAddress = `${serviceHost(collectorName, namespace)}:${p['otlp-grpc']}`;
+    this.storagePorts = [...new Set(s.type === 'elasticsearch' ? s.serverUrls.map(urlPort) : s.servers.map((server) => addressPort(server, CASSANDRA_PORT)))];
   }
+}
+
+/** Cassandra's native protocol port, where a contact point names none. */
+const CASSANDRA_PORT = 9042;
+
+/**
+ * A budget letting one pod of `workload` go at a time in a drain. Pods that are not Ready may go
+ * regardless (unhealthyPodEvictionPolicy AlwaysAllow, the value Kubernetes recommends): they
+ * serve nothing, and under the default IfHealthyBudget a crash-looping pod would block the drain
+ * of its node for as long as the budget is unmet.
+ */
+function disruptionBudget(scope: Construct, id: string, workload: TracingWorkload, namespace: string): k8s.KubePodDisruptionBudget {
+  const name = workload.deployment.name;
+  return new k8s.KubePodDisruptionBudget(scope, id, {
+    metadata: { name, namespace, labels: tracingLabels(name, workload.selector['app.kubernetes.io/component']) },
+    // By name alone, which is the workload's own (Polaris counts a budget matching any one label of a pod as that pod's).
+    spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { 'app.kubernetes.io/name': name } } },
+  });
 }

@@ -51,10 +51,11 @@ export const HOTROD_PORTS = {
 /** The health-check paths whose spans the collector drops (spec §1.9: noise). */
 export const HEALTH_CHECK_PATHS = ['/healthz', '/readyz', '/livez', '/health'] as const;
 
-/** Labels of one trace-stack component. */
+/** Labels of one trace-stack component; the instance is named like its Deployment (Polaris's metadataAndInstanceMismatched). */
 export function tracingLabels(name: string, component: string): Record<string, string> {
   return {
     'app.kubernetes.io/name': name,
+    'app.kubernetes.io/instance': name,
     'app.kubernetes.io/component': component,
     'app.kubernetes.io/part-of': 'website-stack',
   };

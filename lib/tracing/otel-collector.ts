@@ -1,5 +1,7 @@
 import type { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
+import { singlePodLintExemptions } from '../lint.ts';
+import { DEFAULT_REPLICA_SPREAD } from '../scheduling.ts';
 import {
   type ClientTlsConfig,
   type CollectorConfig,
@@ -359,6 +361,9 @@ export class OtelCollector extends Construct {
       health: { path: '/', port: 'health' },
       resources: props.resources ?? DEFAULT_COLLECTOR_RESOURCES,
       replicas,
+      ...(replicas > 1
+        ? { spread: DEFAULT_REPLICA_SPREAD }
+        : { lint: singlePodLintExemptions('One collector by default: tail sampling needs every span of a trace in one collector; raise replicas (behind a trace-id-aware load balancer for tail sampling) to scale.') }),
     });
     this.otlpHttpEndpoint = `http://${serviceHost(name, namespace)}:${COLLECTOR_PORTS['otlp-http']}`;
     this.otlpGrpcAddress = `${serviceHost(name, namespace)}:${COLLECTOR_PORTS['otlp-grpc']}`;

@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import { JaegerProduction, type JaegerProductionProps } from './jaeger-production.ts';
 import { TRACING_NAMESPACE } from './names.ts';
+import { TracingNetworkPolicy, type TracingNetworkPolicyOptions } from './tracing-network-policy.ts';
 import { type CollectorBackend, type CollectorReceiverSecurity, type CollectorSampling, OtelCollector } from './otel-collector.ts';
 
 export interface ProductionTracingStackProps {
@@ -24,6 +25,15 @@ export interface ProductionTracingStackProps {
   readonly extraBackends?: readonly CollectorBackend[];
   /** @default open receivers inside the cluster */
   readonly receiverSecurity?: CollectorReceiverSecurity;
+  /**
+   * NetworkPolicies (TracingNetworkPolicy): a default deny for the stack's pods, and per component
+   * exactly its flows: applications to the collector (OTLP 4317/4318), the collector to Jaeger, Jaeger to its storage (Elasticsearch or Cassandra),
+   * browsers to the UIs, Prometheus to the metrics ports, DNS. `true` takes the defaults (spans from
+   * any pod of the cluster; UIs from any address; Prometheus in `monitoring`; kube-dns; the storage at any address on its ports); an object
+   * says where those are. They take effect only where the network plugin enforces NetworkPolicies.
+   * @default true
+   */
+  readonly networkPolicy?: boolean | TracingNetworkPolicyOptions;
 }
 
 /**
@@ -33,6 +43,8 @@ export interface ProductionTracingStackProps {
 export class ProductionTracingStack extends Construct {
   public readonly jaeger: JaegerProduction;
   public readonly collector: OtelCollector;
+  /** Unless `networkPolicy` is false: the stack's NetworkPolicies. */
+  public readonly networkPolicy?: TracingNetworkPolicy;
 
   constructor(scope: Construct, id: string, props: ProductionTracingStackProps) {
     super(scope, id);
@@ -55,5 +67,16 @@ export class ProductionTracingStack extends Construct {
       ],
       ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
     });
+    const networkPolicy = props.networkPolicy ?? true;
+    if (networkPolicy !== false) {
+      this.networkPolicy = new TracingNetworkPolicy(this, 'NetworkPolicy', {
+        namespace,
+        options: networkPolicy === true ? {} : networkPolicy,
+        collector: this.collector,
+        jaeger: this.jaeger,
+        ...(props.extraBackends ? { extraBackends: props.extraBackends } : {}),
+        ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
+      });
+    }
   }
 }

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { Yaml } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
+import { type LintExemption, WORKLOAD_LINT_EXEMPTIONS, lintAnnotations } from '../lint.ts';
+import { type ReplicaSpread, replicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { tracingLabels } from './names.ts';
 
@@ -49,6 +51,14 @@ export interface TracingWorkloadProps {
   readonly sidecarPorts?: Readonly<Record<string, number>>;
   /** Deployment strategy; Recreate for a single-writer volume. @default RollingUpdate */
   readonly strategy?: 'RollingUpdate' | 'Recreate';
+  /** How replicas spread over nodes and zones; for a workload that may run more than one pod. @default no spreading rules */
+  readonly spread?: ReplicaSpread;
+  /**
+   * Linter findings the Deployment keeps on purpose, besides WORKLOAD_LINT_EXEMPTIONS (which
+   * every workload has), as annotations on it.
+   * @default none
+   */
+  readonly lint?: readonly LintExemption[];
 }
 
 /**
@@ -62,11 +72,16 @@ export class TracingWorkload extends Construct {
   public readonly service: k8s.KubeService;
   /** The configuration file's text, exactly as the ConfigMap holds it. */
   public readonly configText?: string;
+  /** The Deployment's selector: labels of exactly its pods. */
+  public readonly selector: Readonly<Record<string, string>>;
+  /** Every container port of the pod (sidecars' too), by name. */
+  public readonly ports: Readonly<Record<string, number>>;
 
   constructor(scope: Construct, id: string, props: TracingWorkloadProps) {
     super(scope, id);
     const labels = tracingLabels(props.name, props.component);
     const selector = { 'app.kubernetes.io/name': props.name, 'app.kubernetes.io/component': props.component };
+    this.selector = selector;
     const metadata = { name: props.name, namespace: props.namespace, labels };
     const q = k8s.Quantity.fromString;
 
@@ -100,7 +115,7 @@ export class TracingWorkload extends Construct {
     };
 
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
-      metadata,
+      metadata: { ...metadata, annotations: lintAnnotations([...WORKLOAD_LINT_EXEMPTIONS, ...(props.lint ?? [])]) },
       spec: {
         replicas: props.replicas ?? 1,
         selector: { matchLabels: selector },
@@ -108,6 +123,7 @@ export class TracingWorkload extends Construct {
         template: {
           metadata: { labels, ...(Object.keys(annotations).length > 0 ? { annotations } : {}) },
           spec: {
+            ...(props.spread ? replicaSpread(selector, props.spread) : {}),
             automountServiceAccountToken: false,
             securityContext: restrictedPodSecurityContext(),
             volumes,
@@ -135,6 +151,7 @@ export class TracingWorkload extends Construct {
     });
 
     const allPorts = { ...props.ports, ...props.sidecarPorts };
+    this.ports = allPorts;
     const exposed = [...(props.servicePorts ?? Object.keys(props.ports)), ...Object.keys(props.sidecarPorts ?? {})];
     for (const name of exposed) {
       if (!(name in allPorts)) throw new Error(`TracingWorkload at '${this.node.path}': servicePorts names '${name}', which is not one of its ports (${Object.keys(allPorts).join(', ')})`);
@@ -150,6 +167,6 @@ export class TracingWorkload extends Construct {
 }
 
 /** Jaeger's Thrift compact and binary receivers are UDP; every other port is TCP. */
-function portProtocol(name: string): 'TCP' | 'UDP' {
+export function portProtocol(name: string): 'TCP' | 'UDP' {
   return /^thrift-(compact|binary)$/.test(name) ? 'UDP' : 'TCP';
 }

@@ -1,10 +1,11 @@
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { type ShellOperatorProcess, startShellOperator } from '../../bench/shell-operator.ts';
-import { SHELL_OPERATOR_FIELD_MANAGER, ShellOperator, shellOperatorRoleRules } from '../../lib/shell-operator/shell-operator.ts';
+import { SHELL_OPERATOR_FIELD_MANAGER, ShellOperator, heartbeatMaxAgeSeconds, shellOperatorRoleRules } from '../../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
 import { renderPage } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
@@ -350,6 +351,52 @@ describe('the shell operator in a namespace of its own', () => {
       expect(run.lines.at(-1)!.text).toMatch(/stopping on signal$/);
     }
     expect(run.cycles().length).toBe(cycles);
+  });
+});
+
+describe("the shell operator's heartbeat, as its probes check it", () => {
+  let own: string;
+  let dir: string;
+  beforeAll(async () => {
+    own = await shellNamespace('shell-heartbeat');
+    dir = mkdtempSync(join(tmpdir(), 'heartbeat-'));
+  });
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await deleteNamespace(own);
+  });
+
+  test('the probe succeeds while the loop runs, fails once the loop stalls (SIGSTOP), and succeeds again when it resumes', async () => {
+    // The probe exactly as the Deployment declares it, with the Deployment's environment for its interval.
+    const deployment = synth((chart) => new ShellOperator(chart, 'shell', { namespace: own, createNamespace: false, intervalSeconds: INTERVAL })).find((m) => m.kind === 'Deployment')!;
+    const container = deployment.spec.template.spec.containers[0];
+    const command: string[] = container.livenessProbe.exec.command;
+    expect(container.readinessProbe.exec.command).toEqual(command);
+    const env = Object.fromEntries(container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]));
+    expect(Number(env.HEARTBEAT_MAX_AGE)).toBe(heartbeatMaxAgeSeconds(INTERVAL));
+    const heartbeat = join(dir, 'heartbeat');
+    const probe = () => spawnSync(command[0], command.slice(1), { env: { PATH: process.env.PATH!, HEARTBEAT: heartbeat, HEARTBEAT_MAX_AGE: env.HEARTBEAT_MAX_AGE } }).status;
+
+    const run = startShellOperator(cluster, own, { INTERVAL: String(INTERVAL), HEARTBEAT: heartbeat });
+    try {
+      await run.waitForCycles(2, 60_000);
+      expect(probe()).toBe(0);
+      // The loop is the script's bash, a child of scripts/shell-operator.sh.
+      const loop = Number(execFileSync('pgrep', ['-P', String(run.pid), '-f', 'website-shell-operator.sh'], { encoding: 'utf8' }).trim());
+      expect(loop).toBeGreaterThan(0);
+      process.kill(loop, 'SIGSTOP');
+      try {
+        const stalledAt = run.cycles().length;
+        await eventually('the probe to fail on the stalled loop', async () => (probe() !== 0 ? true : undefined), (Number(env.HEARTBEAT_MAX_AGE) + 30) * 1000);
+        expect(run.cycles().length).toBe(stalledAt);
+      } finally {
+        process.kill(loop, 'SIGCONT');
+      }
+      await eventually('the probe to succeed again', async () => (probe() === 0 ? true : undefined), (INTERVAL + 30) * 1000);
+      expect(run.running()).toBe(true);
+    } finally {
+      expect((await run.stop()).code).toBe(0);
+    }
   });
 });
 

@@ -79,7 +79,7 @@ describe('the synthesized app', () => {
   });
 
   test.each(['tracing-dev/tracing-dev', 'tracing-production-elasticsearch/tracing-production-elasticsearch', 'tracing-production-cassandra/tracing-production-cassandra'])(
-    '%s: namespace, configuration and Services, then Jaeger, then the Collector, then HotROD, then scaling',
+    '%s: namespace, configuration, Services and NetworkPolicies, then Jaeger, then the Collector, then HotROD, then scaling',
     (id) => {
       const wave = (kind: string, name: string) => Number(charts[id].find((m) => m.kind === kind && m.metadata.name === name)?.metadata.annotations['argocd.argoproj.io/sync-wave']);
       const w = TRACING_SYNC_WAVES;
@@ -88,7 +88,7 @@ describe('the synthesized app', () => {
       expect(w.collector).toBeLessThan(w.hotrod);
       expect(w.hotrod).toBeLessThan(w.scaling);
       for (const m of charts[id]) {
-        const expected = ['Namespace', 'ConfigMap', 'Service'].includes(m.kind)
+        const expected = ['Namespace', 'ConfigMap', 'Service', 'NetworkPolicy'].includes(m.kind)
           ? w.config
           : ['HorizontalPodAutoscaler', 'PodDisruptionBudget'].includes(m.kind)
             ? w.scaling

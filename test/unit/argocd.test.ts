@@ -255,8 +255,9 @@ spec:
         );
         // directory.exclude is honoured: the excluded shell operator's namespace collides with nothing.
         expect(found.filter((p) => p.includes('website-system'))).toEqual([]);
-        // 12 objects both production stacks define, 4 of which (namespace, collector) dev does too.
-        expect(found.filter((p) => p.includes('defined twice'))).toHaveLength(12 + 4);
+        // 17 objects both production stacks define, 6 of which (namespace, collector, the collector's
+        // NetworkPolicy and the default deny) dev does too.
+        expect(found.filter((p) => p.includes('defined twice'))).toHaveLength(17 + 6);
       } finally {
         rmSync(repo, { recursive: true, force: true });
       }

@@ -60,7 +60,12 @@ describe('OperatorFlowControl', () => {
       for (const object of [priorityLevel, flowSchema]) {
         expect(object.metadata).toEqual({
           name: 'website-operator-website-system',
-          labels: { 'app.kubernetes.io/name': 'website-operator', 'app.kubernetes.io/component': 'flow-control', 'app.kubernetes.io/part-of': 'website-stack' },
+          labels: {
+            'app.kubernetes.io/name': 'website-operator',
+            'app.kubernetes.io/instance': 'website-operator',
+            'app.kubernetes.io/component': 'flow-control',
+            'app.kubernetes.io/part-of': 'website-stack',
+          },
         });
       }
       const elsewhere = operator({ namespace: 'sites', flowControl: true });

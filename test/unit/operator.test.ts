@@ -172,6 +172,17 @@ describe('WebsiteOperator', () => {
     expect(() => operator({ replicas: 0 })).toThrow(/replicas must be a positive integer/);
     expect(only(operator({ replicas: 2 }), 'Deployment').spec.replicas).toBe(2);
   });
+
+  test('one replica carries the single-pod lint exemptions; stand-by replicas spread over nodes and zones instead', () => {
+    const annotations = deployment.metadata.annotations;
+    expect(annotations['polaris.fairwinds.com/deploymentMissingReplicas-exempt']).toBe('true');
+    expect(annotations['ignore-check.kube-linter.io/env-var-secret']).toMatch(/WEBHOOK_SECRET_NAME holds the name of the Secret/);
+    expect(pod.affinity).toBeUndefined();
+    const two = only(operator({ replicas: 2 }), 'Deployment');
+    expect(two.metadata.annotations['polaris.fairwinds.com/deploymentMissingReplicas-exempt']).toBeUndefined();
+    expect(two.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey).toBe('kubernetes.io/hostname');
+    expect(two.spec.template.spec.topologySpreadConstraints[0].topologyKey).toBe('topology.kubernetes.io/zone');
+  });
 });
 
 describe('WebsiteOperator watching other namespaces (watchNamespaces)', () => {

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { type Manifest, hostileTitles, only, synth } from '../helpers.ts';
 import {
   DEFAULT_SHELL_OPERATOR_IMAGE,
+  HEARTBEAT_CHECK,
   SHELL_OPERATOR_FILES,
   ShellOperator,
   type ShellOperatorProps,
@@ -133,7 +134,7 @@ describe('ShellOperator', () => {
     expect(container.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } });
   });
 
-  test('runs the script from the ConfigMap with its namespace, template, 10 s interval and field manager', () => {
+  test('runs the script from the ConfigMap with its namespace, template, 10 s interval, field manager and heartbeat file', () => {
     expect(container.command).toEqual(['bash', '/etc/website-shell-operator/website-shell-operator.sh']);
     expect(container.env).toEqual([
       { name: 'NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
@@ -141,6 +142,8 @@ describe('ShellOperator', () => {
       { name: 'INTERVAL', value: '10' },
       { name: 'FIELD_MANAGER', value: 'website-shell-operator' },
       { name: 'HOME', value: '/tmp' },
+      { name: 'HEARTBEAT', value: '/tmp/heartbeat' },
+      { name: 'HEARTBEAT_MAX_AGE', value: '60' },
     ]);
     const env = only(shellOperator({ intervalSeconds: 30 }), 'Deployment').spec.template.spec.containers[0].env;
     expect(env.find((e: Manifest) => e.name === 'INTERVAL').value).toBe('30');
@@ -157,6 +160,33 @@ describe('ShellOperator', () => {
     const hash = (m: Manifest[]) => only(m, 'Deployment').spec.template.metadata.annotations['website-stack/config-sha256'];
     expect(hash(manifests)).toMatch(/^[0-9a-f]{64}$/);
     expect(hash(shellOperator({ group: 'sites.acme.io' }))).not.toBe(hash(manifests));
+  });
+
+  test('liveness and readiness check the heartbeat the loop writes, allowing three intervals and one request deadline', () => {
+    const probe = { exec: { command: HEARTBEAT_CHECK }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 5 };
+    expect(container.livenessProbe).toEqual(probe);
+    expect(container.readinessProbe).toEqual(probe);
+    const env = only(shellOperator({ intervalSeconds: 30 }), 'Deployment').spec.template.spec.containers[0].env;
+    expect(env.find((e: Manifest) => e.name === 'HEARTBEAT_MAX_AGE').value).toBe('120');
+  });
+
+  test('a NetworkPolicy lets nothing in and only the API server and DNS out, besides the default deny', () => {
+    const policies = manifests.filter((m) => m.kind === 'NetworkPolicy');
+    expect(policies.map((p) => p.metadata.name).sort()).toEqual(['website-shell-operator', 'website-stack-default-deny']);
+    const own = only(manifests, 'NetworkPolicy', 'website-shell-operator');
+    expect(own.spec.podSelector).toEqual({ matchLabels: { 'app.kubernetes.io/name': 'website-shell-operator' } });
+    expect(own.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(own.spec.ingress).toEqual([]);
+    expect(own.spec.egress).toEqual([
+      { ports: [{ protocol: 'TCP', port: 443 }, { protocol: 'TCP', port: 6443 }] },
+      {
+        to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+        ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }],
+      },
+    ]);
+    const narrowed = only(shellOperator({ networkPolicy: { apiServer: { peers: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [6443] } } }), 'NetworkPolicy', 'website-shell-operator');
+    expect(narrowed.spec.egress[0]).toEqual({ to: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 6443 }] });
+    expect(shellOperator({ networkPolicy: false }).some((m) => m.kind === 'NetworkPolicy')).toBe(false);
   });
 
   test('refuses an interval that is not a whole number of seconds', () => {
@@ -244,7 +274,29 @@ describe("the script's render program (jq, no kubectl)", () => {
   });
 });
 
-describe('the script refuses bad settings before it calls kubectl', () => {
+describe("the heartbeat check the kubelet runs (the probes' command, run here with bash)", () => {
+  const maxAge = 60;
+  const check = (content: string | undefined) => {
+    const file = join(scratch, `heartbeat-${Math.random().toString(36).slice(2)}`);
+    if (content !== undefined) writeFileSync(file, content);
+    return spawnSync(HEARTBEAT_CHECK[0], HEARTBEAT_CHECK.slice(1), { env: { PATH: process.env.PATH!, HEARTBEAT: file, HEARTBEAT_MAX_AGE: String(maxAge) }, encoding: 'utf8' }).status;
+  };
+  const now = () => Math.floor(Date.now() / 1000);
+
+  test('succeeds on a heartbeat up to the maximum age old', () => {
+    expect(check(`${now()}\n`)).toBe(0);
+    expect(check(`${now() - maxAge + 5}\n`)).toBe(0);
+  });
+
+  test('fails on an older heartbeat, a missing file, and a file holding no time', () => {
+    expect(check(`${now() - maxAge - 5}\n`)).not.toBe(0);
+    expect(check(undefined)).not.toBe(0);
+    expect(check('')).not.toBe(0);
+    expect(check('$(touch /tmp/x)\n')).not.toBe(0);
+  });
+});
+
+describe('the script without a cluster: bad settings refused, the heartbeat written', () => {
   // KUBECTL names no program: a script that got as far as looking for kubectl would say so instead.
   const run = (env: Record<string, string>) =>
     spawnSync('bash', [SCRIPT], { env: { PATH: process.env.PATH!, KUBECTL: join(scratch, 'no-kubectl'), ...env }, encoding: 'utf8', timeout: 60_000 });
@@ -259,6 +311,22 @@ describe('the script refuses bad settings before it calls kubectl', () => {
     const noTemplate = run({ NAMESPACE: 'team' });
     expect(noTemplate.status).not.toBe(0);
     expect(noTemplate.stderr).toContain('TEMPLATE: set TEMPLATE to the children template JSON written by the ShellOperator construct');
+  });
+
+  test('a heartbeat file it cannot write is refused at start, naming it', () => {
+    const result = run({ NAMESPACE: 'team', TEMPLATE: TEMPLATE_FILE, KUBECTL: 'true', HEARTBEAT: join(scratch, 'no-such-dir', 'heartbeat') });
+    expect([result.status, result.stderr]).toEqual([2, expect.stringContaining(`cannot write the heartbeat file HEARTBEAT=${join(scratch, 'no-such-dir', 'heartbeat')}`)]);
+  });
+
+  test('a cycle writes the time into the heartbeat file as it starts, even a cycle that fails', () => {
+    const heartbeat = join(scratch, 'heartbeat-cycle');
+    const before = Math.floor(Date.now() / 1000);
+    // kubectl that fails every call: the cycle cannot list, logs it, and ONCE=1 exits 1.
+    const result = run({ NAMESPACE: 'team', TEMPLATE: TEMPLATE_FILE, KUBECTL: 'false', HEARTBEAT: heartbeat, ONCE: '1' });
+    expect([result.status, result.stderr]).toEqual([1, expect.stringContaining('cannot list Websites in namespace team')]);
+    const beat = Number(readFileSync(heartbeat, 'utf8'));
+    expect(beat).toBeGreaterThanOrEqual(before);
+    expect(beat).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
   });
 
   test('an interval that is not a whole number of seconds is refused, and never run as code', () => {

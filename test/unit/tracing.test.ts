@@ -185,6 +185,44 @@ describe('Jaeger for production', () => {
     expect(byKind(objects, 'PodDisruptionBudget')[0].spec.maxUnavailable).toBe(1);
   });
 
+  test('collector and query each keep one replica through drains, and let pods that are not Ready go regardless', () => {
+    const c = chart();
+    new JaegerProduction(c, 'j', { storage: es });
+    const budgets = byKind(Testing.synth(c), 'PodDisruptionBudget');
+    expect(budgets.map((b) => [b.metadata.name, b.spec])).toEqual(
+      ['jaeger-collector', 'jaeger-query'].map((name) => [name, { maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { 'app.kubernetes.io/name': name } } }]),
+    );
+    const single = chart();
+    new JaegerProduction(single, 'j', { storage: es, queryReplicas: 1 });
+    expect(byKind(Testing.synth(single), 'PodDisruptionBudget').map((b) => b.metadata.name)).toEqual(['jaeger-collector']);
+    expect(() => new JaegerProduction(chart(), 'j', { storage: es, queryReplicas: 0 })).toThrow(/queryReplicas must be a whole number >= 1, got 0/);
+  });
+
+  test("collector and query replicas prefer other nodes and spread over zones, softly unless told; only their own rollout's pods count", () => {
+    const podSpec = (spread?: { acrossNodes?: 'preferred' | 'required'; acrossZones?: 'preferred' | 'required' }, name = 'jaeger-collector') => {
+      const c = chart();
+      new JaegerProduction(c, 'j', { storage: es, ...(spread ? { spread } : {}) });
+      return byKind(Testing.synth(c), 'Deployment').find((d) => d.metadata.name === name).spec.template.spec;
+    };
+    const selector = { matchLabels: { 'app.kubernetes.io/name': 'jaeger-collector', 'app.kubernetes.io/component': 'collector' } };
+    const term = { labelSelector: selector, matchLabelKeys: ['pod-template-hash'], topologyKey: 'kubernetes.io/hostname' };
+    const soft = podSpec();
+    expect(soft.affinity).toEqual({ podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: term }] } });
+    expect(soft.topologySpreadConstraints).toEqual([{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: selector, matchLabelKeys: ['pod-template-hash'] }]);
+    expect(podSpec(undefined, 'jaeger-query').affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector.matchLabels['app.kubernetes.io/name']).toBe('jaeger-query');
+    const hard = podSpec({ acrossNodes: 'required', acrossZones: 'required' });
+    expect(hard.affinity).toEqual({ podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term] } });
+    expect(hard.topologySpreadConstraints[0].whenUnsatisfiable).toBe('DoNotSchedule');
+  });
+
+  test("the index cleaner's Jobs carry no TTL: the CronJob's history limits keep one success and three failures", () => {
+    const c = chart();
+    new JaegerProduction(c, 'j', { storage: es });
+    const cleaner = byKind(Testing.synth(c), 'CronJob')[0];
+    expect(cleaner.spec).toMatchObject({ successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 3 });
+    expect(cleaner.spec.jobTemplate.spec.ttlSecondsAfterFinished).toBeUndefined();
+  });
+
   test('Elasticsearch credentials come from the Secret (password as a re-read file), and a daily cleaner keeps 7 days', () => {
     const c = chart();
     const j = new JaegerProduction(c, 'j', { storage: es });
