@@ -43,10 +43,24 @@ interface Lease extends KubeObject {
   };
 }
 
+/** Where this replica stands in the election: what the readiness detail and the metrics show. */
+export interface LeaderElectionStatus {
+  readonly lease: string;
+  readonly leading: boolean;
+  /** Since when (Date.now()) this replica campaigns without leading; undefined while leading or before it campaigns. */
+  readonly notLeadingSince?: number;
+  /** The holder of the Lease as last read, when it is another replica. */
+  readonly holder?: string;
+  /** Why the last attempt could not take or renew the Lease (not "held by another"), until one succeeds. */
+  readonly error?: string;
+}
+
 export class LeaderElector {
   private leading = false;
   /** The last Lease read, and when (on our clock) its content last changed. */
   private observed?: { lease: Lease; at: number };
+  private notLeadingSince?: number;
+  private lastError?: string;
 
   private readonly options: LeaderElectionOptions;
 
@@ -64,6 +78,17 @@ export class LeaderElector {
     return this.leading;
   }
 
+  status(): LeaderElectionStatus {
+    const holder = this.observed?.lease.spec?.holderIdentity;
+    return {
+      lease: `${this.options.namespace}/${this.options.name}`,
+      leading: this.leading,
+      notLeadingSince: this.notLeadingSince,
+      holder: holder && holder !== this.options.identity ? holder : undefined,
+      error: this.lastError,
+    };
+  }
+
   /**
    * Campaigns until `signal` aborts. While leading, `lead(leadership)` runs; `leadership` aborts
    * when the Lease is lost or on shutdown, and the Lease is kept until `lead` has returned, so a
@@ -72,7 +97,10 @@ export class LeaderElector {
   async run(signal: AbortSignal, lead: (leadership: AbortSignal) => Promise<void>): Promise<void> {
     const { retryPeriodMs = 2_000, logger } = this.options;
     while (!signal.aborted) {
-      if (!(await this.tryAcquireOrRenew())) {
+      this.notLeadingSince ??= Date.now();
+      // A campaign's request is cut by the stop: nothing is held yet, so nothing needs finishing.
+      if (!(await this.tryAcquireOrRenew(signal))) {
+        this.notLeadingChanged();
         await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal);
         continue;
       }
@@ -103,7 +131,7 @@ export class LeaderElector {
     while (!stop.aborted) {
       await sleep(retryPeriodMs, stop);
       if (stop.aborted) return;
-      if (await this.tryAcquireOrRenew()) {
+      if (await this.tryAcquireOrRenew(stop)) {
         lastRenew = performance.now();
       } else if (performance.now() - lastRenew >= renewDeadlineMs || this.heldByOther()) {
         return;
@@ -117,11 +145,12 @@ export class LeaderElector {
   }
 
   /** One attempt; true when we hold the Lease afterwards. Errors count as "not now". */
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs = 15_000, logger } = this.options;
     const now = new Date();
     try {
-      const current = await client.get<Lease>(LEASES, { namespace, name });
+      const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
+      this.lastError = undefined;
       if (!current) {
         const created = await client.create<Lease>(LEASES, {
           apiVersion: 'coordination.k8s.io/v1',
@@ -134,7 +163,7 @@ export class LeaderElector {
             renewTime: microTime(now),
             leaseTransitions: 0,
           },
-        });
+        }, { signal });
         this.observe(created);
         return true;
       }
@@ -152,12 +181,14 @@ export class LeaderElector {
           renewTime: microTime(now),
           leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
         },
-      });
+      }, undefined, { signal });
       this.observe(updated);
       return true;
     } catch (error) {
       // A conflict means someone else wrote first: not an error, just not us this round.
       if (isConflict(error)) return false;
+      // Cut by the stop: nothing to report.
+      if (signal.aborted) return false;
       // Anything else keeps this replica from ever leading, and so the operator from reconciling:
       // say so at every retry, with what to do about it.
       const lease = `${namespace}/${name}`;
@@ -167,6 +198,7 @@ export class LeaderElector {
         : code === 401 || code === 403
           ? `grant get, create and update on leases (coordination.k8s.io) named ${name} in namespace ${namespace} (the WebsiteOperator construct's Role does)`
           : 'check that the API server is reachable';
+      this.lastError = `${(error as Error).message} (${fix})`;
       logger?.error({ lease, error: (error as Error).message, fix }, `leader election: cannot take or renew the Lease ${lease}; not reconciling until it can`);
       return false;
     }
@@ -178,17 +210,22 @@ export class LeaderElector {
     this.observed = { lease, at: changed ? performance.now() : this.observed!.at };
   }
 
-  /** Gives the Lease up: no holder, 1 s duration, so a successor takes it at its next retry. */
+  /**
+   * Gives the Lease up: no holder, 1 s duration, so a successor takes it at its next retry. Both
+   * requests together get one retryPeriod: an API server that does not answer by then will not
+   * take the release either, and the Lease expires by itself after leaseDuration.
+   */
   private async release(): Promise<void> {
-    const { client, namespace, name, identity, logger } = this.options;
+    const { client, namespace, name, identity, retryPeriodMs = 2_000, logger } = this.options;
+    const signal = AbortSignal.timeout(retryPeriodMs);
     try {
-      const current = await client.get<Lease>(LEASES, { namespace, name });
+      const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
       if (!current || current.spec?.holderIdentity !== identity) return;
       const now = microTime();
       await client.update<Lease>(LEASES, {
         ...current,
         spec: { ...current.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now },
-      });
+      }, undefined, { signal });
     } catch (error) {
       logger?.warn({ error: (error as Error).message }, 'could not release the lease; a successor waits for it to expire');
     }
@@ -196,6 +233,13 @@ export class LeaderElector {
 
   private setLeading(leading: boolean): void {
     this.leading = leading;
+    this.notLeadingSince = leading ? undefined : Date.now();
     this.options.metrics?.leader.set({ name: this.options.name }, leading ? 1 : 0);
+    this.notLeadingChanged();
+  }
+
+  private notLeadingChanged(): void {
+    const seconds = this.notLeadingSince === undefined ? 0 : (Date.now() - this.notLeadingSince) / 1000;
+    this.options.metrics?.notLeading.set({ name: this.options.name }, seconds);
   }
 }

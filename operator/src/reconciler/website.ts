@@ -2,6 +2,7 @@ import { firstDifference, jsonEqual, needsApply, withHash } from '../controller/
 import type { EventRecorder } from '../controller/event-recorder.ts';
 import type { Cache } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeApi, type KubeObject, type ResourceType, SERVICES, isAlreadyExists, isConflict, isNotFound } from '../controller/kube-client.ts';
+import { TerminalError } from '../controller/terminal-error.ts';
 import type { HandlerResult } from '../controller/work-queue.ts';
 import type { Logger } from '../observability/logger.ts';
 import { MANAGED_BY, type WebsiteStatus, websiteUrl, type WebsiteV1, workloadName } from '../library.ts';
@@ -38,6 +39,12 @@ export interface WebsiteReconcilerOptions {
   readonly clusterDomain: string;
   /** Web server image and resources of the children. */
   readonly render?: Omit<RenderOptions, 'group'>;
+  /**
+   * Told of a child's name taken by an object the Website does not own (the reconcile then ends
+   * with a TerminalError, not retried): whoever reconciles must requeue the Website when that
+   * object changes, since the label-selected caches do not see it.
+   */
+  readonly onForeignChild?: (website: WebsiteV1 & KubeObject, type: ResourceType, child: KubeObject) => void;
   readonly logger?: Logger;
 }
 
@@ -63,7 +70,10 @@ export class WebsiteReconciler {
     this.hashAnnotation = `websites.${options.group}/applied-hash`;
   }
 
-  /** Reconciles the Website `namespace/name`; throws to be retried with backoff. */
+  /**
+   * Reconciles the Website `namespace/name`; throws to be retried with backoff, or a TerminalError
+   * when only a person can fix what failed (a child's name taken by another owner).
+   */
   async reconcile(key: string): Promise<HandlerResult | void> {
     // 1. Fetch the Website. Not found: it is gone, and owner references take its children along.
     const website = this.options.websites.get(key);
@@ -137,7 +147,12 @@ export class WebsiteReconciler {
       );
     }
     this.options.recorder.record(website, 'Normal', 'Deleted', `Deleted Deployment and Service ${name}; removing finalizer ${this.finalizer}`);
-    await this.setFinalizers(website, finalizers.filter((f) => f !== this.finalizer));
+    try {
+      await this.setFinalizers(website, finalizers.filter((f) => f !== this.finalizer));
+    } catch (error) {
+      // Gone already (another replica, or a person, removed the finalizer): done (spec §7).
+      if (!isNotFound(error)) throw error;
+    }
   }
 
   private async ensureFinalizer(website: WebsiteV1 & KubeObject): Promise<void> {
@@ -190,7 +205,8 @@ export class WebsiteReconciler {
       if (!actual) throw new Error(`${kind} ${name} was deleted while it was being created; trying again`);
     }
     if (!controlledBy(actual, website) && !adoptable(actual, website)) {
-      throw new Error(
+      this.options.onForeignChild?.(website, type, actual);
+      throw new TerminalError(
         `${kind} ${name} already exists and is not owned by Website ${website.metadata.name}: delete or rename that ${kind}, or rename the Website`,
       );
     }
