@@ -260,6 +260,43 @@ describe('the operator, running as its ServiceAccount', () => {
     expect(await exists('service', 'website-e2e-norole')).toBe(true);
   });
 
+  test('a Deployment of the Website\'s child name owned by someone else: the condition and one Warning, no retries; deleting it converges', async () => {
+    // Debug: a line per reconcile of the Website, whatever its outcome.
+    const operator = await start('op-foreign', { LOG_LEVEL: 'debug' });
+    const key = `${NS}/e2e-foreign`;
+    const attempts = () => operator.logs.filter((l) => l.website === key && ['reconciled', 'reconcile failed, retrying with backoff', 'reconcile failed and retrying cannot help; waiting for a change'].includes(l.msg));
+    // Someone else's: no owner, no managed-by label, so none of the operator's caches holds it.
+    await ok(['create', 'deployment', 'website-e2e-foreign', '-n', NS, '--image=registry.k8s.io/pause:3.10']);
+    try {
+      await createWebsite('e2e-foreign', { title: 'Foreign', replicas: 1 });
+      const message = 'Deployment website-e2e-foreign already exists and is not owned by Website e2e-foreign: delete or rename that Deployment, or rename the Website';
+      const condition = await eventually('the failure in status', async () => (await websiteJson('e2e-foreign')).status?.conditions?.find((c: any) => c.reason === 'ReconcileFailed'));
+      expect(condition).toMatchObject({ type: 'Ready', status: 'False', message });
+      await eventually('the Warning event', async () => (await events('e2e-foreign')).find((e) => e.type === 'Warning'));
+      const tried = attempts().length;
+      // Far more than several backoff periods (5 ms doubling): a retry storm would show here.
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(attempts()).toHaveLength(tried);
+      expect(attempts().filter((l) => l.msg === 'reconcile failed, retrying with backoff')).toEqual([]);
+      expect(operator.logs.filter((l) => l.website === key && l.level === 'error')).toEqual([expect.objectContaining({ msg: 'reconcile failed and retrying cannot help; waiting for a change', error: message })]);
+      expect((await events('e2e-foreign')).filter((e) => e.type === 'Warning').map((e) => `${e.reason}: ${e.message}`)).toEqual([`ReconcileFailed: ${message}`]);
+      expect(await operator.metric('controller_runtime_terminal_reconcile_errors_total')).toBeGreaterThanOrEqual(1);
+      expect(await operator.metric('workqueue_retries_total')).toBe(0);
+
+      // Its deletion alone brings the Website back (the operator watches that Deployment by name).
+      await ok(['delete', 'deployment', 'website-e2e-foreign', '-n', NS, '--wait=true']);
+      await ready('e2e-foreign');
+      const { uid } = (await websiteJson('e2e-foreign')).metadata;
+      expect((await deploymentOf('e2e-foreign')).metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Website', name: 'e2e-foreign', uid, controller: true })]);
+      // And an edit of the Website reconciles it as usual.
+      await ok(['patch', 'website', 'e2e-foreign', '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":2}}']);
+      expect((await ready('e2e-foreign')).status.availableReplicas).toBe(2);
+    } finally {
+      await kubectl(['delete', 'website', 'e2e-foreign', '-n', NS, '--ignore-not-found', '--wait=true']);
+      await kubectl(['delete', 'deployment', 'website-e2e-foreign', '-n', NS, '--ignore-not-found']);
+    }
+  });
+
   test('traces each reconcile to Jaeger over OTLP: a reconcile span with its API requests beneath, no credential in any span', async () => {
     const jaeger = await startStack(synthYaml((chart) => new JaegerAllInOne(chart, 'Jaeger')));
     try {
