@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
-import { CLUSTER_ENV, ROOT } from './env.ts';
+import { CLUSTER_ENV, KUBECONFIG as ADMIN_KUBECONFIG, ROOT } from './env.ts';
 import { eventually, getJson, kubectl, ok, website } from './kube.ts';
 import { operatorRbacManifests } from '../../scripts/operator-process.ts';
 import { OPERATOR_NS as NS, OperatorProcess, freePort, serviceAccountKubeconfig } from './operator-process.ts';
@@ -201,6 +201,12 @@ describe('the operator, running as its ServiceAccount', () => {
       return la + lb === 1 ? (la === 1 ? a : b) : undefined;
     });
     const follower = leader === a ? b : a;
+    // Standing by is healthy: both ready, the standby saying who leads.
+    expect(await leader.get('/readyz', leader.healthPort)).toMatchObject({ status: 200, body: expect.stringContaining('[+]leader-election ok: leading: Lease website-system/website-operator\n') });
+    expect(await follower.get('/readyz', follower.healthPort)).toMatchObject({
+      status: 200,
+      body: expect.stringMatching(new RegExp(`\\[\\+\\]leader-election ok: standing by for \\d+ s: Lease website-system/website-operator held by ${leader === a ? 'op-a' : 'op-b'}\n`)),
+    });
     await createWebsite('e2e-leader-1', { title: 'Leader 1', replicas: 1 });
     await ready('e2e-leader-1');
     expect(await leader.writes()).toBeGreaterThan(0);
@@ -219,6 +225,26 @@ describe('the operator, running as its ServiceAccount', () => {
     expect(await follower.stop()).toBe(0);
     expect((await getJson(['lease', 'website-operator', '-n', NS])).spec.holderIdentity).toBeUndefined();
     expect(follower.logs.map((l) => l.msg)).toEqual(expect.arrayContaining(['stopped reconciling', 'released the lease', 'stopped']));
+  });
+
+  test('a Lease whose namespace does not exist: an error at every attempt naming the fix, ready but saying why in /readyz, the not-leading metric growing', async () => {
+    // As a cluster administrator, so the API server answers NotFound (the ServiceAccount would get Forbidden).
+    const operator = await OperatorProcess.start('op-nolease', ADMIN_KUBECONFIG, { OPERATOR_NAMESPACE: 'website-missing', WATCH_NAMESPACE: NS });
+    running.push(operator);
+    const errors = () => operator.logs.filter((l) => l.level === 'error' && l.lease === 'website-missing/website-operator');
+    await eventually('two failed attempts', async () => (errors().length >= 2 ? true : undefined));
+    expect(errors()[0]).toMatchObject({
+      msg: 'leader election: cannot take or renew the Lease website-missing/website-operator; not reconciling until it can',
+      error: expect.stringContaining('namespaces "website-missing" not found'),
+      fix: 'create the namespace website-missing, set OPERATOR_NAMESPACE to an existing namespace, or run with LEADER_ELECTION=false (one replica)',
+    });
+    const readyz = await operator.get('/readyz', operator.healthPort);
+    expect(readyz.status).toBe(200);
+    expect(readyz.body).toMatch(/\[\+\]leader-election ok: not leading for \d+ s: Lease website-missing\/website-operator: namespaces "website-missing" not found \(create the namespace website-missing/);
+    const first = await operator.metric('leader_election_not_leading_seconds');
+    await eventually('the not-leading metric to grow', async () => ((await operator.metric('leader_election_not_leading_seconds')) > first ? true : undefined));
+    expect(await operator.metric('leader_election_master_status')).toBe(0);
+    expect((await operator.get('/healthz', operator.healthPort)).status).toBe(200);
   });
 
   test('after the API server restarts (every watch breaks), the operator keeps reconciling', async () => {
@@ -261,8 +287,8 @@ describe('the operator, running as its ServiceAccount', () => {
   });
 
   test('a Deployment of the Website\'s child name owned by someone else: the condition and one Warning, no retries; deleting it converges', async () => {
-    // Debug: a line per reconcile of the Website, whatever its outcome.
-    const operator = await start('op-foreign', { LOG_LEVEL: 'debug' });
+    // The tests' LOG_LEVEL=debug: a line per reconcile of the Website, whatever its outcome.
+    const operator = await start('op-foreign');
     const key = `${NS}/e2e-foreign`;
     const attempts = () => operator.logs.filter((l) => l.website === key && ['reconciled', 'reconcile failed, retrying with backoff', 'reconcile failed and retrying cannot help; waiting for a change'].includes(l.msg));
     // Someone else's: no owner, no managed-by label, so none of the operator's caches holds it.

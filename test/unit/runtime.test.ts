@@ -272,6 +272,22 @@ describe('ObjectWatches', () => {
     expect(watches.size).toBe(0);
   });
 
+  test('a watch that fails is retried after a backoff, not dropped', async () => {
+    const api = new FakeKubeApi();
+    const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' } });
+    api.failWith((r) => r.verb === 'WATCH', new ApiError(0, 'ConnectionError', 'connect ECONNREFUSED'), 2);
+    const warnings: string[] = [];
+    const watches = new ObjectWatches({ client: api, backoff: { baseMs: 5, maxMs: 10 }, logger: { warn: (_: unknown, msg: string) => warnings.push(msg) } as never });
+    let changes = 0;
+    watches.watch('a', DEPLOYMENTS, read, () => changes++);
+    await settle();
+    expect(warnings).toEqual(['watch of an object that blocks a reconcile failed, retrying', 'watch of an object that blocks a reconcile failed, retrying']);
+    expect(watches.size).toBe(1);
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.metadata!.labels = { changed: 'yes' }));
+    await settle();
+    expect(changes).toBe(1);
+  });
+
   test('a change made before the watch started (after the read) still counts; stop() ends every watch without calling back', async () => {
     const api = new FakeKubeApi();
     const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' } });

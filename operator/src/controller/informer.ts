@@ -118,8 +118,12 @@ export class Informer<T extends KubeObject> implements Cache<T> {
   waitForSync(signal?: AbortSignal): Promise<void> {
     if (this.synced || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      this.syncWaiters.push(resolve);
-      signal?.addEventListener('abort', () => resolve(), { once: true });
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.syncWaiters.push(done);
+      signal?.addEventListener('abort', done, { once: true });
     });
   }
 

@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger.ts';
+import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
 import { type KubeApi, type KubeObject, type ResourceType, resourcePath } from './kube-client.ts';
 
 /**
@@ -10,9 +11,10 @@ import { type KubeApi, type KubeObject, type ResourceType, resourcePath } from '
  * so there are few.
  *
  * The object's first change after the version read (an edit, a deletion) calls `onChange` once,
- * and the watch ends. A watch the server closes (its timeout, a lost connection) is resumed from
- * the last version seen; one the server refuses is dropped with a warning, and the periodic
- * resync is the trigger left (retrying a refused watch could only spin).
+ * and the watch ends. A watch the server closes (its timeout) or that falls silent is resumed from
+ * the last version seen; one that fails (a lost connection, a refusal) is resumed after a backoff,
+ * as the informers do, never at once: calling back instead would reconcile, fail terminally and
+ * watch again in a loop with no backoff at all.
  */
 
 export interface ObjectWatchesOptions {
@@ -23,6 +25,11 @@ export interface ObjectWatchesOptions {
    * @default 150000 (as the informers)
    */
   readonly inactivityTimeoutMs?: number;
+  /**
+   * Delays between failed attempts.
+   * @default 500 ms doubling up to 30 s (as the informers)
+   */
+  readonly backoff?: BackoffOptions;
 }
 
 export class ObjectWatches {
@@ -51,9 +58,12 @@ export class ObjectWatches {
       if (this.watches.get(id) === handle) this.watches.delete(id);
       handle.abort();
     };
-    const refused = (error: Error) => {
-      end();
-      this.options.logger?.warn({ object: resourcePath(type, { namespace, name }), error: error.message }, 'cannot watch an object that blocks a reconcile; the periodic resync reconciles it again');
+    let failures = 0;
+    const failed = (error: Error) => {
+      failures += 1;
+      const retryInMs = backoffDelay(failures, this.options.backoff ?? { baseMs: 500, maxMs: 30_000 });
+      this.options.logger?.warn({ object: resourcePath(type, { namespace, name }), error: error.message, retryInMs }, 'watch of an object that blocks a reconcile failed, retrying');
+      void sleep(retryInMs, handle.signal).then(start);
     };
     const start = () => {
       if (handle.signal.aborted) return;
@@ -64,6 +74,7 @@ export class ObjectWatches {
           namespace,
           { fieldSelector: `metadata.name=${name}`, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 + Math.floor(Math.random() * 300) },
           (event, current) => {
+            failures = 0;
             if (event === 'BOOKMARK') {
               resourceVersion = current.metadata?.resourceVersion ?? resourceVersion;
               return;
@@ -76,7 +87,7 @@ export class ObjectWatches {
           },
           (error) => {
             if (changed || handle.signal.aborted) return;
-            if (error && !(error instanceof DOMException)) return refused(error as Error);
+            if (error && !(error instanceof DOMException)) return failed(error as Error);
             // Closed by the server, or silent for too long: resume from the last version seen.
             start();
           },
@@ -87,7 +98,7 @@ export class ObjectWatches {
             if (handle.signal.aborted) controller.abort();
             else handle.signal.addEventListener('abort', () => controller.abort(), { once: true });
           },
-          refused,
+          failed,
         );
     };
     start();
