@@ -88,9 +88,9 @@ export interface KubeApi {
   /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
   update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string, options?: CallOptions): Promise<T>;
   /** Server-side apply as `fieldManager`. */
-  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, options?: { force?: boolean; subresource?: string }): Promise<T>;
-  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string): Promise<T>;
-  delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions): Promise<void>;
+  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, options?: { force?: boolean; subresource?: string } & CallOptions): Promise<T>;
+  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string, options?: CallOptions): Promise<T>;
+  delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions, options?: CallOptions): Promise<void>;
   /**
    * Starts a watch; events arrive on `onEvent` until `onDone` (called exactly once, with the
    * error if there was one). Returns the AbortController that stops it. `inactivityTimeoutMs`
@@ -247,17 +247,17 @@ export class KubeClient implements KubeApi {
   }
 
   /** Server-side apply: the server merges `object` as `fieldManager`'s intent (force: take over conflicting fields). */
-  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, { force = true, subresource }: { force?: boolean; subresource?: string } = {}): Promise<T> {
+  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, { force = true, subresource, signal }: { force?: boolean; subresource?: string } & CallOptions = {}): Promise<T> {
     const { namespace, name } = object.metadata ?? {};
-    return this.request<T>('PATCH', type, { namespace, name, subresource }, { body: object, patchType: 'apply', query: { fieldManager, force } });
+    return this.request<T>('PATCH', type, { namespace, name, subresource }, { body: object, patchType: 'apply', query: { fieldManager, force }, signal });
   }
 
-  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string): Promise<T> {
-    return this.request<T>('PATCH', type, ref, { body, patchType, query: { fieldManager } });
+  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string, { signal }: CallOptions = {}): Promise<T> {
+    return this.request<T>('PATCH', type, ref, { body, patchType, query: { fieldManager }, signal });
   }
 
-  async delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions): Promise<void> {
-    await this.request('DELETE', type, ref, { body });
+  async delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions, { signal }: CallOptions = {}): Promise<void> {
+    await this.request('DELETE', type, ref, { body, signal });
   }
 
   readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {

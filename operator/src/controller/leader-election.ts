@@ -94,7 +94,7 @@ export class LeaderElector {
    * when the Lease is lost or on shutdown, and the Lease is kept until `lead` has returned, so a
    * successor never overlaps with work in flight. After a loss, the candidate campaigns again.
    */
-  async run(signal: AbortSignal, lead: (leadership: AbortSignal) => Promise<void>): Promise<void> {
+  async run(signal: AbortSignal, lead: (leadership: AbortSignal, lease: AbortSignal) => Promise<void>): Promise<void> {
     const { retryPeriodMs = 2_000, logger } = this.options;
     while (!signal.aborted) {
       this.notLeadingSince ??= Date.now();
@@ -106,12 +106,21 @@ export class LeaderElector {
       }
       this.setLeading(true);
       logger?.info({ lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity }, 'became leader');
+      // `leadership` ends taking new work (a stop, or the Lease lost); `lease` aborts the work in
+      // flight, only when the Lease is lost. Renewals go on while that work drains, so a stopping
+      // leader finishes its reconciles holding the Lease; when the API server cannot renew it
+      // within renewDeadline, another replica may take it soon, so nothing more may be written.
       const leadership = new AbortController();
+      const lease = new AbortController();
+      const drained = new AbortController();
       const stopOnShutdown = () => leadership.abort();
       signal.addEventListener('abort', stopOnShutdown, { once: true });
-      const renewing = this.renewUntilLost(leadership.signal).then(() => leadership.abort());
-      await lead(leadership.signal);
-      leadership.abort();
+      const renewing = this.renewUntilLost(drained.signal).then(() => {
+        leadership.abort();
+        lease.abort();
+      });
+      await lead(leadership.signal, lease.signal);
+      drained.abort();
       await renewing;
       signal.removeEventListener('abort', stopOnShutdown);
       this.setLeading(false);
@@ -124,14 +133,19 @@ export class LeaderElector {
     }
   }
 
-  /** Renews every retryPeriod; returns when a renewal could not succeed within renewDeadline, or on stop. */
+  /**
+   * Renews every retryPeriod; returns when a renewal could not succeed within renewDeadline, or on
+   * stop. An attempt gets what is left of renewDeadline (client-go's renew context): a request the
+   * API server never answers must not keep this replica leading past its Lease.
+   */
   private async renewUntilLost(stop: AbortSignal): Promise<void> {
     const { retryPeriodMs = 2_000, renewDeadlineMs = 10_000 } = this.options;
     let lastRenew = performance.now();
     while (!stop.aborted) {
       await sleep(retryPeriodMs, stop);
       if (stop.aborted) return;
-      if (await this.tryAcquireOrRenew(stop)) {
+      const left = Math.max(1, Math.ceil(renewDeadlineMs - (performance.now() - lastRenew)));
+      if (await this.tryAcquireOrRenew(AbortSignal.any([stop, AbortSignal.timeout(left)]))) {
         lastRenew = performance.now();
       } else if (performance.now() - lastRenew >= renewDeadlineMs || this.heldByOther()) {
         return;
@@ -217,7 +231,7 @@ export class LeaderElector {
    */
   private async release(): Promise<void> {
     const { client, namespace, name, identity, retryPeriodMs = 2_000, logger } = this.options;
-    const signal = AbortSignal.timeout(retryPeriodMs);
+    const signal = AbortSignal.timeout(Math.ceil(retryPeriodMs));
     try {
       const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
       if (!current || current.spec?.holderIdentity !== identity) return;

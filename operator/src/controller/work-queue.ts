@@ -49,7 +49,8 @@ export interface HandlerResult {
   readonly requeueAfterMs?: number;
 }
 
-export type KeyHandler = (key: string) => Promise<HandlerResult | void>;
+/** `abort`: the work must stop at once (see run). */
+export type KeyHandler = (key: string, abort: AbortSignal) => Promise<HandlerResult | void>;
 
 export class WorkQueue {
   /** Keys in arrival order per priority; an entry whose key moved up or left is skipped when reached. */
@@ -141,14 +142,15 @@ export class WorkQueue {
 
   /**
    * Runs `concurrency` workers until `signal` aborts, then lets keys in flight finish (queued keys
-   * stay queued; the next leader or process picks them up from the cluster state anyway).
+   * stay queued; the next leader or process picks them up from the cluster state anyway). `abort`,
+   * handed to every handler, is for work that must not finish: the leader's Lease lost.
    */
-  async run(handler: KeyHandler, signal: AbortSignal): Promise<void> {
+  async run(handler: KeyHandler, signal: AbortSignal, abort: AbortSignal = new AbortController().signal): Promise<void> {
     const stop = () => {
       for (const resolve of this.wake.splice(0)) resolve();
     };
     signal.addEventListener('abort', stop, { once: true });
-    const workers = Array.from({ length: this.options.concurrency ?? 4 }, () => this.worker(handler, signal));
+    const workers = Array.from({ length: this.options.concurrency ?? 4 }, () => this.worker(handler, signal, abort));
     await Promise.all(workers);
     signal.removeEventListener('abort', stop);
   }
@@ -173,7 +175,7 @@ export class WorkQueue {
     return undefined;
   }
 
-  private async worker(handler: KeyHandler, signal: AbortSignal): Promise<void> {
+  private async worker(handler: KeyHandler, signal: AbortSignal, abort: AbortSignal): Promise<void> {
     while (!signal.aborted && !this.shuttingDown) {
       const key = this.next();
       if (key === undefined) {
@@ -188,7 +190,7 @@ export class WorkQueue {
       this.depthChanged();
       const started = performance.now();
       try {
-        const result = await handler(key);
+        const result = await handler(key, abort);
         this.outcome(key, started, 'success');
         this.forget(key);
         this.terminal.delete(key);

@@ -201,7 +201,7 @@ export class Operator {
       if (signal.aborted) return;
       if (this.synced()) logger.info({ websites: this.websites.list().length, namespace: this.config.watchNamespace }, 'caches synced');
       else logger.warn({ timeoutMs: this.config.cacheSyncTimeoutMs }, 'Deployment or Service cache not synced (see the list/watch errors); reconciling without it');
-      if (this.elector) await this.elector.run(signal, (leadership) => this.reconcileWhile(leadership));
+      if (this.elector) await this.elector.run(signal, (leadership, lease) => this.reconcileWhile(leadership, lease));
       else await this.reconcileWhile(signal);
     })();
     this.running = Promise.all([...informers, reconciling]);
@@ -219,16 +219,19 @@ export class Operator {
     await this.metricsServer.stop();
   }
 
-  /** Runs the queue's workers until `signal` aborts; starts by enqueuing every known Website. */
-  private async reconcileWhile(signal: AbortSignal): Promise<void> {
+  /**
+   * Runs the queue's workers until `signal` aborts; starts by enqueuing every known Website.
+   * `lease` aborting (the Lease lost) aborts the requests of the reconciles in flight.
+   */
+  private async reconcileWhile(signal: AbortSignal, lease?: AbortSignal): Promise<void> {
     const { logger } = this.deps;
     for (const website of this.websites.list()) this.queue.add(objectKey(website), 'low');
     logger.info({ websites: this.websites.list().length }, 'reconciling');
     // The queue decides what the outcome means (success, retry with backoff, terminal), logs it and counts it.
-    await this.queue.run((key) => {
+    await this.queue.run((key, abort) => {
       const [namespace, name] = key.split('/');
-      return inSpan('reconcile Website', { attributes: { 'k8s.namespace.name': namespace, 'website.name': name, 'website.retries': this.queue.failuresOf(key) } }, () => this.reconciler.reconcile(key));
-    }, signal);
+      return inSpan('reconcile Website', { attributes: { 'k8s.namespace.name': namespace, 'website.name': name, 'website.retries': this.queue.failuresOf(key) } }, () => this.reconciler.reconcile(key, abort));
+    }, signal, lease);
     logger.info('stopped reconciling');
   }
 }

@@ -1,13 +1,15 @@
 import { PassThrough } from 'node:stream';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
-import { ApiError } from '../../operator/src/controller/kube-client.ts';
+import { ApiError, type KubeApi, type KubeObject, DEPLOYMENTS } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { Operator, type OperatorConfig } from '../../operator/src/reconciler/operator.ts';
+import { websitesType } from '../../operator/src/reconciler/website.ts';
 
-// The Operator's readiness detail and leader-election metrics, on an in-memory API: /readyz lists
-// every check (as the API server's /readyz?verbose does), and not leading shows there and in
-// leader_election_not_leading_seconds without ever making the pod unready.
+// The Operator's leader election on an in-memory API: /readyz lists every check (as the API
+// server's /readyz?verbose does), and not leading shows there and in
+// leader_election_not_leading_seconds without ever making the pod unready; a leader whose API
+// server stops answering aborts the reconciles in flight once it can no longer renew its Lease.
 
 const config: OperatorConfig = {
   group: 'web.example.com',
@@ -33,7 +35,7 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((operator) => operator.stop()));
 });
 
-async function start(api: FakeKubeApi, identity: string): Promise<{ operator: Operator; metrics: OperatorMetrics; errors: string[] }> {
+async function start(api: KubeApi, identity: string, overrides: Partial<OperatorConfig> = {}): Promise<{ operator: Operator; metrics: OperatorMetrics; errors: string[] }> {
   const errors: string[] = [];
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => {
@@ -41,7 +43,7 @@ async function start(api: FakeKubeApi, identity: string): Promise<{ operator: Op
     if (entry.level === 'error') errors.push(entry.msg);
   });
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const operator = new Operator({ ...config, identity }, { client: api, logger: createLogger('info', stream), metrics });
+  const operator = new Operator({ ...config, identity, ...overrides }, { client: api, logger: createLogger('info', stream), metrics });
   running.push(operator);
   await operator.start();
   return { operator, metrics, errors };
@@ -101,4 +103,41 @@ test('/readyz fails while the caches have not synced, listing which check failed
   const { status, body } = await readyz(replica.operator);
   expect(status).toBe(503);
   expect(body).toBe('[-]caches failed\n[+]leader-election ok: not campaigning yet (waiting for the caches): Lease website-system/website-operator\nreadyz check failed\n');
+});
+
+test('a leader whose API server stops answering stops leading within renewDeadline and aborts the requests of its reconciles in flight', async () => {
+  const api = new FakeKubeApi();
+  // The operator's connection: once `hung`, every request (but the watches already open) waits
+  // for an answer that never comes, until its AbortSignal aborts it.
+  let hung = false;
+  const waiting = new Set<string>();
+  const aborted: string[] = [];
+  const client = new Proxy(api, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== 'function' || property === 'watch') return value;
+      return (...args: unknown[]) => {
+        if (!hung) return value.apply(target, args);
+        const signal = args.map((arg) => (arg as { signal?: unknown } | undefined)?.signal).find((s): s is AbortSignal => s instanceof AbortSignal);
+        const request = `${String(property)} ${(args[0] as { resource: string }).resource}`;
+        waiting.add(request);
+        return new Promise((_, reject) =>
+          signal?.addEventListener('abort', () => {
+            waiting.delete(request);
+            aborted.push(request);
+            reject(new ApiError(0, 'ConnectionError', `${request}: aborted`));
+          }),
+        );
+      };
+    },
+  });
+  const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
+  await until('op-0 to lead', () => leader.operator.isLeader());
+  hung = true;
+  await api.create(websitesType('web.example.com'), { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'team-a' }, spec: { title: 'A', replicas: 1, color: '#000' } });
+  await until('the reconcile to wait on its create', () => waiting.has('create deployments'));
+  await until('op-0 to stop leading', () => !leader.operator.isLeader());
+  await until('every request to be aborted', () => ![...waiting].some((r) => r !== 'get leases' && r !== 'update leases'));
+  expect(aborted).toEqual(expect.arrayContaining(['create deployments', 'create services', 'patch websites']));
+  expect(api.peek<KubeObject>(DEPLOYMENTS, 'team-a', 'website-a')).toBeUndefined();
 });
