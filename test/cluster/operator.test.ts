@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { execFileSync } from 'node:child_process';
 import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
-import { CLUSTER_ENV, ROOT } from './env.ts';
+import { CLUSTER_ENV, KUBECONFIG as ADMIN_KUBECONFIG, ROOT } from './env.ts';
 import { eventually, getJson, kubectl, ok, website } from './kube.ts';
 import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../../scripts/operator-process.ts';
 import { TestHostAddress } from './host-address.ts';
@@ -204,6 +204,12 @@ describe('the operator, running as its ServiceAccount', () => {
       return la + lb === 1 ? (la === 1 ? a : b) : undefined;
     });
     const follower = leader === a ? b : a;
+    // Standing by is healthy: both ready, the standby saying who leads.
+    expect(await leader.get('/readyz', leader.healthPort)).toMatchObject({ status: 200, body: expect.stringContaining('[+]leader-election ok: leading: Lease website-system/website-operator\n') });
+    expect(await follower.get('/readyz', follower.healthPort)).toMatchObject({
+      status: 200,
+      body: expect.stringMatching(new RegExp(`\\[\\+\\]leader-election ok: standing by for \\d+ s: Lease website-system/website-operator held by ${leader === a ? 'op-a' : 'op-b'}\n`)),
+    });
     await createWebsite('e2e-leader-1', { title: 'Leader 1', replicas: 1 });
     await ready('e2e-leader-1');
     expect(await leader.writes()).toBeGreaterThan(0);
@@ -222,6 +228,26 @@ describe('the operator, running as its ServiceAccount', () => {
     expect(await follower.stop()).toBe(0);
     expect((await getJson(['lease', 'website-operator', '-n', NS])).spec.holderIdentity).toBeUndefined();
     expect(follower.logs.map((l) => l.msg)).toEqual(expect.arrayContaining(['stopped reconciling', 'released the lease', 'stopped']));
+  });
+
+  test('a Lease whose namespace does not exist: an error at every attempt naming the fix, ready but saying why in /readyz, the not-leading metric growing', async () => {
+    // As a cluster administrator, so the API server answers NotFound (the ServiceAccount would get Forbidden).
+    const operator = await OperatorProcess.start('op-nolease', ADMIN_KUBECONFIG, { OPERATOR_NAMESPACE: 'website-missing', WATCH_NAMESPACE: NS });
+    running.push(operator);
+    const errors = () => operator.logs.filter((l) => l.level === 'error' && l.lease === 'website-missing/website-operator');
+    await eventually('two failed attempts', async () => (errors().length >= 2 ? true : undefined));
+    expect(errors()[0]).toMatchObject({
+      msg: 'leader election: cannot take or renew the Lease website-missing/website-operator; not reconciling until it can',
+      error: expect.stringContaining('namespaces "website-missing" not found'),
+      fix: 'create the namespace website-missing, set OPERATOR_NAMESPACE to an existing namespace, or run with LEADER_ELECTION=false (one replica)',
+    });
+    const readyz = await operator.get('/readyz', operator.healthPort);
+    expect(readyz.status).toBe(200);
+    expect(readyz.body).toMatch(/\[\+\]leader-election ok: not leading for \d+ s: Lease website-missing\/website-operator: namespaces "website-missing" not found \(create the namespace website-missing/);
+    const first = await operator.metric('leader_election_not_leading_seconds');
+    await eventually('the not-leading metric to grow', async () => ((await operator.metric('leader_election_not_leading_seconds')) > first ? true : undefined));
+    expect(await operator.metric('leader_election_master_status')).toBe(0);
+    expect((await operator.get('/healthz', operator.healthPort)).status).toBe(200);
   });
 
   test('after the API server restarts (every watch breaks), the operator keeps reconciling', async () => {
@@ -261,6 +287,43 @@ describe('the operator, running as its ServiceAccount', () => {
     }
     await ready('e2e-norole', 90_000);
     expect(await exists('service', 'website-e2e-norole')).toBe(true);
+  });
+
+  test('a Deployment of the Website\'s child name owned by someone else: the condition and one Warning, no retries; deleting it converges', async () => {
+    // The tests' LOG_LEVEL=debug: a line per reconcile of the Website, whatever its outcome.
+    const operator = await start('op-foreign');
+    const key = `${NS}/e2e-foreign`;
+    const attempts = () => operator.logs.filter((l) => l.website === key && ['reconciled', 'reconcile failed, retrying with backoff', 'reconcile failed and retrying cannot help; waiting for a change'].includes(l.msg));
+    // Someone else's: no owner, no managed-by label, so none of the operator's caches holds it.
+    await ok(['create', 'deployment', 'website-e2e-foreign', '-n', NS, '--image=registry.k8s.io/pause:3.10']);
+    try {
+      await createWebsite('e2e-foreign', { title: 'Foreign', replicas: 1 });
+      const message = 'Deployment website-e2e-foreign already exists and is not owned by Website e2e-foreign: delete or rename that Deployment, or rename the Website';
+      const condition = await eventually('the failure in status', async () => (await websiteJson('e2e-foreign')).status?.conditions?.find((c: any) => c.reason === 'ReconcileFailed'));
+      expect(condition).toMatchObject({ type: 'Ready', status: 'False', message });
+      await eventually('the Warning event', async () => (await events('e2e-foreign')).find((e) => e.type === 'Warning'));
+      const tried = attempts().length;
+      // Far more than several backoff periods (5 ms doubling): a retry storm would show here.
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(attempts()).toHaveLength(tried);
+      expect(attempts().filter((l) => l.msg === 'reconcile failed, retrying with backoff')).toEqual([]);
+      expect(operator.logs.filter((l) => l.website === key && l.level === 'error')).toEqual([expect.objectContaining({ msg: 'reconcile failed and retrying cannot help; waiting for a change', error: message })]);
+      expect((await events('e2e-foreign')).filter((e) => e.type === 'Warning').map((e) => `${e.reason}: ${e.message}`)).toEqual([`ReconcileFailed: ${message}`]);
+      expect(await operator.metric('controller_runtime_terminal_reconcile_errors_total')).toBeGreaterThanOrEqual(1);
+      expect(await operator.metric('workqueue_retries_total')).toBe(0);
+
+      // Its deletion alone brings the Website back (the operator watches that Deployment by name).
+      await ok(['delete', 'deployment', 'website-e2e-foreign', '-n', NS, '--wait=true']);
+      await ready('e2e-foreign');
+      const { uid } = (await websiteJson('e2e-foreign')).metadata;
+      expect((await deploymentOf('e2e-foreign')).metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Website', name: 'e2e-foreign', uid, controller: true })]);
+      // And an edit of the Website reconciles it as usual.
+      await ok(['patch', 'website', 'e2e-foreign', '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":2}}']);
+      expect((await ready('e2e-foreign')).status.availableReplicas).toBe(2);
+    } finally {
+      await kubectl(['delete', 'website', 'e2e-foreign', '-n', NS, '--ignore-not-found', '--wait=true']);
+      await kubectl(['delete', 'deployment', 'website-e2e-foreign', '-n', NS, '--ignore-not-found']);
+    }
   });
 
   test('traces each reconcile to Jaeger over OTLP: a reconcile span with its API requests beneath, no credential in any span', async () => {

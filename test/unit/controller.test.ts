@@ -4,6 +4,7 @@ import { backoffDelay, sleep } from '../../operator/src/controller/backoff.ts';
 import { objectKey } from '../../operator/src/controller/informer.ts';
 import { resourcePath } from '../../operator/src/controller/kube-client.ts';
 import { TokenBucket } from '../../operator/src/controller/rate-limiter.ts';
+import { TerminalError } from '../../operator/src/controller/terminal-error.ts';
 import { WorkQueue } from '../../operator/src/controller/work-queue.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 
@@ -187,6 +188,38 @@ describe('WorkQueue', () => {
     expect(gaps[2]).toBeGreaterThanOrEqual(39);
     expect(queue.failuresOf('ns/a')).toBe(0);
     expect((await metrics.registry.getSingleMetricAsString('workqueue_retries_total')).trim().split('\n').pop()).toBe('workqueue_retries_total{name="test"} 3');
+  });
+
+  test('a TerminalError (or an error caused by one) is not retried: logged once at error level, counted, its failures forgotten; a new add runs it again', async () => {
+    const metrics = new OperatorMetrics({ processMetrics: false });
+    const lines: Array<{ level: string; msg: string }> = [];
+    const log = (level: string) => (_: unknown, msg: string) => lines.push({ level, msg });
+    const logger = { error: log('error'), warn: log('warn'), debug: log('debug') } as never;
+    const queue = new WorkQueue({ name: 'website', backoff: { baseMs: 1, maxMs: 1 }, metrics, logger });
+    let runs = 0;
+    const worker = run(queue, async () => {
+      runs++;
+      if (runs === 1) throw new Error('transient');
+      throw new Error('could not create', { cause: new TerminalError('taken by someone else') });
+    });
+    queue.add('ns/a');
+    await until(() => runs === 2);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(runs).toBe(2);
+    expect(queue.failuresOf('ns/a')).toBe(0);
+    queue.add('ns/a');
+    await until(() => runs === 3);
+    await worker.stop();
+    const failed = 'reconcile failed and retrying cannot help; waiting for a change';
+    expect(lines.filter((l) => l.msg !== 'reconciled')).toEqual([
+      { level: 'warn', msg: 'reconcile failed, retrying with backoff' },
+      { level: 'error', msg: failed },
+      // The same terminal error again: once at error level is enough.
+      { level: 'debug', msg: failed },
+    ]);
+    expect((await metrics.registry.getSingleMetricAsString('controller_runtime_terminal_reconcile_errors_total')).trim().split('\n').pop()).toBe('controller_runtime_terminal_reconcile_errors_total{controller="website"} 2');
+    expect((await metrics.registry.getSingleMetricAsString('controller_runtime_reconcile_errors_total')).trim().split('\n').pop()).toBe('controller_runtime_reconcile_errors_total{controller="website"} 3');
+    expect((await metrics.registry.getSingleMetricAsString('workqueue_retries_total')).trim().split('\n').pop()).toBe('workqueue_retries_total{name="website"} 1');
   });
 
   test('an immediate add does not wait for a pending backoff', async () => {

@@ -5,6 +5,7 @@
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
+import { type AddressInfo, type Server as NetServer, type Socket, createServer as createNetServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild, buildOperator } from '../../scripts/build-operator.ts';
@@ -91,6 +92,14 @@ describe('the operator started from the bundle', () => {
   let work: string;
   let kubeconfig: string;
   let recorder: string;
+  let silent: NetServer;
+  let silentKubeconfig: string;
+  const sockets: Socket[] = [];
+
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  });
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'operator-bundle-'));
@@ -103,6 +112,11 @@ describe('the operator started from the bundle', () => {
       users: [{ name: 'none', user: { token: 'not-a-real-token' } }],
       contexts: [{ name: 'none', context: { cluster: 'none', user: 'none', namespace: 'website-system' } }],
     }));
+    // An address that accepts connections and never says a word.
+    silent = createNetServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    silentKubeconfig = join(work, 'kubeconfig-silent');
+    writeFileSync(silentKubeconfig, readFileSync(kubeconfig, 'utf8').replace(`127.0.0.1:${port}`, `127.0.0.1:${(silent.address() as AddressInfo).port}`));
     // Node's module hooks (--import, before the operator): every file the process loads, on stderr.
     recorder = join(work, 'record-loads.mjs');
     writeFileSync(recorder, [
@@ -131,6 +145,29 @@ describe('the operator started from the bundle', () => {
     expect(loaded.sort()).toEqual(atStart.sort());
     expect(loaded).not.toContain(webhookChunk());
     expect(loaded).not.toContain(sdkChunk());
+  }, 60_000);
+
+  // Nothing is in flight that could finish: the informers' lists, the wait for their caches and
+  // the campaign for the Lease must all end at the stop. 20 s only tells a prompt stop from the
+  // 25 s shutdown timeout (SHUTDOWN_TIMEOUT_SECONDS); speed is for the benchmarks.
+  test.each([
+    ['refusing connections, without leader election', () => kubeconfig, { LEADER_ELECTION: 'false' }],
+    ['refusing connections, campaigning for the Lease', () => kubeconfig, { LEADER_ELECTION: 'true' }],
+    // Its requests hang: only aborting them ends them before their 30 s timeout.
+    ['accepting connections and never answering, campaigning for the Lease', () => silentKubeconfig, { LEADER_ELECTION: 'true' }],
+  ])('with the API server unreachable (%s), SIGTERM stops it cleanly: exit 0, "stopped", no timeout', async (_, config, env) => {
+    const operator = await OperatorProcess.start('shutdown-test', config(), { WEBHOOK_ENABLED: 'false', ...env }, build.entry);
+    try {
+      // It is running: listing, or waiting for the API server to answer.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const exit = await Promise.race([operator.stop(), new Promise<string>((resolve) => setTimeout(() => resolve('still running after 20 s'), 20_000))]);
+      const messages = operator.logs.map((l) => l.msg);
+      expect(exit).toBe(0);
+      expect(messages).not.toContain('shutdown timed out; exiting');
+      expect(messages[messages.length - 1]).toBe('stopped');
+    } finally {
+      await operator.kill();
+    }
   }, 60_000);
 
   test('with both on, loads both chunks (the recorder sees dynamic imports)', async () => {

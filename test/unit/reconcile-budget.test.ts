@@ -37,6 +37,7 @@ const config: OperatorConfig = {
 interface Harness {
   readonly api: FakeKubeApi;
   readonly operator: Operator;
+  readonly metrics: OperatorMetrics;
   readonly logs: Array<{ level: string; msg: string }>;
   /** Requests since the last call, as sorted "VERB resource code" lines, once the operator is idle. */
   requests(): Promise<string[]>;
@@ -44,13 +45,13 @@ interface Harness {
 
 let running: Operator | undefined;
 
-async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {}): Promise<Harness> {
-  const api = new FakeKubeApi();
+async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {}, api = new FakeKubeApi()): Promise<Harness> {
   await seed(api);
   const logs: Array<{ level: string; msg: string }> = [];
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => logs.push(JSON.parse(line.toString())));
-  const operator = new Operator(config, { client: api, logger: createLogger('info', stream), metrics: new OperatorMetrics() });
+  const metrics = new OperatorMetrics({ processMetrics: false });
+  const operator = new Operator(config, { client: api, logger: createLogger('info', stream), metrics });
   running = operator;
   await operator.start();
   let mark = api.requests.length;
@@ -65,6 +66,7 @@ async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {})
   return {
     api,
     operator,
+    metrics,
     logs,
     requests: async () => {
       await idle();
@@ -220,4 +222,98 @@ test('a Website deleted while it is reconciled (its patch answers NotFound) is s
   await h.requests();
   expect((await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning')).toEqual([]);
   expect(h.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+});
+
+test('a Website deleted between its writes (the status patch answers NotFound) is success: no Warning, no failure logged', async () => {
+  // The Deployment's create is where the Website goes: its finalizer removed and the Website deleted,
+  // as another client would, while the reconcile's other writes are out.
+  class DeletingApi extends FakeKubeApi {
+    override async create<T extends KubeObject>(type: Parameters<FakeKubeApi['create']>[0], object: T): Promise<T> {
+      if (type === DEPLOYMENTS && this.peek(WEBSITES, NS, 'a')) {
+        this.modify(WEBSITES, NS, 'a', (w) => void (w.metadata!.finalizers = []));
+        await super.delete(WEBSITES, { namespace: NS, name: 'a' });
+      }
+      return super.create(type, object);
+    }
+  }
+  const h = await start(async () => {}, new DeletingApi());
+  await h.api.create(WEBSITES, website('a'));
+  const requests = await h.requests();
+  expect(requests).toContain('PATCH websites/status 404');
+  expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
+  expect((await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning')).toEqual([]);
+  expect(h.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+  expect(await sample(h.metrics.reconcileErrors)).toBe(0);
+});
+
+test('a deleted Website whose finalizer someone else removed first (the finalizer patch answers NotFound) is success', async () => {
+  const h = await start();
+  await h.api.create(WEBSITES, website('a'));
+  await h.requests();
+  h.api.failWith((r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource, new ApiError(404, 'NotFound', 'websites "a" not found'));
+  await h.api.delete(WEBSITES, { namespace: NS, name: 'a' });
+  expect(await h.requests()).toContain('PATCH websites 404');
+  expect(h.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+  expect(await sample(h.metrics.reconcileErrors)).toBe(0);
+});
+
+/** The sum of a metric's samples. */
+async function sample(metric: { get(): Promise<{ values: Array<{ value: number }> }> }): Promise<number> {
+  return (await metric.get()).values.reduce((sum, { value }) => sum + value, 0);
+}
+
+describe('a child name taken by an object the Website does not own (a terminal error)', () => {
+  const foreign = (api: FakeKubeApi) => api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: NS }, spec: { replicas: 1 } }).then(() => undefined);
+  const warnings = async (api: FakeKubeApi) => (await api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning');
+  const terminalLogs = (h: Harness) => h.logs.filter((l) => l.msg === 'reconcile failed and retrying cannot help; waiting for a change');
+  /** Longer than many backoff periods of the work queue (5 ms doubling): a retry would show. */
+  const severalBackoffs = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+  test('sets the condition and one Warning event, logs once at error level, is counted, and is not retried', async () => {
+    const h = await start(foreign);
+    await h.api.create(WEBSITES, website('a'));
+    // The Service it creates beside the Deployment it cannot brings it back once (level-triggered).
+    const requests = await h.requests();
+    expect(requests.filter((r) => r.startsWith('PATCH websites/status'))).toEqual(['PATCH websites/status 200']);
+    const attempts = await sample(h.metrics.reconciles);
+    await severalBackoffs();
+    expect(await h.requests()).toEqual([]);
+    expect(await sample(h.metrics.reconciles)).toBe(attempts);
+    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', reason: 'ReconcileFailed', message: expect.stringContaining('Deployment website-a already exists and is not owned by Website a') });
+    expect((await warnings(h.api)).map((e) => e.reason)).toEqual(['ReconcileFailed']);
+    expect(terminalLogs(h)).toEqual([expect.objectContaining({ level: 'error', website: `${NS}/a`, error: expect.stringContaining('not owned by Website a') })]);
+    expect(h.logs.filter((l) => l.msg === 'reconcile failed, retrying with backoff')).toEqual([]);
+    expect(await sample(h.metrics.terminalReconcileErrors)).toBe(attempts);
+    expect(await sample(h.metrics.queueRetries)).toBe(0);
+  });
+
+  test('an edit of the Website reconciles it again', async () => {
+    const h = await start(foreign);
+    await h.api.create(WEBSITES, website('a'));
+    await h.requests();
+    const attempts = await sample(h.metrics.reconciles);
+    await h.api.patch(WEBSITES, { namespace: NS, name: 'a' }, 'merge', { spec: { title: 'Renamed' } });
+    await h.requests();
+    expect(await sample(h.metrics.terminalReconcileErrors)).toBe(attempts + 1);
+    await severalBackoffs();
+    expect(await h.requests()).toEqual([]);
+    expect(await sample(h.metrics.reconciles)).toBe(attempts + 1);
+    // Same message: the recorder writes the identical Warning once per window.
+    expect(await warnings(h.api)).toHaveLength(1);
+  });
+
+  test('deleting the foreign object reconciles the Website (a watch of that object by name), which then converges', async () => {
+    const h = await start(foreign);
+    await h.api.create(WEBSITES, website('a'));
+    await h.requests();
+    const terminal = await sample(h.metrics.terminalReconcileErrors);
+    await h.api.delete(DEPLOYMENTS, { namespace: NS, name: 'website-a' });
+    const requests = await h.requests();
+    expect(requests).toContain('CREATE deployments 201');
+    const owners = h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.metadata!.ownerReferences;
+    expect(owners).toEqual([expect.objectContaining({ kind: 'Website', name: 'a', controller: true })]);
+    expect(readyOf(h.api, 'a')).toMatchObject({ reason: 'Progressing' });
+    expect(await sample(h.metrics.terminalReconcileErrors)).toBe(terminal);
+    expect(h.operator.foreignChildWatches).toBe(0);
+  });
 });

@@ -7,6 +7,7 @@ import { EventRecorder } from '../../operator/src/controller/event-recorder.ts';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { Informer } from '../../operator/src/controller/informer.ts';
 import { LeaderElector } from '../../operator/src/controller/leader-election.ts';
+import { ObjectWatches } from '../../operator/src/controller/object-watch.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, KubeClient, LEASES } from '../../operator/src/controller/kube-client.ts';
 
 // Parts of the operator's runtime on an in-memory API (FakeKubeApi) or a local HTTP server: what
@@ -244,5 +245,65 @@ test('a Lease that cannot be created (its namespace is missing) is an error at e
       error: 'namespaces "website-system" not found',
       fix: 'create the namespace website-system, set OPERATOR_NAMESPACE to an existing namespace, or run with LEADER_ELECTION=false (one replica)',
     },
+  });
+});
+
+describe('ObjectWatches', () => {
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+  test('calls back once, at the first change of the object after the version read; a watch the server closes is resumed', async () => {
+    const api = new FakeKubeApi();
+    const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' }, spec: { replicas: 1 } });
+    await api.create(DEPLOYMENTS, { metadata: { name: 'website-b', namespace: 'ns' } });
+    const watches = new ObjectWatches({ client: api });
+    let changes = 0;
+    watches.watch('ns/a deployments', DEPLOYMENTS, read, () => changes++);
+    await settle();
+    expect(changes).toBe(0);
+    api.closeWatches();
+    await settle();
+    api.modify(DEPLOYMENTS, 'ns', 'website-b', (d) => void (d.spec = { replicas: 2 }));
+    await settle();
+    expect(changes).toBe(0);
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.spec = { replicas: 2 }));
+    await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'website-a' });
+    await settle();
+    expect(changes).toBe(1);
+    expect(watches.size).toBe(0);
+  });
+
+  test('a watch that fails is retried after a backoff, not dropped', async () => {
+    const api = new FakeKubeApi();
+    const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' } });
+    api.failWith((r) => r.verb === 'WATCH', new ApiError(0, 'ConnectionError', 'connect ECONNREFUSED'), 2);
+    const warnings: string[] = [];
+    const watches = new ObjectWatches({ client: api, backoff: { baseMs: 5, maxMs: 10 }, logger: { warn: (_: unknown, msg: string) => warnings.push(msg) } as never });
+    let changes = 0;
+    watches.watch('a', DEPLOYMENTS, read, () => changes++);
+    await settle();
+    expect(warnings).toEqual(['watch of an object that blocks a reconcile failed, retrying', 'watch of an object that blocks a reconcile failed, retrying']);
+    expect(watches.size).toBe(1);
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.metadata!.labels = { changed: 'yes' }));
+    await settle();
+    expect(changes).toBe(1);
+  });
+
+  test('a change made before the watch started (after the read) still counts; stop() ends every watch without calling back', async () => {
+    const api = new FakeKubeApi();
+    const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' } });
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.metadata!.labels = { changed: 'yes' }));
+    const watches = new ObjectWatches({ client: api });
+    let changes = 0;
+    watches.watch('a', DEPLOYMENTS, read, () => changes++);
+    await settle();
+    expect(changes).toBe(1);
+    const again = api.peek<KubeObject>(DEPLOYMENTS, 'ns', 'website-a')!;
+    watches.watch('a', DEPLOYMENTS, again, () => changes++);
+    await settle();
+    watches.stop();
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.metadata!.labels = { changed: 'twice' }));
+    await settle();
+    expect(changes).toBe(1);
+    expect(watches.size).toBe(0);
   });
 });

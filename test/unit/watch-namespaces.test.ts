@@ -191,13 +191,19 @@ describe('the operator over several namespaces', () => {
       fix: "grant this ServiceAccount the Website rules in namespace team-c (the WebsiteOperator construct's watchNamespaces creates its Role and RoleBinding; the namespace must exist), or remove team-c from WATCH_NAMESPACE",
       retryInMs: expect.any(Number),
     });
-    expect(await h.readyz()).toEqual({ status: 503, body: 'not ready: caches of namespace team-c\n' });
+    expect(await h.readyz()).toEqual({
+      status: 503,
+      body: '[+]caches of namespace team-a ok\n[+]caches of namespace team-b ok\n[-]caches of namespace team-c failed\n[+]leader-election ok: off (LEADER_ELECTION=false): this replica reconciles\nreadyz check failed\n',
+    });
     expect([await h.synced('team-a'), await h.synced('team-b'), await h.synced('team-c')]).toEqual([1, 1, 0]);
 
     // Granting it (a Role applied later) is picked up at the next retry.
     granted = true;
     await until('team-c to converge once granted', () => childrenOf(api, 'team-c', 'site-team-c') === 2);
-    expect(await h.readyz()).toEqual({ status: 200, body: 'ok\n' });
+    expect(await h.readyz()).toEqual({
+      status: 200,
+      body: '[+]caches of namespace team-a ok\n[+]caches of namespace team-b ok\n[+]caches of namespace team-c ok\n[+]leader-election ok: off (LEADER_ELECTION=false): this replica reconciles\nreadyz check passed\n',
+    });
     expect(await h.synced('team-c')).toBe(1);
   });
 
@@ -208,7 +214,7 @@ describe('the operator over several namespaces', () => {
     await until('both namespaces to converge', () => childrenOf(api, 'team-a', 'site') === 2 && childrenOf(api, 'team-b', 'site') === 2);
     const lists = api.requests.filter((r) => r.verb === 'LIST').map((r) => `${r.resource} ${r.namespace ?? '*'}`);
     expect(lists.sort()).toEqual(['deployments *', 'services *', 'websites *']);
-    expect(await h.readyz()).toEqual({ status: 200, body: 'ok\n' });
+    expect(await h.readyz()).toEqual({ status: 200, body: '[+]caches ok\n[+]leader-election ok: off (LEADER_ELECTION=false): this replica reconciles\nreadyz check passed\n' });
     expect(await h.synced('*')).toBe(1);
     // A Website in a namespace created later is reconciled too.
     await api.create(WEBSITES, website('team-new', 'site'));

@@ -28,6 +28,8 @@ interface Watcher {
   readonly type: ResourceType;
   readonly namespace?: string;
   readonly selector: Record<string, string>;
+  /** From a `metadata.name=<name>` field selector (the only field selector the fake knows). */
+  readonly name?: string;
   readonly onEvent: (type: string, object: KubeObject) => void;
   readonly onDone: (error: unknown) => void;
   readonly controller: AbortController;
@@ -55,6 +57,13 @@ function parseSelector(selector: unknown): Record<string, string> {
       return [key.trim(), (value ?? '').trim()];
     }),
   );
+}
+
+function nameOfFieldSelector(selector: unknown): string | undefined {
+  if (typeof selector !== 'string' || selector === '') return undefined;
+  const match = /^metadata\.name=([^,]+)$/.exec(selector);
+  if (!match) throw new Error(`FakeKubeApi supports only the field selector metadata.name=<name>, not ${selector}`);
+  return match[1];
 }
 
 /**
@@ -195,7 +204,7 @@ export class FakeKubeApi implements KubeApi {
   readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone) => {
     this.answer('WATCH', type, { namespace }, 200);
     const controller = new AbortController();
-    const watcher: Watcher = { type, namespace, selector: parseSelector(query.labelSelector), onEvent, onDone, controller };
+    const watcher: Watcher = { type, namespace, selector: parseSelector(query.labelSelector), name: nameOfFieldSelector(query.fieldSelector), onEvent, onDone, controller };
     // Changes after the resourceVersion the watch starts from, as the API server replays them.
     const from = Number(query.resourceVersion ?? 0);
     if (from > 0) {
@@ -288,6 +297,7 @@ export class FakeKubeApi implements KubeApi {
     if (typeKey(watcher.type) !== typeKey(type)) return;
     if (watcher.namespace && watcher.namespace !== object.metadata?.namespace) return;
     if (!matches(object, watcher.selector)) return;
+    if (watcher.name !== undefined && watcher.name !== object.metadata?.name) return;
     watcher.onEvent(event, clone(object));
   }
 

@@ -23,8 +23,9 @@ export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
 /**
  * `initialList` is true for the adds of the first list: objects that existed before this process
  * started, which a controller may serve after new changes (controller-runtime's priority queue).
+ * `previous` is the cached object an update replaces (client-go's OnUpdate(old, new)).
  */
-export type InformerHandler<T> = (event: InformerEvent, object: T, initialList: boolean) => void;
+export type InformerHandler<T> = (event: InformerEvent, object: T, initialList: boolean, previous?: T) => void;
 
 /** Drops `metadata.managedFields`, in place: the transform every Informer applies at insert. */
 export function stripManagedFields<T extends KubeObject>(object: T): T {
@@ -122,8 +123,17 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     return this.synced;
   }
 
-  waitForSync(): Promise<void> {
-    return this.synced ? Promise.resolve() : new Promise((resolve) => this.syncWaiters.push(resolve));
+  /** Resolves once synced, or when `signal` aborts (a stop must not wait for an API server that never answers). */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.synced || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.syncWaiters.push(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
   }
 
   /**
@@ -193,7 +203,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     let continueToken: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await client.list<T>(type, namespace, { labelSelector, limit: pageSize, continue: continueToken });
+      const page = await client.list<T>(type, namespace, { labelSelector, limit: pageSize, continue: continueToken }, { signal });
       // List items carry no apiVersion and kind (the list does); watch events do. Cache one shape.
       const kind = page.kind?.replace(/List$/, '');
       for (const item of page.items) fresh.set(objectKey(item), stripManagedFields({ ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind }));
@@ -209,7 +219,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       this.store.set(key, object);
       const old = previous.get(key);
       if (!old) this.emit('add', object, initialList);
-      else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion) this.emit('update', object);
+      else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion) this.emit('update', object, false, old);
     }
     for (const [key, object] of previous) {
       if (!fresh.has(key)) this.emit('delete', object);
@@ -254,9 +264,9 @@ export class Informer<T extends KubeObject> implements Cache<T> {
               case 'MODIFIED': {
                 stripManagedFields(object);
                 const key = objectKey(object);
-                const existed = this.store.has(key);
+                const previous = this.store.get(key);
                 this.store.set(key, object as T);
-                this.emit(existed ? 'update' : 'add', object as T);
+                this.emit(previous ? 'update' : 'add', object as T, false, previous);
                 break;
               }
               case 'DELETED':
@@ -289,10 +299,10 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     for (const object of this.store.values()) this.emit('resync', object);
   }
 
-  private emit(event: InformerEvent, object: T, initialList = false): void {
+  private emit(event: InformerEvent, object: T, initialList = false, previous?: T): void {
     for (const handler of this.handlers) {
       try {
-        handler(event, object, initialList);
+        handler(event, object, initialList, previous);
       } catch (error) {
         this.options.logger?.error({ resource: this.options.type.resource, error: (error as Error).message }, 'informer handler threw');
       }

@@ -82,16 +82,16 @@ export interface KubeList<T> {
  */
 export interface KubeApi {
   /** The object, or undefined when the API server answers 404. */
-  get<T extends KubeObject>(type: ResourceType, ref: ObjectRef): Promise<T | undefined>;
-  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query?: Record<string, string | number | boolean | undefined>): Promise<KubeList<T>>;
+  get<T extends KubeObject>(type: ResourceType, ref: ObjectRef, options?: CallOptions): Promise<T | undefined>;
+  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query?: Record<string, string | number | boolean | undefined>, options?: CallOptions): Promise<KubeList<T>>;
   /** POST; an object that exists already fails with 409 AlreadyExists. */
-  create<T extends KubeObject>(type: ResourceType, object: T, options?: { fieldManager?: string }): Promise<T>;
+  create<T extends KubeObject>(type: ResourceType, object: T, options?: { fieldManager?: string } & CallOptions): Promise<T>;
   /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
-  update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string): Promise<T>;
+  update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string, options?: CallOptions): Promise<T>;
   /** Server-side apply as `fieldManager`. */
-  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, options?: { force?: boolean; subresource?: string }): Promise<T>;
-  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string): Promise<T>;
-  delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions): Promise<void>;
+  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, options?: { force?: boolean; subresource?: string } & CallOptions): Promise<T>;
+  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string, options?: CallOptions): Promise<T>;
+  delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions, options?: CallOptions): Promise<void>;
   /**
    * Starts a watch; events arrive on `onEvent` until `onDone` (called exactly once, with the
    * error if there was one). Returns the AbortController that stops it. `inactivityTimeoutMs`
@@ -105,6 +105,11 @@ export interface KubeApi {
     onDone: (error: unknown) => void,
     inactivityTimeoutMs: number,
   ): Promise<AbortController>;
+}
+
+/** What a caller may pass to any request: an AbortSignal that cancels it (shutdown). */
+export interface CallOptions {
+  readonly signal?: AbortSignal;
 }
 
 export interface DeleteOptions {
@@ -221,41 +226,41 @@ export class KubeClient implements KubeApi {
     return new KubeClient(kc, options);
   }
 
-  async get<T extends KubeObject>(type: ResourceType, ref: ObjectRef): Promise<T | undefined> {
+  async get<T extends KubeObject>(type: ResourceType, ref: ObjectRef, { signal }: CallOptions = {}): Promise<T | undefined> {
     try {
-      return await this.request<T>('GET', type, ref);
+      return await this.request<T>('GET', type, ref, { signal });
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
     }
   }
 
-  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query: RequestOptions['query'] = {}): Promise<KubeList<T>> {
-    return this.request<KubeList<T>>('GET', type, { namespace }, { query });
+  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query: RequestOptions['query'] = {}, { signal }: CallOptions = {}): Promise<KubeList<T>> {
+    return this.request<KubeList<T>>('GET', type, { namespace }, { query, signal });
   }
 
-  create<T extends KubeObject>(type: ResourceType, object: T, { fieldManager }: { fieldManager?: string } = {}): Promise<T> {
-    return this.request<T>('POST', type, { namespace: object.metadata?.namespace }, { body: object, query: { fieldManager } });
+  create<T extends KubeObject>(type: ResourceType, object: T, { fieldManager, signal }: { fieldManager?: string } & CallOptions = {}): Promise<T> {
+    return this.request<T>('POST', type, { namespace: object.metadata?.namespace }, { body: object, query: { fieldManager }, signal });
   }
 
   /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
-  update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string): Promise<T> {
+  update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string, { signal }: CallOptions = {}): Promise<T> {
     const { namespace, name } = object.metadata ?? {};
-    return this.request<T>('PUT', type, { namespace, name, subresource }, { body: object });
+    return this.request<T>('PUT', type, { namespace, name, subresource }, { body: object, signal });
   }
 
   /** Server-side apply: the server merges `object` as `fieldManager`'s intent (force: take over conflicting fields). */
-  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, { force = true, subresource }: { force?: boolean; subresource?: string } = {}): Promise<T> {
+  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, { force = true, subresource, signal }: { force?: boolean; subresource?: string } & CallOptions = {}): Promise<T> {
     const { namespace, name } = object.metadata ?? {};
-    return this.request<T>('PATCH', type, { namespace, name, subresource }, { body: object, patchType: 'apply', query: { fieldManager, force } });
+    return this.request<T>('PATCH', type, { namespace, name, subresource }, { body: object, patchType: 'apply', query: { fieldManager, force }, signal });
   }
 
-  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string): Promise<T> {
-    return this.request<T>('PATCH', type, ref, { body, patchType, query: { fieldManager } });
+  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string, { signal }: CallOptions = {}): Promise<T> {
+    return this.request<T>('PATCH', type, ref, { body, patchType, query: { fieldManager }, signal });
   }
 
-  async delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions): Promise<void> {
-    await this.request('DELETE', type, ref, { body });
+  async delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions, { signal }: CallOptions = {}): Promise<void> {
+    await this.request('DELETE', type, ref, { body, signal });
   }
 
   readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {

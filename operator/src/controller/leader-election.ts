@@ -43,10 +43,24 @@ interface Lease extends KubeObject {
   };
 }
 
+/** Where this replica stands in the election: what the readiness detail and the metrics show. */
+export interface LeaderElectionStatus {
+  readonly lease: string;
+  readonly leading: boolean;
+  /** Since when (Date.now()) this replica campaigns without leading; undefined while leading or before it campaigns. */
+  readonly notLeadingSince?: number;
+  /** The holder of the Lease as last read, when it is another replica. */
+  readonly holder?: string;
+  /** Why the last attempt could not take or renew the Lease (not "held by another"), until one succeeds. */
+  readonly error?: string;
+}
+
 export class LeaderElector {
   private leading = false;
   /** The last Lease read, and when (on our clock) its content last changed. */
   private observed?: { lease: Lease; at: number };
+  private notLeadingSince?: number;
+  private lastError?: string;
 
   private readonly options: LeaderElectionOptions;
 
@@ -64,26 +78,49 @@ export class LeaderElector {
     return this.leading;
   }
 
+  status(): LeaderElectionStatus {
+    const holder = this.observed?.lease.spec?.holderIdentity;
+    return {
+      lease: `${this.options.namespace}/${this.options.name}`,
+      leading: this.leading,
+      notLeadingSince: this.notLeadingSince,
+      holder: holder && holder !== this.options.identity ? holder : undefined,
+      error: this.lastError,
+    };
+  }
+
   /**
    * Campaigns until `signal` aborts. While leading, `lead(leadership)` runs; `leadership` aborts
    * when the Lease is lost or on shutdown, and the Lease is kept until `lead` has returned, so a
    * successor never overlaps with work in flight. After a loss, the candidate campaigns again.
    */
-  async run(signal: AbortSignal, lead: (leadership: AbortSignal) => Promise<void>): Promise<void> {
+  async run(signal: AbortSignal, lead: (leadership: AbortSignal, lease: AbortSignal) => Promise<void>): Promise<void> {
     const { retryPeriodMs = 2_000, logger } = this.options;
     while (!signal.aborted) {
-      if (!(await this.tryAcquireOrRenew())) {
+      this.notLeadingSince ??= Date.now();
+      // A campaign's request is cut by the stop: nothing is held yet, so nothing needs finishing.
+      if (!(await this.tryAcquireOrRenew(signal))) {
+        this.notLeadingChanged();
         await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal);
         continue;
       }
       this.setLeading(true);
       logger?.info({ lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity }, 'became leader');
+      // `leadership` ends taking new work (a stop, or the Lease lost); `lease` aborts the work in
+      // flight, only when the Lease is lost. Renewals go on while that work drains, so a stopping
+      // leader finishes its reconciles holding the Lease; when the API server cannot renew it
+      // within renewDeadline, another replica may take it soon, so nothing more may be written.
       const leadership = new AbortController();
+      const lease = new AbortController();
+      const drained = new AbortController();
       const stopOnShutdown = () => leadership.abort();
       signal.addEventListener('abort', stopOnShutdown, { once: true });
-      const renewing = this.renewUntilLost(leadership.signal).then(() => leadership.abort());
-      await lead(leadership.signal);
-      leadership.abort();
+      const renewing = this.renewUntilLost(drained.signal).then(() => {
+        leadership.abort();
+        lease.abort();
+      });
+      await lead(leadership.signal, lease.signal);
+      drained.abort();
       await renewing;
       signal.removeEventListener('abort', stopOnShutdown);
       this.setLeading(false);
@@ -96,14 +133,19 @@ export class LeaderElector {
     }
   }
 
-  /** Renews every retryPeriod; returns when a renewal could not succeed within renewDeadline, or on stop. */
+  /**
+   * Renews every retryPeriod; returns when a renewal could not succeed within renewDeadline, or on
+   * stop. An attempt gets what is left of renewDeadline (client-go's renew context): a request the
+   * API server never answers must not keep this replica leading past its Lease.
+   */
   private async renewUntilLost(stop: AbortSignal): Promise<void> {
     const { retryPeriodMs = 2_000, renewDeadlineMs = 10_000 } = this.options;
     let lastRenew = performance.now();
     while (!stop.aborted) {
       await sleep(retryPeriodMs, stop);
       if (stop.aborted) return;
-      if (await this.tryAcquireOrRenew()) {
+      const left = Math.max(1, Math.ceil(renewDeadlineMs - (performance.now() - lastRenew)));
+      if (await this.tryAcquireOrRenew(AbortSignal.any([stop, AbortSignal.timeout(left)]))) {
         lastRenew = performance.now();
       } else if (performance.now() - lastRenew >= renewDeadlineMs || this.heldByOther()) {
         return;
@@ -117,11 +159,12 @@ export class LeaderElector {
   }
 
   /** One attempt; true when we hold the Lease afterwards. Errors count as "not now". */
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs = 15_000, logger } = this.options;
     const now = new Date();
     try {
-      const current = await client.get<Lease>(LEASES, { namespace, name });
+      const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
+      this.lastError = undefined;
       if (!current) {
         const created = await client.create<Lease>(LEASES, {
           apiVersion: 'coordination.k8s.io/v1',
@@ -134,7 +177,7 @@ export class LeaderElector {
             renewTime: microTime(now),
             leaseTransitions: 0,
           },
-        });
+        }, { signal });
         this.observe(created);
         return true;
       }
@@ -152,12 +195,14 @@ export class LeaderElector {
           renewTime: microTime(now),
           leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
         },
-      });
+      }, undefined, { signal });
       this.observe(updated);
       return true;
     } catch (error) {
       // A conflict means someone else wrote first: not an error, just not us this round.
       if (isConflict(error)) return false;
+      // Cut by the stop: nothing to report.
+      if (signal.aborted) return false;
       // Anything else keeps this replica from ever leading, and so the operator from reconciling:
       // say so at every retry, with what to do about it.
       const lease = `${namespace}/${name}`;
@@ -167,6 +212,7 @@ export class LeaderElector {
         : code === 401 || code === 403
           ? `grant get, create and update on leases (coordination.k8s.io) named ${name} in namespace ${namespace} (the WebsiteOperator construct's Role does)`
           : 'check that the API server is reachable';
+      this.lastError = `${(error as Error).message} (${fix})`;
       logger?.error({ lease, error: (error as Error).message, fix }, `leader election: cannot take or renew the Lease ${lease}; not reconciling until it can`);
       return false;
     }
@@ -178,17 +224,22 @@ export class LeaderElector {
     this.observed = { lease, at: changed ? performance.now() : this.observed!.at };
   }
 
-  /** Gives the Lease up: no holder, 1 s duration, so a successor takes it at its next retry. */
+  /**
+   * Gives the Lease up: no holder, 1 s duration, so a successor takes it at its next retry. Both
+   * requests together get one retryPeriod: an API server that does not answer by then will not
+   * take the release either, and the Lease expires by itself after leaseDuration.
+   */
   private async release(): Promise<void> {
-    const { client, namespace, name, identity, logger } = this.options;
+    const { client, namespace, name, identity, retryPeriodMs = 2_000, logger } = this.options;
+    const signal = AbortSignal.timeout(Math.ceil(retryPeriodMs));
     try {
-      const current = await client.get<Lease>(LEASES, { namespace, name });
+      const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
       if (!current || current.spec?.holderIdentity !== identity) return;
       const now = microTime();
       await client.update<Lease>(LEASES, {
         ...current,
         spec: { ...current.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now },
-      });
+      }, undefined, { signal });
     } catch (error) {
       logger?.warn({ error: (error as Error).message }, 'could not release the lease; a successor waits for it to expire');
     }
@@ -196,6 +247,13 @@ export class LeaderElector {
 
   private setLeading(leading: boolean): void {
     this.leading = leading;
+    this.notLeadingSince = leading ? undefined : Date.now();
     this.options.metrics?.leader.set({ name: this.options.name }, leading ? 1 : 0);
+    this.notLeadingChanged();
+  }
+
+  private notLeadingChanged(): void {
+    const seconds = this.notLeadingSince === undefined ? 0 : (Date.now() - this.notLeadingSince) / 1000;
+    this.options.metrics?.notLeading.set({ name: this.options.name }, seconds);
   }
 }

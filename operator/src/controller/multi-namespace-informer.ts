@@ -55,8 +55,8 @@ export class MultiNamespaceInformer<T extends KubeObject> implements Cache<T> {
   }
 
   /** Resolves once every namespace has synced. */
-  async waitForSync(): Promise<void> {
-    await Promise.all([...this.informers.values()].map((informer) => informer.waitForSync()));
+  async waitForSync(signal?: AbortSignal): Promise<void> {
+    await Promise.all([...this.informers.values()].map((informer) => informer.waitForSync(signal)));
   }
 
   /** Resolves once every namespace has synced or been refused as forbidden. */

@@ -1,12 +1,19 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { type BackoffOptions, backoffDelay } from './backoff.ts';
+import { isTerminal } from './terminal-error.ts';
 
 /**
  * The controller work queue of client-go, which client-node lacks. Keys (namespace/name) are
  * deduplicated: a key added while queued is queued once; a key added while being processed is
- * processed again afterwards, never by two workers at once. A failed key comes back after a
- * per-key exponential backoff; a success forgets its failures.
+ * processed again afterwards, never by two workers at once.
+ *
+ * Its workers are the one place that decides what a handler's outcome means, as
+ * controller-runtime's reconcileHandler does, with one log line and the reconcile metrics each:
+ * - success: the key's failures are forgotten (and it comes back after `requeueAfterMs` if asked);
+ * - an error: the key comes back after a per-key exponential backoff (warn);
+ * - a TerminalError (terminal-error.ts): retrying cannot help, so the key is not requeued and its
+ *   failures are forgotten (error); a new add (a change, a resync) brings it back.
  *
  * Keys have a priority, as in controller-runtime's priority queue: `high` (the default) for new
  * and changed objects, `low` for periodic resyncs and the objects of the first list, so a change
@@ -17,7 +24,10 @@ import { type BackoffOptions, backoffDelay } from './backoff.ts';
 export type Priority = 'high' | 'low';
 
 export interface WorkQueueOptions {
-  /** Label of the queue's metrics. */
+  /**
+   * Label of the queue's metrics (`name`) and of the reconcile metrics (`controller`); in log
+   * lines, `controller` and the field holding the key (`website: "ns/a"`).
+   */
   readonly name: string;
   /**
    * Keys processed at once (each key by one worker at a time).
@@ -39,7 +49,8 @@ export interface HandlerResult {
   readonly requeueAfterMs?: number;
 }
 
-export type KeyHandler = (key: string) => Promise<HandlerResult | void>;
+/** `abort`: the work must stop at once (see run). */
+export type KeyHandler = (key: string, abort: AbortSignal) => Promise<HandlerResult | void>;
 
 export class WorkQueue {
   /** Keys in arrival order per priority; an entry whose key moved up or left is skipped when reached. */
@@ -50,6 +61,8 @@ export class WorkQueue {
   private readonly dirty = new Map<string, Priority>();
   private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
+  /** The message of each key's last TerminalError, until it succeeds: logged at error level once. */
+  private readonly terminal = new Map<string, string>();
   private readonly enqueuedAt = new Map<string, number>();
   private wake: Array<() => void> = [];
   private shuttingDown = false;
@@ -129,14 +142,15 @@ export class WorkQueue {
 
   /**
    * Runs `concurrency` workers until `signal` aborts, then lets keys in flight finish (queued keys
-   * stay queued; the next leader or process picks them up from the cluster state anyway).
+   * stay queued; the next leader or process picks them up from the cluster state anyway). `abort`,
+   * handed to every handler, is for work that must not finish: the leader's Lease lost.
    */
-  async run(handler: KeyHandler, signal: AbortSignal): Promise<void> {
+  async run(handler: KeyHandler, signal: AbortSignal, abort: AbortSignal = new AbortController().signal): Promise<void> {
     const stop = () => {
       for (const resolve of this.wake.splice(0)) resolve();
     };
     signal.addEventListener('abort', stop, { once: true });
-    const workers = Array.from({ length: this.options.concurrency ?? 4 }, () => this.worker(handler, signal));
+    const workers = Array.from({ length: this.options.concurrency ?? 4 }, () => this.worker(handler, signal, abort));
     await Promise.all(workers);
     signal.removeEventListener('abort', stop);
   }
@@ -161,7 +175,7 @@ export class WorkQueue {
     return undefined;
   }
 
-  private async worker(handler: KeyHandler, signal: AbortSignal): Promise<void> {
+  private async worker(handler: KeyHandler, signal: AbortSignal, abort: AbortSignal): Promise<void> {
     while (!signal.aborted && !this.shuttingDown) {
       const key = this.next();
       if (key === undefined) {
@@ -174,13 +188,30 @@ export class WorkQueue {
       this.enqueuedAt.delete(key);
       this.options.metrics?.queueWait.observe({ name: this.options.name }, waited / 1000);
       this.depthChanged();
+      const started = performance.now();
       try {
-        const result = await handler(key);
+        const result = await handler(key, abort);
+        this.outcome(key, started, 'success');
         this.forget(key);
+        this.terminal.delete(key);
         if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
       } catch (error) {
-        const delay = this.addRateLimited(key);
-        this.options.logger?.debug({ key, error: (error as Error).message, retryInMs: delay }, 'requeued with backoff');
+        const { logger } = this.options;
+        const message = (error as Error).message;
+        this.outcome(key, started, 'error');
+        if (isTerminal(error)) {
+          this.options.metrics?.terminalReconcileErrors.inc({ controller: this.options.name });
+          this.forget(key);
+          // Once at error level per key and message: the reconcile's own writes (a child it created
+          // beside the one it could not) bring the key back once more, as does every resync.
+          const repeated = this.terminal.get(key) === message;
+          this.terminal.set(key, message);
+          logger?.[repeated ? 'debug' : 'error']({ controller: this.options.name, [this.options.name]: key, error: message }, 'reconcile failed and retrying cannot help; waiting for a change');
+        } else {
+          const failures = this.failuresOf(key) + 1;
+          const delay = this.addRateLimited(key);
+          logger?.warn({ controller: this.options.name, [this.options.name]: key, error: message, failures, retryInMs: delay }, 'reconcile failed, retrying with backoff');
+        }
       } finally {
         this.processing.delete(key);
         const again = this.dirty.get(key);
@@ -190,6 +221,16 @@ export class WorkQueue {
         }
       }
     }
+  }
+
+  /** The reconcile metrics of one outcome (controller-runtime counts a terminal error as an error too). */
+  private outcome(key: string, started: number, result: 'success' | 'error'): void {
+    const { metrics, name: controller, logger } = this.options;
+    const seconds = (performance.now() - started) / 1000;
+    metrics?.reconciles.inc({ controller, result });
+    if (result === 'error') metrics?.reconcileErrors.inc({ controller });
+    metrics?.reconcileTime.observe({ controller }, seconds);
+    if (result === 'success') logger?.debug({ controller, [controller]: key, seconds }, 'reconciled');
   }
 
   private depthChanged(): void {

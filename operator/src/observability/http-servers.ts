@@ -7,11 +7,17 @@ import type { OperatorMetrics } from './metrics.ts';
  * kubelet's probes on another (`/healthz`: the process serves requests; `/readyz`: the caches
  * are synced and, when configured, the conversion webhook serves). Separate ports, so a
  * NetworkPolicy can open metrics to Prometheus without exposing anything else.
+ *
+ * `/readyz` lists every check with its state, as the API server's `/readyz?verbose` does
+ * (`[+]caches ok`, `[-]webhook failed`), each with a detail when it has one, then
+ * `readyz check passed` (200) or `readyz check failed` (503).
  */
 
 export interface Check {
   readonly name: string;
   readonly ok: () => boolean;
+  /** What a person reading /readyz should know about this check (shown in either state). */
+  readonly detail?: () => string | undefined;
 }
 
 /** A plain-HTTP server on a port of its own (0 picks a free one, which `port` then tells). */
@@ -65,10 +71,16 @@ export class HealthServer extends EndpointServer {
         res.writeHead(405).end();
       } else if (req.url === '/healthz') {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-      } else if (req.url === '/readyz') {
-        const failing = readiness.filter((check) => !check.ok()).map((check) => check.name);
-        if (failing.length === 0) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-        else res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready: ${failing.join(', ')}\n`);
+      } else if (req.url === '/readyz' || req.url?.startsWith('/readyz?')) {
+        let ready = true;
+        const lines = readiness.map((check) => {
+          const ok = check.ok();
+          ready &&= ok;
+          const detail = check.detail?.();
+          return `[${ok ? '+' : '-'}]${check.name} ${ok ? 'ok' : 'failed'}${detail ? `: ${detail}` : ''}`;
+        });
+        lines.push(`readyz check ${ready ? 'passed' : 'failed'}`);
+        res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(`${lines.join('\n')}\n`);
       } else {
         res.writeHead(404).end('not found: probes are /healthz and /readyz\n');
       }

@@ -29,7 +29,13 @@ export class OperatorMetrics {
   });
   readonly reconcileErrors = new Counter({
     name: 'controller_runtime_reconcile_errors_total',
-    help: 'Reconciles that failed and were requeued with backoff.',
+    help: 'Reconciles that failed: requeued with backoff, or not at all when the error is terminal.',
+    labelNames: ['controller'] as const,
+    registers: [this.registry],
+  });
+  readonly terminalReconcileErrors = new Counter({
+    name: 'controller_runtime_terminal_reconcile_errors_total',
+    help: 'Reconciles that failed with an error retrying cannot fix: not requeued; the next change to the object or a child, or the periodic resync, reconciles it again.',
     labelNames: ['controller'] as const,
     registers: [this.registry],
   });
@@ -80,6 +86,16 @@ export class OperatorMetrics {
   readonly leader = new Gauge({
     name: 'leader_election_master_status',
     help: '1 while this replica holds the leader Lease, else 0.',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  /**
+   * A standby's value grows for as long as it stands by; the minimum over all replicas is how long
+   * no replica has led (an alert on it catches an operator that never reconciles).
+   */
+  readonly notLeading = new Gauge({
+    name: 'leader_election_not_leading_seconds',
+    help: 'Seconds this replica has campaigned for the leader Lease without holding it (0 while leading), updated at each attempt.',
     labelNames: ['name'] as const,
     registers: [this.registry],
   });

@@ -1,16 +1,18 @@
+import { jsonEqual } from '../controller/apply.ts';
 import { sleep } from '../controller/backoff.ts';
 import { EventRecorder } from '../controller/event-recorder.ts';
 import { objectKey } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeApi, type KubeObject, SERVICES } from '../controller/kube-client.ts';
 import { LeaderElector } from '../controller/leader-election.ts';
 import { MultiNamespaceInformer } from '../controller/multi-namespace-informer.ts';
+import { ObjectWatches } from '../controller/object-watch.ts';
 import { WorkQueue } from '../controller/work-queue.ts';
 import { HealthServer, MetricsServer } from '../observability/http-servers.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { inSpan } from '../observability/tracing.ts';
 import { ALL_NAMESPACES, MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
-import { WebsiteReconciler, websitesType } from './website.ts';
+import { WebsiteReconciler, finalizerName, websitesType } from './website.ts';
 
 /**
  * The operator process: informers on Websites and on the Deployments and Services it manages,
@@ -89,6 +91,7 @@ export class Operator {
   private readonly elector?: LeaderElector;
   private readonly reconciler: WebsiteReconciler;
   private readonly recorder: EventRecorder;
+  private readonly foreignChildren: ObjectWatches;
   private readonly config: OperatorConfig;
   private readonly deps: OperatorDependencies;
   private readonly stopping = new AbortController();
@@ -106,6 +109,7 @@ export class Operator {
     this.services = new MultiNamespaceInformer({ ...common, type: SERVICES, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
     this.queue = new WorkQueue({ name: CONTROLLER, concurrency: config.concurrency, metrics, logger });
     this.recorder = new EventRecorder({ client, component: MANAGED_BY, instance: config.identity, logger });
+    this.foreignChildren = new ObjectWatches({ client, logger });
     this.reconciler = new WebsiteReconciler({
       client,
       group: config.group,
@@ -116,6 +120,12 @@ export class Operator {
       fieldManager: config.fieldManager,
       clusterDomain: config.clusterDomain,
       render: { image: config.webImage, resources: config.webResources },
+      // A child's name taken by another owner ends the reconcile with a TerminalError: no retries,
+      // which could not help. What brings the Website back is a change to it (its informer), the
+      // periodic resync, or a change to that object: the child informers hold only objects with
+      // our managed-by label, so a watch of that one object by name (under the same Role) does.
+      onForeignChild: (website, type, child) =>
+        this.foreignChildren.watch(`${objectKey(website)} ${type.resource}`, type, child, () => this.queue.add(objectKey(website))),
       logger,
     });
     if (config.leaderElection) {
@@ -138,6 +148,14 @@ export class Operator {
         name: namespace === '*' ? 'caches' : `caches of namespace ${namespace}`,
         ok: () => this.synced(namespace),
       })),
+      // Shown, never failing. Readiness takes a pod out of the webhook Service's endpoints and holds
+      // up a rollout; a standby of a 2-replica Deployment is healthy while it stands by, and so is
+      // one that cannot read or take the Lease: it still serves conversions and keeps its caches
+      // warm, and taking it out would stall the rollout that may carry the fix. client-go's
+      // leaderelection.NewLeaderHealthzAdaptor fails only a leader whose renewals are overdue,
+      // which this elector never is (it stops leading at renewDeadline). What tells a person is
+      // this detail, the error log at each attempt, and leader_election_not_leading_seconds.
+      { name: 'leader-election', ok: () => true, detail: () => this.leaderElectionDetail() },
       ...(deps.components ?? []).map((component) => ({ name: component.name, ok: () => component.ready() })),
     ]);
 
@@ -150,7 +168,14 @@ export class Operator {
     // Level-triggered: every change of a Website, or of a child (mapped to its owner), enqueues
     // the Website's key; the reconciler then reads the whole current state. Periodic resyncs and
     // the Websites of the first list wait behind new and changed ones.
-    this.websites.on((event, website, initialList) => this.queue.add(objectKey(website), event === 'resync' || initialList ? 'low' : 'high'));
+    // The reconciler's own writes to a Website (its status, adding its finalizer) are no change to
+    // reconcile: the reconcile that wrote them went on with the rest, so another would only reach
+    // the same result (a TerminalError logged twice for one change).
+    const finalizer = finalizerName(config.group);
+    this.websites.on((event, website, initialList, previous) => {
+      if (event === 'update' && previous && onlyOwnWrites(previous, website, finalizer)) return;
+      this.queue.add(objectKey(website), event === 'resync' || initialList ? 'low' : 'high');
+    });
     const toOwner = (_: string, child: KubeObject) => {
       const owner = child.metadata?.ownerReferences?.find((ref) => ref.controller && ref.kind === 'Website' && ref.apiVersion.startsWith(`${config.group}/`));
       if (owner) this.queue.add(`${child.metadata!.namespace}/${owner.name}`);
@@ -159,8 +184,24 @@ export class Operator {
     this.services.on(toOwner);
   }
 
+  /** Objects watched because they block a Website's reconcile (see onForeignChild). */
+  get foreignChildWatches(): number {
+    return this.foreignChildren.size;
+  }
+
   isLeader(): boolean {
     return this.elector ? this.elector.isLeader() : true;
+  }
+
+  /** The leader-election line of /readyz: "leading", or for how long not, held by whom, or why. */
+  private leaderElectionDetail(): string {
+    if (!this.elector) return 'off (LEADER_ELECTION=false): this replica reconciles';
+    const status = this.elector.status();
+    if (status.leading) return `leading: Lease ${status.lease}`;
+    if (status.notLeadingSince === undefined) return `not campaigning yet (waiting for the caches): Lease ${status.lease}`;
+    const seconds = Math.round((Date.now() - status.notLeadingSince) / 1000);
+    if (status.error) return `not leading for ${seconds} s: Lease ${status.lease}: ${status.error}`;
+    return `standing by for ${seconds} s: Lease ${status.lease} held by ${status.holder ?? 'no one yet'}`;
   }
 
   /** Whether every cache (of `namespace` only, or `*` for the cluster-wide ones) has synced. */
@@ -189,7 +230,7 @@ export class Operator {
       const unsynced = [...this.websites.informers.keys()].filter((namespace) => !this.synced(namespace));
       if (unsynced.length === 0) logger.info({ websites: this.websites.list().length, namespaces }, 'caches synced');
       else logger.warn({ timeoutMs: this.config.cacheSyncTimeoutMs, unsynced }, 'caches not synced (see the list/watch errors); reconciling without them');
-      if (this.elector) await this.elector.run(signal, (leadership) => this.reconcileWhile(leadership));
+      if (this.elector) await this.elector.run(signal, (leadership, lease) => this.reconcileWhile(leadership, lease));
       else await this.reconcileWhile(signal);
     })();
     this.running = Promise.all([...informers, reconciling]);
@@ -199,6 +240,7 @@ export class Operator {
   /** Graceful stop: reconciles in flight finish, their events are written, the Lease is released, then the endpoints close. */
   async stop(): Promise<void> {
     this.stopping.abort();
+    this.foreignChildren.stop();
     await this.running;
     await this.recorder.flush();
     for (const component of [...(this.deps.components ?? [])].reverse()) await component.stop();
@@ -206,27 +248,31 @@ export class Operator {
     await this.metricsServer.stop();
   }
 
-  /** Runs the queue's workers until `signal` aborts; starts by enqueuing every known Website. */
-  private async reconcileWhile(signal: AbortSignal): Promise<void> {
-    const { logger, metrics } = this.deps;
+  /**
+   * Runs the queue's workers until `signal` aborts; starts by enqueuing every known Website.
+   * `lease` aborting (the Lease lost) aborts the requests of the reconciles in flight.
+   */
+  private async reconcileWhile(signal: AbortSignal, lease?: AbortSignal): Promise<void> {
+    const { logger } = this.deps;
     for (const website of this.websites.list()) this.queue.add(objectKey(website), 'low');
     logger.info({ websites: this.websites.list().length }, 'reconciling');
-    await this.queue.run(async (key) => {
-      const started = performance.now();
-      try {
-        const [namespace, name] = key.split('/');
-        const result = await inSpan('reconcile Website', { attributes: { 'k8s.namespace.name': namespace, 'website.name': name, 'website.retries': this.queue.failuresOf(key) } }, () => this.reconciler.reconcile(key));
-        metrics.reconciles.inc({ controller: CONTROLLER, result: 'success' });
-        return result;
-      } catch (error) {
-        metrics.reconciles.inc({ controller: CONTROLLER, result: 'error' });
-        metrics.reconcileErrors.inc({ controller: CONTROLLER });
-        logger.warn({ website: key, error: (error as Error).message, failures: this.queue.failuresOf(key) + 1 }, 'reconcile failed, retrying with backoff');
-        throw error;
-      } finally {
-        metrics.reconcileTime.observe({ controller: CONTROLLER }, (performance.now() - started) / 1000);
-      }
-    }, signal);
+    // The queue decides what the outcome means (success, retry with backoff, terminal), logs it and counts it.
+    await this.queue.run((key, abort) => {
+      const [namespace, name] = key.split('/');
+      return inSpan('reconcile Website', { attributes: { 'k8s.namespace.name': namespace, 'website.name': name, 'website.retries': this.queue.failuresOf(key) } }, () => this.reconciler.reconcile(key, abort));
+    }, signal, lease);
     logger.info('stopped reconciling');
   }
+}
+
+/** True when `before` and `after` differ only in status, resourceVersion and `finalizer` added. */
+function onlyOwnWrites(before: KubeObject, after: KubeObject, finalizer: string): boolean {
+  // Someone else removing it is a change: the Website must get it back.
+  if ((before.metadata?.finalizers ?? []).includes(finalizer) && !(after.metadata?.finalizers ?? []).includes(finalizer)) return false;
+  const rest = (object: KubeObject) => ({
+    ...object,
+    status: undefined,
+    metadata: { ...object.metadata, resourceVersion: undefined, finalizers: (object.metadata?.finalizers ?? []).filter((f) => f !== finalizer) },
+  });
+  return jsonEqual(rest(before), rest(after));
 }

@@ -1,7 +1,8 @@
 import { firstDifference, jsonEqual, needsApply, withHash } from '../controller/apply.ts';
 import type { EventRecorder } from '../controller/event-recorder.ts';
 import type { Cache } from '../controller/informer.ts';
-import { DEPLOYMENTS, type KubeApi, type KubeObject, type ResourceType, SERVICES, isAlreadyExists, isConflict, isNotFound } from '../controller/kube-client.ts';
+import { type CallOptions, DEPLOYMENTS, type KubeApi, type KubeObject, type ResourceType, SERVICES, isAlreadyExists, isConflict, isNotFound } from '../controller/kube-client.ts';
+import { TerminalError } from '../controller/terminal-error.ts';
 import type { HandlerResult } from '../controller/work-queue.ts';
 import type { Logger } from '../observability/logger.ts';
 import { MANAGED_BY, type WebsiteStatus, websiteUrl, type WebsiteV1, workloadName } from '../library.ts';
@@ -38,6 +39,12 @@ export interface WebsiteReconcilerOptions {
   readonly clusterDomain: string;
   /** Web server image and resources of the children. */
   readonly render?: Omit<RenderOptions, 'group'>;
+  /**
+   * Told of a child's name taken by an object the Website does not own (the reconcile then ends
+   * with a TerminalError, not retried): whoever reconciles must requeue the Website when that
+   * object changes, since the label-selected caches do not see it.
+   */
+  readonly onForeignChild?: (website: WebsiteV1 & KubeObject, type: ResourceType, child: KubeObject) => void;
   readonly logger?: Logger;
 }
 
@@ -63,12 +70,18 @@ export class WebsiteReconciler {
     this.hashAnnotation = `websites.${options.group}/applied-hash`;
   }
 
-  /** Reconciles the Website `namespace/name`; throws to be retried with backoff. */
-  async reconcile(key: string): Promise<HandlerResult | void> {
+  /**
+   * Reconciles the Website `namespace/name`; throws to be retried with backoff, or a TerminalError
+   * when only a person can fix what failed (a child's name taken by another owner).
+   */
+  async reconcile(key: string, signal?: AbortSignal): Promise<HandlerResult | void> {
     // 1. Fetch the Website. Not found: it is gone, and owner references take its children along.
     const website = this.options.websites.get(key);
     if (!website) return;
-    if (website.metadata.deletionTimestamp) return this.finalize(website);
+    // `signal` aborts every request of this reconcile: its writes must not land once the Lease
+    // may have passed to another replica.
+    const call = { signal };
+    if (website.metadata.deletionTimestamp) return this.finalize(website, call);
     try {
       // 2. and 3. Create or update the Deployment and the Service; add the finalizer. The three
       // writes do not depend on each other, so they go out together.
@@ -76,9 +89,9 @@ export class WebsiteReconciler {
       // Every write is waited for, so none is left running when the reconcile fails, and the
       // children that were written get their event either way.
       const results = await Promise.allSettled([
-        this.ensureFinalizer(website),
-        this.ensureChild(website, DEPLOYMENTS, 'Deployment', deployment, this.options.deployments),
-        this.ensureChild(website, SERVICES, 'Service', service, this.options.services),
+        this.ensureFinalizer(website, call),
+        this.ensureChild(website, DEPLOYMENTS, 'Deployment', deployment, this.options.deployments, call),
+        this.ensureChild(website, SERVICES, 'Service', service, this.options.services, call),
       ]);
       const [, deploymentResult, serviceResult] = results;
       recordChanges(website, this.options.recorder, [deploymentResult, serviceResult].flatMap((r) => (r.status === 'fulfilled' ? [r.value as ChildOutcome] : [])));
@@ -97,14 +110,17 @@ export class WebsiteReconciler {
           },
           readyCondition(website, currentDeployment),
         ),
+        call,
       );
     } catch (error) {
       // The Website changed since the cache saw it (the finalizer patch carries its
       // resourceVersion): routine, and the change is already queued. Retry; nothing to tell.
       if (isConflict(error) && !isAlreadyExists(error)) throw error;
+      // Aborted: this replica may no longer hold the Lease, so it writes nothing more, not even the failure.
+      if (signal?.aborted) throw error;
       const message = (error as Error).message;
       this.options.recorder.record(website, 'Warning', 'ReconcileFailed', message);
-      await this.writeStatus(website, nextStatus(website, {}, failedCondition(website, message))).catch((statusError: Error) =>
+      await this.writeStatus(website, nextStatus(website, {}, failedCondition(website, message)), call).catch((statusError: Error) =>
         this.options.logger?.warn({ website: key, error: statusError.message }, 'could not record the failure in status'),
       );
       throw error;
@@ -112,7 +128,7 @@ export class WebsiteReconciler {
   }
 
   /** Finalizer workflow (spec §3): clean up, then patch the finalizer out; the API server removes the Website. */
-  private async finalize(website: WebsiteV1 & KubeObject): Promise<void> {
+  private async finalize(website: WebsiteV1 & KubeObject, call: CallOptions): Promise<void> {
     const finalizers = website.metadata.finalizers ?? [];
     if (!finalizers.includes(this.finalizer)) return;
     const name = workloadName(website.metadata.name!);
@@ -125,11 +141,11 @@ export class WebsiteReconciler {
       ];
       await Promise.all(
         children.map(async ([type, cache]) => {
-          const child = await this.read(type, cache, website.metadata.namespace!, name);
+          const child = await this.read(type, cache, website.metadata.namespace!, name, call);
           if (!child || !controlledBy(child, website)) return;
           // The uid precondition spares an object of the same name created since the cache saw ours.
           await this.options.client
-            .delete(type, { namespace: website.metadata.namespace, name }, { propagationPolicy: 'Background', preconditions: { uid: child.metadata!.uid } })
+            .delete(type, { namespace: website.metadata.namespace, name }, { propagationPolicy: 'Background', preconditions: { uid: child.metadata!.uid } }, call)
             .catch((error) => {
               if (!isNotFound(error) && !isConflict(error)) throw error;
             });
@@ -137,14 +153,19 @@ export class WebsiteReconciler {
       );
     }
     this.options.recorder.record(website, 'Normal', 'Deleted', `Deleted Deployment and Service ${name}; removing finalizer ${this.finalizer}`);
-    await this.setFinalizers(website, finalizers.filter((f) => f !== this.finalizer));
+    try {
+      await this.setFinalizers(website, finalizers.filter((f) => f !== this.finalizer), call);
+    } catch (error) {
+      // Gone already (another replica, or a person, removed the finalizer): done (spec §7).
+      if (!isNotFound(error)) throw error;
+    }
   }
 
-  private async ensureFinalizer(website: WebsiteV1 & KubeObject): Promise<void> {
+  private async ensureFinalizer(website: WebsiteV1 & KubeObject, call: CallOptions): Promise<void> {
     const finalizers = website.metadata.finalizers ?? [];
     if (finalizers.includes(this.finalizer)) return;
     try {
-      await this.setFinalizers(website, [...finalizers, this.finalizer]);
+      await this.setFinalizers(website, [...finalizers, this.finalizer], call);
     } catch (error) {
       // Deleted since the cache saw it: nothing to do (spec §7), and the garbage collector takes
       // any child created beside this patch, whose owner no longer exists.
@@ -153,17 +174,17 @@ export class WebsiteReconciler {
   }
 
   /** A merge patch carrying the resourceVersion read: a concurrent change makes it fail (409) and retry. */
-  private async setFinalizers(website: WebsiteV1 & KubeObject, finalizers: string[]): Promise<void> {
+  private async setFinalizers(website: WebsiteV1 & KubeObject, finalizers: string[], call: CallOptions): Promise<void> {
     const { namespace, name, resourceVersion } = website.metadata;
-    await this.options.client.patch(this.type, { namespace, name }, 'merge', { metadata: { finalizers, resourceVersion } });
+    await this.options.client.patch(this.type, { namespace, name }, 'merge', { metadata: { finalizers, resourceVersion } }, undefined, call);
   }
 
   /** The child from the cache; a GET only while the cache has not synced (it may not have the child yet). */
-  private async read(type: ResourceType, cache: Cache<KubeObject>, namespace: string, name: string): Promise<KubeObject | undefined> {
+  private async read(type: ResourceType, cache: Cache<KubeObject>, namespace: string, name: string, call: CallOptions): Promise<KubeObject | undefined> {
     const key = `${namespace}/${name}`;
     const cached = cache.get(key);
     if (cached || cache.hasSynced(key)) return cached;
-    return this.options.client.get(type, { namespace, name });
+    return this.options.client.get(type, { namespace, name }, call);
   }
 
   /**
@@ -173,43 +194,44 @@ export class WebsiteReconciler {
    * objects with our managed-by label): then it is read and its owner checked. Present: applied
    * server-side, only when the stored object differs from what we render.
    */
-  private async ensureChild(website: WebsiteV1 & KubeObject, type: ResourceType, kind: string, rendered: KubeObject, cache: Cache<KubeObject>): Promise<ChildOutcome> {
+  private async ensureChild(website: WebsiteV1 & KubeObject, type: ResourceType, kind: string, rendered: KubeObject, cache: Cache<KubeObject>, call: CallOptions): Promise<ChildOutcome> {
     const { client, fieldManager } = this.options;
     const desired = withHash(rendered, this.hashAnnotation);
     const { namespace, name } = desired.metadata as { namespace: string; name: string };
     const unreadable = (error: Error): never => {
       throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
     };
-    let actual = await this.read(type, cache, namespace, name).catch(unreadable);
+    let actual = await this.read(type, cache, namespace, name, call).catch(unreadable);
     if (!actual) {
       try {
-        return { kind, name, object: await client.create(type, desired, { fieldManager }), change: 'Created' };
+        return { kind, name, object: await client.create(type, desired, { fieldManager, ...call }), change: 'Created' };
       } catch (error) {
         if (!isAlreadyExists(error)) throw new Error(`could not create ${kind} ${name}: ${(error as Error).message}`, { cause: error });
       }
-      actual = await client.get(type, { namespace, name }).catch(unreadable);
+      actual = await client.get(type, { namespace, name }, call).catch(unreadable);
       if (!actual) throw new Error(`${kind} ${name} was deleted while it was being created; trying again`);
     }
     if (!controlledBy(actual, website) && !adoptable(actual, website)) {
-      throw new Error(
+      this.options.onForeignChild?.(website, type, actual);
+      throw new TerminalError(
         `${kind} ${name} already exists and is not owned by Website ${website.metadata.name}: delete or rename that ${kind}, or rename the Website`,
       );
     }
     if (!needsApply(desired, actual)) return { kind, name, object: actual };
     this.options.logger?.debug({ website: `${namespace}/${website.metadata.name}`, kind, name, difference: firstDifference(desired, actual) }, 'applying');
     try {
-      return { kind, name, object: await client.apply(type, desired, fieldManager), change: 'Updated' };
+      return { kind, name, object: await client.apply(type, desired, fieldManager, call), change: 'Updated' };
     } catch (error) {
       throw new Error(`could not apply ${kind} ${name}: ${(error as Error).message}`, { cause: error });
     }
   }
 
-  private async writeStatus(website: WebsiteV1 & KubeObject, status: WebsiteStatus): Promise<void> {
+  private async writeStatus(website: WebsiteV1 & KubeObject, status: WebsiteStatus, call: CallOptions): Promise<void> {
     if (jsonEqual(status, website.status ?? {})) return;
     const { namespace, name } = website.metadata;
     this.options.logger?.debug({ website: `${namespace}/${name}`, status }, 'writing status');
     try {
-      await this.options.client.patch(this.type, { namespace, name, subresource: 'status' }, 'merge', { status });
+      await this.options.client.patch(this.type, { namespace, name, subresource: 'status' }, 'merge', { status }, undefined, call);
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }

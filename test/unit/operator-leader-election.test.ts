@@ -1,0 +1,143 @@
+import { PassThrough } from 'node:stream';
+import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
+import { ApiError, type KubeApi, type KubeObject, DEPLOYMENTS } from '../../operator/src/controller/kube-client.ts';
+import { createLogger } from '../../operator/src/observability/logger.ts';
+import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
+import { Operator, type OperatorConfig } from '../../operator/src/reconciler/operator.ts';
+import { websitesType } from '../../operator/src/reconciler/website.ts';
+
+// The Operator's leader election on an in-memory API: /readyz lists every check (as the API
+// server's /readyz?verbose does), and not leading shows there and in
+// leader_election_not_leading_seconds without ever making the pod unready; a leader whose API
+// server stops answering aborts the reconciles in flight once it can no longer renew its Lease.
+
+const config: OperatorConfig = {
+  group: 'web.example.com',
+  watchNamespaces: ['team-a'],
+  operatorNamespace: 'website-system',
+  identity: 'op-0',
+  leaderElection: true,
+  leaseName: 'website-operator',
+  leaseDurationMs: 4_000,
+  renewDeadlineMs: 3_000,
+  retryPeriodMs: 20,
+  concurrency: 2,
+  resyncMs: 3_600_000,
+  cacheSyncTimeoutMs: 1_000,
+  fieldManager: 'website-operator',
+  clusterDomain: 'cluster.local',
+  metricsPort: 0,
+  healthPort: 0,
+};
+
+const running: Operator[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((operator) => operator.stop()));
+});
+
+async function start(api: KubeApi, identity: string, overrides: Partial<OperatorConfig> = {}): Promise<{ operator: Operator; metrics: OperatorMetrics; errors: string[] }> {
+  const errors: string[] = [];
+  const stream = new PassThrough();
+  stream.on('data', (line: Buffer) => {
+    const entry = JSON.parse(line.toString()) as { level: string; msg: string };
+    if (entry.level === 'error') errors.push(entry.msg);
+  });
+  const metrics = new OperatorMetrics({ processMetrics: false });
+  const operator = new Operator({ ...config, identity, ...overrides }, { client: api, logger: createLogger('info', stream), metrics });
+  running.push(operator);
+  await operator.start();
+  return { operator, metrics, errors };
+}
+
+async function readyz(operator: Operator): Promise<{ status: number; body: string }> {
+  const response = await fetch(`http://127.0.0.1:${operator.healthServer.port}/readyz`);
+  return { status: response.status, body: await response.text() };
+}
+
+async function until(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const notLeadingSeconds = async (metrics: OperatorMetrics) => (await metrics.notLeading.get()).values[0]?.value ?? 0;
+
+test('/readyz lists each check with its state: the leader and the standby of two replicas are both ready, the standby says who leads', async () => {
+  const api = new FakeKubeApi();
+  const leader = await start(api, 'op-0');
+  await until('op-0 to lead', () => leader.operator.isLeader());
+  const standby = await start(api, 'op-1');
+  await until('op-1 to stand by', async () => (await readyz(standby.operator)).body.includes('standing by'));
+
+  expect(await readyz(leader.operator)).toEqual({ status: 200, body: '[+]caches of namespace team-a ok\n[+]leader-election ok: leading: Lease website-system/website-operator\nreadyz check passed\n' });
+  const { status, body } = await readyz(standby.operator);
+  expect(status).toBe(200);
+  expect(body).toMatch(/^\[\+\]caches of namespace team-a ok\n\[\+\]leader-election ok: standing by for \d+ s: Lease website-system\/website-operator held by op-0\nreadyz check passed\n$/);
+  expect(await notLeadingSeconds(leader.metrics)).toBe(0);
+  await until('the standby to count the time it stands by', async () => (await notLeadingSeconds(standby.metrics)) > 0);
+  expect(standby.errors).toEqual([]);
+});
+
+test('a replica that cannot take the Lease stays ready but says why in /readyz, and leader_election_not_leading_seconds grows', async () => {
+  const api = new FakeKubeApi();
+  api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(404, 'NotFound', 'namespaces "website-system" not found'), 1_000_000);
+  const replica = await start(api, 'op-0');
+  await until('an attempt to fail', () => replica.errors.length > 0);
+  const { status, body } = await readyz(replica.operator);
+  expect(status).toBe(200);
+  expect(body).toMatch(
+    /^\[\+\]caches of namespace team-a ok\n\[\+\]leader-election ok: not leading for \d+ s: Lease website-system\/website-operator: namespaces "website-system" not found \(create the namespace website-system, .*\)\nreadyz check passed\n$/,
+  );
+  const first = await notLeadingSeconds(replica.metrics);
+  await until('the gauge to grow', async () => (await notLeadingSeconds(replica.metrics)) > first);
+  expect(replica.operator.isLeader()).toBe(false);
+});
+
+test('/readyz fails while the caches have not synced, listing which check failed', async () => {
+  const api = new FakeKubeApi();
+  // Every list fails: the caches never sync.
+  api.failWith((r) => r.verb === 'LIST', new ApiError(503, 'ServiceUnavailable', 'etcd unavailable'), 1_000_000);
+  const replica = await start(api, 'op-0');
+  const { status, body } = await readyz(replica.operator);
+  expect(status).toBe(503);
+  expect(body).toBe('[-]caches of namespace team-a failed\n[+]leader-election ok: not campaigning yet (waiting for the caches): Lease website-system/website-operator\nreadyz check failed\n');
+});
+
+test('a leader whose API server stops answering stops leading within renewDeadline and aborts the requests of its reconciles in flight', async () => {
+  const api = new FakeKubeApi();
+  // The operator's connection: once `hung`, every request (but the watches already open) waits
+  // for an answer that never comes, until its AbortSignal aborts it.
+  let hung = false;
+  const waiting = new Set<string>();
+  const aborted: string[] = [];
+  const client = new Proxy(api, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== 'function' || property === 'watch') return value;
+      return (...args: unknown[]) => {
+        if (!hung) return value.apply(target, args);
+        const signal = args.map((arg) => (arg as { signal?: unknown } | undefined)?.signal).find((s): s is AbortSignal => s instanceof AbortSignal);
+        const request = `${String(property)} ${(args[0] as { resource: string }).resource}`;
+        waiting.add(request);
+        return new Promise((_, reject) =>
+          signal?.addEventListener('abort', () => {
+            waiting.delete(request);
+            aborted.push(request);
+            reject(new ApiError(0, 'ConnectionError', `${request}: aborted`));
+          }),
+        );
+      };
+    },
+  });
+  const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
+  await until('op-0 to lead', () => leader.operator.isLeader());
+  hung = true;
+  await api.create(websitesType('web.example.com'), { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'team-a' }, spec: { title: 'A', replicas: 1, color: '#000' } });
+  await until('the reconcile to wait on its create', () => waiting.has('create deployments'));
+  await until('op-0 to stop leading', () => !leader.operator.isLeader());
+  await until('every request to be aborted', () => ![...waiting].some((r) => r !== 'get leases' && r !== 'update leases'));
+  expect(aborted).toEqual(expect.arrayContaining(['create deployments', 'create services', 'patch websites']));
+  expect(api.peek<KubeObject>(DEPLOYMENTS, 'team-a', 'website-a')).toBeUndefined();
+});
