@@ -130,8 +130,11 @@ export async function sdkTraces(service: string, trees: readonly SpanTree[]): Pr
     return span.spanContext().traceId;
   };
   const traceIds = trees.map((tree) => make(tree, ROOT_CONTEXT, true));
+  await provider.forceFlush();
+  // Read before shutting down: the in-memory exporter forgets its spans on shutdown.
+  const spans = memory.getFinishedSpans();
   await provider.shutdown();
-  return { traceIds, spans: memory.getFinishedSpans() };
+  return { traceIds, spans };
 }
 
 /** The OTLP transports an SDK offers (OTEL_EXPORTER_OTLP_PROTOCOL's values). */
