@@ -258,13 +258,28 @@ async function outage(pods: Pods, names: readonly string[], signal: 'SIGTERM' | 
   return (Date.now() - start) / 1000;
 }
 
+/** A failed send in a few words: the TLS alert, or the transport's own message. */
+function refusal(error: Error): string {
+  const message = `${error.message} ${(error.cause as Error | undefined)?.message ?? ''}`;
+  if (/certificate required/.test(message)) return 'refused at the TLS handshake: certificate required';
+  if (/UNAVAILABLE/.test(message)) return 'refused: no connection (gRPC UNAVAILABLE)';
+  return `refused: ${message.split('\n')[0].trim().slice(0, 80)}`;
+}
+
 /** OTLP without a client certificate, over each transport; then an authenticated trace, so that anything let in would have been stored by then. */
 async function unauthenticated(ctx: Context): Promise<UnauthenticatedResult[]> {
   const service = 'chaos-unauthenticated';
   const json = (label: string, base: string, tls?: ClientTls) => {
     const traceId = hex(16);
     const body = otlpRequest(service, [{ traceId, spans: [{ name: 'POST /orders', error: true }] }]);
-    return { transport: label, traceId, send: async () => ((await (tls ? sendOtlpJsonTls(base, body, tls) : sendOtlpJson(base, body))) === 200 ? 'accepted (HTTP 200)' : '') };
+    return {
+      transport: label,
+      traceId,
+      send: async () => {
+        const status = await (tls ? sendOtlpJsonTls(base, body, tls) : sendOtlpJson(base, body));
+        return status === 200 ? 'accepted (HTTP 200)' : `refused: HTTP ${status}`;
+      },
+    };
   };
   const sdk = async (label: string, protocol: OtlpProtocol, tls?: ClientTls) => {
     const { traceIds, spans } = await sdkTraces(service, [{ name: 'POST /orders', error: true }]);
@@ -290,11 +305,7 @@ async function unauthenticated(ctx: Context): Promise<UnauthenticatedResult[]> {
     await sdk('OTLP/gRPC, plaintext', 'grpc'),
   ];
   const outcomes: string[] = [];
-  for (const attempt of attempts) {
-    const outcome = await attempt.send().catch((error: Error) => `refused: ${((error.cause as Error | undefined)?.message ?? error.message).split('\n')[0].slice(0, 100)}`);
-    // An HTTP answer other than 200 (Go's 400 to plain HTTP on a TLS port).
-    outcomes.push(outcome || 'refused: HTTP status other than 200');
-  }
+  for (const attempt of attempts) outcomes.push(await attempt.send().catch(refusal));
   // An authenticated error trace sent after them: once it is stored, anything let in before it would be too.
   const control = await sdkTraces(service, [{ name: 'POST /orders', error: true }]);
   const exporter = otlpExporter('http/protobuf', ctx.ports, ctx.tls);
