@@ -1,14 +1,17 @@
-// `npm run chaos:trace [-- --short]`: the trace stack under faults, measured. The production chart
-// as dist/tracing-production-cassandra/ ships it runs as local processes (scripts/tracing-local.ts):
-// the Collector gateway (mutual TLS for senders, tail sampling), Jaeger's collector and query, on a
-// real Apache Cassandra (scripts/cassandra.sh). Cassandra, not in-memory Jaeger: Jaeger itself is
-// restarted, and only real storage keeps what was written before the outage, so every span sent
-// can be looked for afterwards.
+// `npm run chaos:trace [-- --short]`: the trace stack under faults, measured. A Collector gateway
+// with the production stack's settings (ProductionTracingStack's: tail sampling, errors kept, mutual
+// TLS required of senders, the export queue and retries every collector has) in front of Jaeger
+// all-in-one on Badger, synthesized by the constructs and run as local processes with the real
+// binaries (scripts/tracing-local.ts). Badger, not memory: Jaeger itself is restarted, and only
+// storage that survives the restart keeps what was written before the outage, so every span sent
+// can be looked for afterwards. Not Cassandra: on a small shared machine Jaeger's Cassandra writes (the
+// span and each of its indexes) set the pace after an outage, and the run would measure Cassandra's write rate
+// rather than the Collector's queue (Cassandra runs in test/trace/cassandra.test.ts).
 //
 // A bounded sender (the OpenTelemetry SDK's OTLP/HTTP protobuf exporter, with a client certificate,
 // to 127.0.0.1 only) sends error traces at a constant rate: tail sampling keeps every error trace,
 // so each trace the gateway accepted must end up in Jaeger whole. Faults:
-// - Jaeger down (its collector and query stopped with SIGTERM, an orderly stop), then started again;
+// - Jaeger down (SIGTERM, an orderly stop), started again after the outage;
 // - the gateway restarted (SIGTERM, then started again at once);
 // - the gateway crashed (SIGKILL, then started again; full run only).
 // Afterwards every trace id is read back from Jaeger's query API. "Lost" is spans the gateway
@@ -22,12 +25,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sumMetric } from '../scripts/operator-process.ts';
+import { JaegerAllInOne } from '../lib/tracing/jaeger-all-in-one.ts';
+import { OtelCollector } from '../lib/tracing/otel-collector.ts';
 import { type LocalStack, type RunningPod, chartManifests, healthUrl, startLocalStack, startPod, tracingBinaries, waitHealthy } from '../scripts/tracing-local.ts';
-import { startCassandra } from '../test/trace/cassandra.ts';
-import { type ClientTls, type OtlpProtocol, exportSpans, hex, jaegerTrace, otlpExporter, otlpRequest, sdkTraces, sendOtlpJson, sendOtlpJsonTls, testPki } from '../test/trace/harness.ts';
-
-const CHART = 'tracing-production-cassandra';
-const ORDER = ['jaeger-collector', 'jaeger-query', 'otel-collector'];
+import { type ClientTls, type OtlpProtocol, exportSpans, hex, jaegerTrace, otlpExporter, otlpRequest, sdkTraces, sendOtlpJson, sendOtlpJsonTls, synthYaml, testPki } from '../test/trace/harness.ts';
 /** Spans per trace the sender makes: a failing request, its database query and a cache call. */
 const SPANS_PER_TRACE = 3;
 
@@ -75,7 +76,7 @@ interface Sizes {
   readonly afterSeconds: number;
 }
 
-const FULL: Sizes = { tracesPerSecond: 20, beforeSeconds: 10, jaegerDownSeconds: 60, afterSeconds: 20 };
+const FULL: Sizes = { tracesPerSecond: 50, beforeSeconds: 10, jaegerDownSeconds: 60, afterSeconds: 20 };
 const SHORT: Sizes = { tracesPerSecond: 20, beforeSeconds: 5, jaegerDownSeconds: 10, afterSeconds: 5 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -333,7 +334,7 @@ async function unauthenticated(ctx: Context): Promise<UnauthenticatedResult[]> {
 
 function markdown(sizes: Sizes, faults: readonly FaultResult[], unauth: readonly UnauthenticatedResult[]): string {
   const lines = [
-    `Load: ${sizes.tracesPerSecond} error traces/s of ${SPANS_PER_TRACE} spans (${sizes.tracesPerSecond * SPANS_PER_TRACE} spans/s), OTLP/HTTP protobuf with a client certificate, into the production gateway (tail sampling keeps every error trace); Jaeger on Cassandra.`,
+    `Load: ${sizes.tracesPerSecond} error traces/s of ${SPANS_PER_TRACE} spans (${sizes.tracesPerSecond * SPANS_PER_TRACE} spans/s), OTLP/HTTP protobuf with a client certificate, into a gateway with the production settings (tail sampling keeps every error trace); Jaeger all-in-one on Badger.`,
     '',
     '| Fault | Injected as | Down (s) | Spans sent | Accepted | Refused (sender saw it) | Stored | Lost (accepted, not stored) | Stored within (s after the load) | Gateway queue peak / capacity (spans) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -353,34 +354,35 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
   const dir = mkdtempSync(join(tmpdir(), 'chaos-trace-'));
   const pki = testPki(['jaeger-collector.tracing.svc', 'otel-collector.tracing.svc']);
   const tls: ClientTls = { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey };
-  log('starting Cassandra and the production trace stack (dist/tracing-production-cassandra) as local processes');
-  const cassandra = await startCassandra(join(dir, 'cassandra'));
+  log('starting Jaeger all-in-one (Badger) and the gateway as local processes');
   let pods: Pods | undefined;
   try {
-    const stack = await startLocalStack(chartManifests(CHART), {
+    const yaml = synthYaml((chart) => {
+      const jaeger = new JaegerAllInOne(chart, 'Jaeger', { storage: { type: 'badger' } });
+      new OtelCollector(chart, 'Gateway', {
+        sampling: { mode: 'tail', percentage: 1 },
+        backends: [{ name: 'jaeger', endpoint: jaeger.otlpGrpcAddress }],
+        receiverSecurity: { tls: { secretName: 'otel-collector-tls' } },
+      });
+    });
+    const stack = await startLocalStack(chartManifests(yaml), {
       dir,
-      order: ORDER,
-      secrets: {
-        'jaeger-cassandra': { username: 'cassandra', password: 'cassandra' },
-        'jaeger-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
-        'otel-collector-client-tls': { 'ca.crt': pki.ca, 'tls.crt': pki.clientCert, 'tls.key': pki.clientKey },
-        'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
-      },
-      extraAddresses: { 'cassandra.tracing.svc:9042': cassandra.contactPoint },
+      order: ['jaeger', 'otel-collector'],
+      secrets: { 'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca } },
     });
     pods = new Pods(stack, join(dir, 'logs'));
     const ctx: Context = {
       pods,
       ports: { http: stack.port('otel-collector', 'otlp-http'), grpc: stack.port('otel-collector', 'otlp-grpc') },
       metricsPort: stack.port('otel-collector', 'metrics'),
-      query: () => stack.url('jaeger-query', 'query'),
+      query: () => stack.url('jaeger', 'query'),
       tls,
       sizes,
       log,
     };
     const p = pods;
     const faults: FaultResult[] = [];
-    faults.push(await underLoad(ctx, 'Jaeger down', 'SIGTERM to Jaeger collector and query, started again', () => outage(p, ['jaeger-collector', 'jaeger-query'], 'SIGTERM', sizes.jaegerDownSeconds * 1000)));
+    faults.push(await underLoad(ctx, 'Jaeger down', 'SIGTERM to Jaeger, started again', () => outage(p, ['jaeger'], 'SIGTERM', sizes.jaegerDownSeconds * 1000)));
     faults.push(await underLoad(ctx, 'Collector restart', 'SIGTERM to the gateway, started again at once', () => outage(p, ['otel-collector'], 'SIGTERM', 0)));
     if (!options.short) faults.push(await underLoad(ctx, 'Collector crash', 'SIGKILL to the gateway, started again at once', () => outage(p, ['otel-collector'], 'SIGKILL', 0)));
     log('unauthenticated OTLP to the gateway');
@@ -388,7 +390,6 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
     return { markdown: markdown(sizes, faults, unauth), json: { sizes, spansPerTrace: SPANS_PER_TRACE, faults, unauthenticated: unauth } };
   } finally {
     await pods?.stopAll();
-    await cassandra.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,7 +1,7 @@
 // The short chaos run of the trace stack (bench/chaos-trace.ts --short; `npm run chaos:trace`
-// runs the full one): the production chart on Cassandra under constant load keeps every span it
-// accepted through a Jaeger outage, and refuses OTLP without a client certificate on every
-// transport. Figures (durations, queue peaks) are reported by the run, never asserted here.
+// runs the full one): a gateway with the production settings, in front of Jaeger on Badger, under
+// constant load keeps every span it accepted through a Jaeger outage, and refuses OTLP without a
+// client certificate on every transport. Figures (durations, queue peaks) are reported by the run, never asserted here.
 import { type FaultResult, type UnauthenticatedResult, traceChaos } from '../../bench/chaos-trace.ts';
 
 describe('the trace stack under faults (short chaos run)', () => {
