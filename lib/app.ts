@@ -127,10 +127,13 @@ function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): v
 }
 
 /**
- * What both production charts share: mutual TLS between the collector gateway and Jaeger's
- * collector, from Secrets cert-manager (or the user) fills (README: "The trace stack").
+ * What both production charts share, from Secrets cert-manager (or the user) fills (README: "The
+ * trace stack"): mutual TLS from applications to the collector gateway (spec §5: production
+ * collectors require mutual TLS or OIDC; OTLP without a client certificate is refused), and
+ * between the gateway and Jaeger's collector.
  */
 const PRODUCTION_TRACING: Omit<ProductionTracingStackProps, 'jaeger'> & { jaeger: Omit<ProductionTracingStackProps['jaeger'], 'storage'> } = {
   jaeger: { collectorTls: { secretName: 'jaeger-collector-tls' } },
   collectorClientTlsSecret: 'otel-collector-client-tls',
+  receiverSecurity: { tls: { secretName: 'otel-collector-tls' } },
 };

@@ -58,18 +58,35 @@ export interface ProbabilisticSamplerConfig {
   readonly mode?: 'proportional' | 'equalizing' | 'hash_seed';
 }
 
-/** tail_sampling policies this package writes; a trace is kept when any policy keeps it. */
-export type TailSamplingPolicy =
+/** A tail_sampling policy that decides on its own (allowed inside `drop`). */
+export type TailSamplingLeafPolicy =
+  | { readonly name: string; readonly type: 'always_sample' }
   | { readonly name: string; readonly type: 'status_code'; readonly status_code: { readonly status_codes: readonly ('ERROR' | 'OK' | 'UNSET')[] } }
   | { readonly name: string; readonly type: 'latency'; readonly latency: { readonly threshold_ms: number } }
-  | { readonly name: string; readonly type: 'probabilistic'; readonly probabilistic: { readonly sampling_percentage: number } };
+  | { readonly name: string; readonly type: 'probabilistic'; readonly probabilistic: { readonly sampling_percentage: number } }
+  /** Matches a trace when any of its spans meets one of the OTTL conditions. */
+  | { readonly name: string; readonly type: 'ottl_condition'; readonly ottl_condition: { readonly error_mode: 'ignore' | 'silent' | 'propagate'; readonly span: readonly string[] } };
+
+/**
+ * tail_sampling policies this package writes. A trace is dropped when a `drop` policy matches it
+ * (every one of its sub-policies does), whatever the others say; otherwise it is kept when any
+ * other policy keeps it.
+ */
+export type TailSamplingPolicy = TailSamplingLeafPolicy | { readonly name: string; readonly type: 'drop'; readonly drop: { readonly drop_sub_policy: readonly TailSamplingLeafPolicy[] } };
 
 export interface TailSamplingConfig {
   /** How long after a trace's first span the decision is made. */
   readonly decision_wait: string;
+  /** Decide this soon after the trace's root span arrives, when that is earlier (whole seconds; unset: wait decision_wait). */
+  readonly decision_wait_after_root_received?: string;
   /** Traces held in memory while waiting. */
   readonly num_traces: number;
   readonly expected_new_traces_per_sec?: number;
+  /**
+   * Trace ids whose decision is remembered after their spans leave memory, so spans arriving
+   * after the decision follow it instead of starting a new trace.
+   */
+  readonly decision_cache?: { readonly sampled_cache_size: number; readonly non_sampled_cache_size: number };
   readonly policies: readonly TailSamplingPolicy[];
 }
 
@@ -82,8 +99,10 @@ export interface OtlpExporterConfig {
   readonly endpoint: string;
   readonly tls?: ClientTlsConfig;
   readonly auth?: { readonly authenticator: ComponentId };
-  readonly sending_queue?: { readonly enabled?: boolean; readonly queue_size?: number; readonly num_consumers?: number };
-  readonly retry_on_failure?: { readonly enabled?: boolean; readonly max_elapsed_time?: string };
+  /** In memory; `sizer` is what queue_size counts (requests, spans or bytes). */
+  readonly sending_queue?: { readonly enabled?: boolean; readonly sizer?: 'requests' | 'items' | 'bytes'; readonly queue_size?: number; readonly num_consumers?: number };
+  /** Exponential backoff from initial_interval to max_interval; dropped after max_elapsed_time. */
+  readonly retry_on_failure?: { readonly enabled?: boolean; readonly initial_interval?: string; readonly max_interval?: string; readonly max_elapsed_time?: string };
 }
 
 export interface DebugExporterConfig {
@@ -262,11 +281,23 @@ export function collectorConfigProblems(config: CollectorConfig): string[] {
     if (type === 'tail_sampling') {
       const t = processor as TailSamplingConfig;
       if (!DURATION.test(t.decision_wait)) problems.push(`${at}.decision_wait: '${t.decision_wait}' is not a duration such as 10s`);
+      if (t.decision_wait_after_root_received !== undefined && !/^[1-9]\d*s$/.test(t.decision_wait_after_root_received)) {
+        problems.push(`${at}.decision_wait_after_root_received: '${t.decision_wait_after_root_received}' is not a whole number of seconds such as 1s (the processor decides in 1 s ticks)`);
+      }
       if (!(Number.isInteger(t.num_traces) && t.num_traces > 0)) problems.push(`${at}.num_traces: ${t.num_traces} is not a positive whole number`);
-      if (t.policies.length === 0) problems.push(`${at}.policies: name at least one policy, or every trace is dropped`);
+      for (const [key, size] of Object.entries(t.decision_cache ?? {})) {
+        if (!(Number.isInteger(size) && size > 0)) problems.push(`${at}.decision_cache.${key}: ${size} is not a positive whole number`);
+      }
+      if (!t.policies.some((policy) => policy.type !== 'drop')) problems.push(`${at}.policies: name at least one policy that keeps traces (drop policies only discard), or every trace is dropped`);
+      const leaf = (policy: TailSamplingLeafPolicy, path: string) => {
+        if (policy.type === 'probabilistic') percentage(policy.probabilistic.sampling_percentage, `${path}.probabilistic.sampling_percentage`);
+        if (policy.type === 'latency' && !(policy.latency.threshold_ms > 0)) problems.push(`${at}.${path}.latency.threshold_ms: ${policy.latency.threshold_ms} must be above 0`);
+        if (policy.type === 'ottl_condition' && policy.ottl_condition.span.length === 0) problems.push(`${at}.${path}.ottl_condition.span: name at least one condition`);
+      };
       for (const policy of t.policies) {
-        if (policy.type === 'probabilistic') percentage(policy.probabilistic.sampling_percentage, `policies.${policy.name}.probabilistic.sampling_percentage`);
-        if (policy.type === 'latency' && !(policy.latency.threshold_ms > 0)) problems.push(`${at}.policies.${policy.name}.latency.threshold_ms: ${policy.latency.threshold_ms} must be above 0`);
+        if (policy.type !== 'drop') leaf(policy, `policies.${policy.name}`);
+        else if (policy.drop.drop_sub_policy.length === 0) problems.push(`${at}.policies.${policy.name}.drop.drop_sub_policy: name at least one policy (the trace is dropped when all of them match)`);
+        else for (const sub of policy.drop.drop_sub_policy) leaf(sub, `policies.${policy.name}.drop.${sub.name}`);
       }
     }
     if (type === 'filter' && (processor as FilterConfig).traces.span.length === 0) problems.push(`${at}.traces.span: name at least one condition`);

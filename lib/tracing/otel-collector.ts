@@ -102,7 +102,13 @@ export interface CollectorPipelineOptions {
   readonly sampling?: CollectorSampling;
   /** @default { timeout: '1s', sendBatchSize: 1024 } */
   readonly batch?: { readonly timeout: string; readonly sendBatchSize: number };
-  /** Spans of requests to these paths are dropped. @default /healthz, /readyz, /livez, /health */
+  /**
+   * Traces whose root span is a request to one of these paths are dropped whole: the root and every
+   * span under it (a probe's database query too), decided per trace by tail_sampling, so the
+   * collector must see every span of a trace (one replica). `[]` keeps them, and with sampling
+   * other than `tail` then needs no trace-level decision.
+   * @default /healthz, /readyz, /livez, /health
+   */
   readonly healthCheckPaths?: readonly string[];
   /** Share of the container's memory limit the collector may use before refusing data. @default 80 */
   readonly memoryLimitPercentage?: number;
@@ -127,17 +133,31 @@ export const COLLECTOR_TLS_DIR = '/etc/otelcol/tls';
 const envName = (...parts: string[]) => parts.join('_').toUpperCase().replace(/[^A-Z0-9]+/g, '_');
 const secretEnv = (name: string, ref: SecretKeyRef): k8s.EnvVar => ({ name, valueFrom: { secretKeyRef: { name: ref.secretName, key: ref.key } } });
 
-/** OTTL conditions matching requests to `paths`, under old and current HTTP semantic conventions. */
+/**
+ * OTTL span conditions matching the root span of a request to `paths`, under old and current HTTP
+ * semantic conventions. Only the root: a health check that an ordinary request makes on its way
+ * (a client span to a dependency's /healthz) leaves that request's trace alone.
+ */
 export function healthCheckConditions(paths: readonly string[]): string[] {
   const alternatives = paths.map((p) => p.replace(/^\//, '').replace(/[.*+?^${}()|[\]\\]/g, '\\\\$&')).join('|');
   const path = `^/(${alternatives})/?$`;
   const target = `^/(${alternatives})/?(\\\\?.*)?$`;
   return [
-    `IsMatch(attributes["url.path"], "${path}")`,
-    `IsMatch(attributes["http.route"], "${path}")`,
-    `IsMatch(attributes["http.target"], "${target}")`,
+    `IsRootSpan() and IsMatch(attributes["url.path"], "${path}")`,
+    `IsRootSpan() and IsMatch(attributes["http.route"], "${path}")`,
+    `IsRootSpan() and IsMatch(attributes["http.target"], "${target}")`,
   ];
 }
+
+/**
+ * While a backend is down the collector keeps what it accepted and retries: spans wait in memory,
+ * counted by span (a request's size depends on the sender), 100,000 of them: a minute's outage at
+ * about 1,500 spans per second, inside memory_limiter's share of the default 512 MiB limit.
+ * Retries back off up to 10 s, so a backend that comes back gets the backlog within seconds; what
+ * is still failing after 5 minutes is dropped (and counted in otelcol_exporter_send_failed_spans).
+ */
+export const EXPORT_QUEUE = { enabled: true, sizer: 'items', queue_size: 100_000 } as const;
+export const EXPORT_RETRY = { enabled: true, initial_interval: '1s', max_interval: '10s', max_elapsed_time: '300s' } as const;
 
 /** The collector's configuration document for `options`, validated. */
 export function collectorConfig(options: CollectorPipelineOptions, where = 'collectorConfig'): CollectorPipeline {
@@ -201,7 +221,7 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
         auth = { authenticator: `oauth2client/${backend.name}` };
       }
     }
-    exporters[id] = { endpoint: backend.endpoint, ...(tls ? { tls } : {}), ...(auth ? { auth } : {}), retry_on_failure: { enabled: true, max_elapsed_time: '300s' }, sending_queue: { enabled: true, queue_size: 5000 } };
+    exporters[id] = { endpoint: backend.endpoint, ...(tls ? { tls } : {}), ...(auth ? { auth } : {}), retry_on_failure: EXPORT_RETRY, sending_queue: EXPORT_QUEUE };
   }
 
   // Receivers: gRPC and HTTP on every interface, with the same TLS and authentication.
@@ -228,29 +248,54 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
   if (security.oidc) addExtension('oidc/receiver', { issuer_url: security.oidc.issuerUrl, audience: security.oidc.audience });
   const receivers = { otlp: { protocols: { grpc: server(COLLECTOR_PORTS['otlp-grpc']), http: server(COLLECTOR_PORTS['otlp-http']) } } };
 
-  // Processors in the spec's order: protect memory, drop noise, batch, then sample.
+  // Processors in list order: protect memory, sample by trace id (head), decide on whole traces
+  // (tail: health checks dropped, the tail rules), then batch what is kept.
   const memoryLimit = options.memoryLimitPercentage ?? 80;
   const processors: Record<string, ProcessorConfig> = {
     memory_limiter: { check_interval: '1s', limit_percentage: memoryLimit, spike_limit_percentage: Math.max(1, Math.round(memoryLimit / 4)) },
-    'filter/health-checks': { error_mode: 'ignore', traces: { span: healthCheckConditions(options.healthCheckPaths ?? HEALTH_CHECK_PATHS) } },
     batch: { timeout: options.batch?.timeout ?? '1s', send_batch_size: options.batch?.sendBatchSize ?? 1024 },
   };
-  const chain = ['memory_limiter', 'filter/health-checks', 'batch'];
+  const chain = ['memory_limiter'];
   const sampling = options.sampling ?? { mode: 'probabilistic', percentage: 1 };
   if (sampling.mode === 'probabilistic') {
+    // Before the tail buffer, so it holds only the traces this keeps.
     processors.probabilistic_sampler = { sampling_percentage: sampling.percentage, mode: 'proportional' };
     chain.push('probabilistic_sampler');
-  } else if (sampling.mode === 'tail') {
-    const policies: TailSamplingPolicy[] = [
+  }
+  const healthCheckPaths = options.healthCheckPaths ?? HEALTH_CHECK_PATHS;
+  const policies: TailSamplingPolicy[] = [];
+  if (healthCheckPaths.length > 0) {
+    policies.push({
+      name: 'health-checks',
+      type: 'drop',
+      drop: { drop_sub_policy: [{ name: 'health-check-root', type: 'ottl_condition', ottl_condition: { error_mode: 'ignore', span: healthCheckConditions(healthCheckPaths) } }] },
+    });
+  }
+  if (sampling.mode === 'tail') {
+    policies.push(
       { name: 'errors', type: 'status_code', status_code: { status_codes: ['ERROR'] } },
       { name: 'slow', type: 'latency', latency: { threshold_ms: sampling.latencyThresholdMs ?? 1000 } },
       { name: 'rest', type: 'probabilistic', probabilistic: { sampling_percentage: sampling.percentage } },
-    ];
-    processors.tail_sampling = { decision_wait: sampling.decisionWait ?? '10s', num_traces: sampling.numTraces ?? 50000, policies };
-    // Tail sampling needs whole traces: it runs on what memory_limiter and the filter let through,
-    // and batching comes after the decision.
-    chain.splice(chain.indexOf('batch'), 1, 'tail_sampling', 'batch');
+    );
+  } else if (policies.length > 0) {
+    policies.push({ name: 'everything-else', type: 'always_sample' });
   }
+  if (policies.length > 0) {
+    const numTraces = (sampling.mode === 'tail' ? sampling.numTraces : undefined) ?? 50000;
+    processors.tail_sampling = {
+      decision_wait: (sampling.mode === 'tail' ? sampling.decisionWait : undefined) ?? '10s',
+      // Without tail rules the decision needs only the root span: made a second after it arrives.
+      // Tail rules look at every span (an error deep down), so they wait the whole decision_wait.
+      ...(sampling.mode === 'tail' ? {} : { decision_wait_after_root_received: '1s' }),
+      num_traces: numTraces,
+      // A span arriving after its trace was decided (a slow service's child) follows the decision:
+      // a health check's late child is dropped too, never stored as an orphan.
+      decision_cache: { sampled_cache_size: 2 * numTraces, non_sampled_cache_size: 2 * numTraces },
+      policies,
+    };
+    chain.push('tail_sampling');
+  }
+  chain.push('batch');
 
   const pipelines: Record<string, PipelineConfig> = {};
   const exporterOf = (name: string) => {
@@ -279,7 +324,7 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
       const filter = `filter/route-${name}`;
       processors[filter] = { error_mode: 'ignore', traces: { span: [`not (${keep.join(' or ')})`] } };
       const routed = [...chain];
-      routed.splice(routed.indexOf('filter/health-checks') + 1, 0, filter);
+      routed.splice(routed.indexOf('memory_limiter') + 1, 0, filter);
       pipelines[`traces/${name}`] = { receivers: ['otlp'], processors: routed, exporters: [exporterOf(name)] };
     }
   }
@@ -312,7 +357,7 @@ export interface OtelCollectorProps extends CollectorPipelineOptions {
   readonly name?: string;
   /** @default 'otel/opentelemetry-collector-contrib:0.159.0' */
   readonly image?: string;
-  /** More than one needs a trace-id-aware load balancer in front when sampling is tail-based. @default 1 */
+  /** More than one needs a trace-id-aware load balancer in front when decisions are per trace (tail sampling, health-check traces). @default 1 */
   readonly replicas?: number;
   /** @default DEFAULT_COLLECTOR_RESOURCES */
   readonly resources?: TracingResources;
@@ -324,7 +369,7 @@ export const COLLECTOR_CONFIG_FILE = 'config.yaml';
 
 /**
  * An OpenTelemetry Collector in front of one or more trace backends (spec §1.9): OTLP in on 4317
- * and 4318, memory protection, health-check filtering, batching, sampling, routing and
+ * and 4318, memory protection, dropping health-check traces whole, batching, sampling, routing and
  * authenticated forwarding, health on 13133 and its own metrics on 8888.
  */
 export class OtelCollector extends Construct {
@@ -340,13 +385,14 @@ export class OtelCollector extends Construct {
     const namespace = props.namespace ?? TRACING_NAMESPACE;
     const name = props.name ?? 'otel-collector';
     const replicas = props.replicas ?? 1;
-    if (props.sampling?.mode === 'tail' && replicas > 1) {
+    const pipeline = collectorConfig(props, `OtelCollector at '${this.node.path}'`);
+    if (pipeline.config.processors?.tail_sampling && replicas > 1) {
+      const why = props.sampling?.mode === 'tail' ? 'tail sampling' : "dropping health-check traces whole (healthCheckPaths: [] keeps them)";
       throw new Error(
-        `OtelCollector at '${this.node.path}': tail sampling with ${replicas} replicas would split traces between ` +
-          'collectors and decide on fragments; run 1 replica, or put a trace-id-aware load balancer in front and sample there',
+        `OtelCollector at '${this.node.path}': ${why} decides per trace; with ${replicas} replicas traces would be split between ` +
+          'collectors and decided on fragments. Run 1 replica, or put a trace-id-aware load balancer in front',
       );
     }
-    const pipeline = collectorConfig(props, `OtelCollector at '${this.node.path}'`);
     this.config = pipeline.config;
     this.workload = new TracingWorkload(this, 'Workload', {
       namespace,

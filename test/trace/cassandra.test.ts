@@ -1,12 +1,14 @@
 // The production stack exactly as dist/tracing-production-cassandra/tracing-production-cassandra.yaml ships it — the Collector
-// gateway (tail sampling), Jaeger's collector (mutual TLS on OTLP) and Jaeger's query as separate
-// processes — on a real Apache Cassandra (scripts/cassandra.sh), credentials from Secrets.
+// gateway (mutual TLS for senders, tail sampling, health-check traces dropped whole), Jaeger's
+// collector (mutual TLS on OTLP) and Jaeger's query as separate processes — on a real Apache
+// Cassandra (scripts/cassandra.sh), credentials from Secrets.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import cassandraDriver from 'cassandra-driver';
 import { type Cassandra, startCassandra } from './cassandra.ts';
-import { type LocalStack, type TestPki, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJson, sendOtlpJsonTls, startStack, testPki } from './harness.ts';
+import { type LocalStack, OTLP_PROTOCOLS, type TestPki, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJsonTls, startStack, testPki } from './harness.ts';
+import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
 
 const CHART = 'tracing-production-cassandra';
 const ORDER = ['jaeger-collector', 'jaeger-query', 'otel-collector'];
@@ -16,12 +18,15 @@ function secrets(pki: TestPki, password: string) {
     'jaeger-cassandra': { username: 'cassandra', password },
     'jaeger-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
     'otel-collector-client-tls': { 'ca.crt': pki.ca, 'tls.crt': pki.clientCert, 'tls.key': pki.clientKey },
+    // The gateway's serving certificate, and the CA its senders' certificates chain to.
+    'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
   };
 }
 
 describe('the production stack on Cassandra', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cassandra-'));
-  const pki = testPki(['jaeger-collector.tracing.svc']);
+  const pki = testPki(['jaeger-collector.tracing.svc', 'otel-collector.tracing.svc']);
+  const sender = () => ({ ca: pki.ca, cert: pki.clientCert, key: pki.clientKey });
   let cassandra: Cassandra;
   let stack: LocalStack;
 
@@ -39,13 +44,13 @@ describe('the production stack on Cassandra', () => {
   test('an error trace sent to the gateway is kept, written by the collector and read back by the separate query process', async () => {
     const traceId = hex(16);
     const root = hex(8);
-    expect(await sendOtlpJson(stack.url('otel-collector', 'otlp-http'), otlpRequest('checkout', [{
+    expect(await sendOtlpJsonTls(`https://127.0.0.1:${stack.port('otel-collector', 'otlp-http')}`, otlpRequest('checkout', [{
       traceId,
       spans: [
         { name: 'POST /checkout', spanId: root, error: true, attributes: { 'http.request.method': 'POST', 'http.response.status_code': 500 } },
         { name: 'SELECT stock', parentSpanId: root, attributes: { 'db.system.name': 'postgresql' } },
       ],
-    }]))).toBe(200);
+    }]), sender())).toBe(200);
     // Tail sampling decides 10 s after the first span; then the collector writes it over mutual TLS.
     // Spans are stored one by one: wait for both.
     const trace = await eventually('both spans in Jaeger query', async () => {
@@ -55,6 +60,14 @@ describe('the production stack on Cassandra', () => {
     expect(trace.spans.map((s) => s.operationName).sort()).toEqual(['POST /checkout', 'SELECT stock']);
     const child = trace.spans.find((s) => s.operationName === 'SELECT stock')!;
     expect(child.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: root })]);
+  });
+
+  test.each(OTLP_PROTOCOLS)('over %s: not one span of a health check with children reaches Cassandra, failing and slow probes included; ordinary traces do, whole', async (protocol) => {
+    const ports = { http: stack.port('otel-collector', 'otlp-http'), grpc: stack.port('otel-collector', 'otlp-grpc') };
+    // Late by 4 s: inside the gateway's 10 s decision_wait, as a slow service's child would be.
+    const sent = await sendHealthAndOrdinaryTraces(protocol, ports, { service: `health-prod-${protocol.replace('/', '-')}`, tls: sender(), lateMs: 4000 });
+    const stored = await storedHealthSpans(stack.url('jaeger-query', 'query'), sent, 90_000);
+    expect(stored).toEqual(Object.fromEntries(sent.health.map((id) => [id, 0])));
   });
 
   test("the schema Jaeger's collector created keeps traces 7 days: Cassandra's TTL on its trace, service and operation tables", async () => {

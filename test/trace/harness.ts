@@ -1,10 +1,18 @@
 // What the trace tests share: run a chart's pods as local processes (scripts/tracing-local.ts),
-// build OTLP/JSON traces, and read traces back from Jaeger's HTTP API.
+// build OTLP/JSON traces or make spans with the OpenTelemetry SDK and send them with its OTLP
+// exporters (HTTP JSON, HTTP protobuf, gRPC), and read traces back from Jaeger's HTTP API.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { credentials } from '@grpc/grpc-js';
+import { type Context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { App, Chart } from 'cdk8s';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { type LocalStack, type StackOptions, chartManifests, startLocalStack, tracingBinaries } from '../../scripts/tracing-local.ts';
@@ -90,6 +98,73 @@ export async function sendOtlpJsonTls(base: string, request: unknown, tls: { ca:
   } finally {
     await dispatcher.close();
   }
+}
+
+/** A span and the spans under it, made by `sdkTraces`. */
+export interface SpanTree {
+  readonly name: string;
+  /** @default SERVER for a root, INTERNAL below */
+  readonly kind?: SpanKind;
+  readonly attributes?: Readonly<Record<string, string | number | boolean>>;
+  readonly error?: boolean;
+  /** Milliseconds. @default 5 */
+  readonly durationMs?: number;
+  readonly children?: readonly SpanTree[];
+}
+
+/**
+ * Spans made by the OpenTelemetry SDK, one trace per tree (ids from the SDK's generator), ended
+ * bottom-up as an instrumented service ends them: what its exporters send.
+ */
+export async function sdkTraces(service: string, trees: readonly SpanTree[]): Promise<{ traceIds: string[]; spans: ReadableSpan[] }> {
+  const memory = new InMemorySpanExporter();
+  const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': service }), spanProcessors: [new SimpleSpanProcessor({ exporter: memory })] });
+  const tracer = provider.getTracer('website-stack-tests');
+  const end = Date.now();
+  const make = (node: SpanTree, parent: Context, root: boolean): string => {
+    const span = tracer.startSpan(node.name, { kind: node.kind ?? (root ? SpanKind.SERVER : SpanKind.INTERNAL), attributes: { ...node.attributes }, startTime: end - (node.durationMs ?? 5) }, parent);
+    const inside = trace.setSpan(parent, span);
+    for (const child of node.children ?? []) make(child, inside, false);
+    if (node.error) span.setStatus({ code: SpanStatusCode.ERROR, message: 'failed' });
+    span.end(end);
+    return span.spanContext().traceId;
+  };
+  const traceIds = trees.map((tree) => make(tree, ROOT_CONTEXT, true));
+  await provider.forceFlush();
+  // Read before shutting down: the in-memory exporter forgets its spans on shutdown.
+  const spans = memory.getFinishedSpans();
+  await provider.shutdown();
+  return { traceIds, spans };
+}
+
+/** The OTLP transports an SDK offers (OTEL_EXPORTER_OTLP_PROTOCOL's values). */
+export const OTLP_PROTOCOLS = ['http/json', 'http/protobuf', 'grpc'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/** PEM texts for TLS to a collector: `ca` to trust, and the client certificate and key for mutual TLS. */
+export interface ClientTls {
+  readonly ca: string;
+  readonly cert?: string;
+  readonly key?: string;
+}
+
+/** An OpenTelemetry SDK exporter for `protocol` to a collector's OTLP ports; https/TLS when `tls` is given. */
+export function otlpExporter(protocol: OtlpProtocol, ports: { readonly http: number; readonly grpc: number }, tls?: ClientTls) {
+  const scheme = tls ? 'https' : 'http';
+  const agent = tls ? { httpAgentOptions: { ca: tls.ca, ...(tls.cert ? { cert: tls.cert, key: tls.key } : {}) } } : {};
+  if (protocol === 'grpc') {
+    const channel = tls ? credentials.createSsl(Buffer.from(tls.ca), tls.key ? Buffer.from(tls.key) : null, tls.cert ? Buffer.from(tls.cert) : null) : credentials.createInsecure();
+    return new GrpcExporter({ url: `${scheme}://127.0.0.1:${ports.grpc}`, credentials: channel });
+  }
+  const url = `${scheme}://127.0.0.1:${ports.http}/v1/traces`;
+  return protocol === 'http/json' ? new JsonExporter({ url, ...agent }) : new ProtobufExporter({ url, ...agent });
+}
+
+/** Exports `spans` once with `exporter`; rejects with the exporter's error when the collector does not accept them. */
+export function exportSpans(exporter: ReturnType<typeof otlpExporter>, spans: ReadableSpan[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    exporter.export(spans, (result) => (result.code === 0 ? resolve() : reject(result.error ?? new Error(`export failed with code ${result.code}`))));
+  });
 }
 
 /** A trace as Jaeger's HTTP API returns it. */

@@ -1,8 +1,8 @@
-// Sampling and health-check filtering, measured on the real Collector in front of the real Jaeger.
+// Sampling, measured on the real Collector in front of the real Jaeger (health checks: health-checks.test.ts).
 // Bounds are binomial: n traces kept with probability p give n·p ± 5·sqrt(n·p·(1-p)); a correct
 // sampler falls outside with probability below 1e-6.
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
-import { type LocalStack, eventually, hex, jaegerTrace, jaegerTraces, otlpRequest, sendOtlpJson, startStack, synthYaml } from './harness.ts';
+import { type LocalStack, eventually, hex, jaegerTraces, otlpRequest, sendOtlpJson, startStack, synthYaml } from './harness.ts';
 
 const ORDER = ['jaeger', 'otel-collector'];
 
@@ -86,38 +86,5 @@ describe('tail-based sampling (the production collector: errors, slower than 1 s
     expect({ kept, within: kept >= low && kept <= high }).toEqual({ kept, within: true });
     // 900 ms is under the threshold: those are sampled like the rest, so most are gone.
     expect((await jaegerTraces(query, 'tail-fast-edge')).length).toBeLessThan(justFast.length / 4);
-  });
-});
-
-describe('health-check spans (dist/tracing-dev/tracing-dev.yaml, which keeps every other trace)', () => {
-  let stack: LocalStack;
-  beforeAll(async () => {
-    stack = await startStack('tracing-dev', { order: ORDER });
-  });
-  afterAll(() => stack?.stop());
-
-  test('never reach Jaeger, under current and older HTTP conventions; other spans of the same service do', async () => {
-    const base = stack.url('otel-collector', 'otlp-http');
-    const probes: Record<string, string>[] = [
-      { 'url.path': '/healthz' },
-      { 'url.path': '/readyz' },
-      { 'url.path': '/livez/' },
-      { 'http.route': '/health' },
-      { 'http.target': '/healthz?verbose=1' },
-      { 'http.target': '/readyz' },
-    ];
-    const probeIds = probes.map(() => hex(16));
-    const control = hex(16);
-    const near = hex(16);
-    await sendOtlpJson(base, otlpRequest('probed', [
-      ...probes.map((attributes, i) => ({ traceId: probeIds[i], spans: [{ name: 'GET', attributes }] })),
-      { traceId: control, spans: [{ name: 'GET /orders', attributes: { 'url.path': '/orders' } }] },
-      // Looks like a probe path, is not one.
-      { traceId: near, spans: [{ name: 'GET /healthzone', attributes: { 'url.path': '/healthzone' } }] },
-    ]));
-    const query = stack.url('jaeger', 'query');
-    await eventually('the control span in Jaeger', () => jaegerTrace(query, control));
-    await eventually('the /healthzone span in Jaeger', () => jaegerTrace(query, near));
-    for (const id of probeIds) expect(await jaegerTrace(query, id)).toBeUndefined();
   });
 });

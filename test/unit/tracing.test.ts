@@ -19,21 +19,89 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
     expect(config.processors!.batch).toEqual({ timeout: '1s', send_batch_size: 1024 });
     expect(config.processors!.probabilistic_sampler).toEqual({ sampling_percentage: 1, mode: 'proportional' });
     expect(config.exporters['otlp_grpc/jaeger']).toMatchObject({ endpoint: 'jaeger.tracing.svc:4317', tls: { insecure: true } });
-    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'filter/health-checks', 'batch', 'probabilistic_sampler']);
+    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'probabilistic_sampler', 'tail_sampling', 'batch']);
   });
 
-  test('tail sampling keeps errors, traces over the threshold and a percentage of the rest, and decides before batching', () => {
+  const HEALTH_DROP = {
+    name: 'health-checks',
+    type: 'drop',
+    drop: {
+      drop_sub_policy: [
+        {
+          name: 'health-check-root',
+          type: 'ottl_condition',
+          ottl_condition: {
+            error_mode: 'ignore',
+            span: [
+              'IsRootSpan() and IsMatch(attributes["url.path"], "^/(healthz|readyz|livez|health)/?$")',
+              'IsRootSpan() and IsMatch(attributes["http.route"], "^/(healthz|readyz|livez|health)/?$")',
+              'IsRootSpan() and IsMatch(attributes["http.target"], "^/(healthz|readyz|livez|health)/?(\\\\?.*)?$")',
+            ],
+          },
+        },
+      ],
+    },
+  };
+
+  test('tail sampling drops health-check traces whole, keeps errors, traces over the threshold and a percentage of the rest, and decides before batching', () => {
     const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 } });
     expect(config.processors!.tail_sampling).toEqual({
       decision_wait: '10s',
       num_traces: 50000,
+      decision_cache: { sampled_cache_size: 100000, non_sampled_cache_size: 100000 },
       policies: [
+        HEALTH_DROP,
         { name: 'errors', type: 'status_code', status_code: { status_codes: ['ERROR'] } },
         { name: 'slow', type: 'latency', latency: { threshold_ms: 1000 } },
         { name: 'rest', type: 'probabilistic', probabilistic: { sampling_percentage: 1 } },
       ],
     });
-    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'filter/health-checks', 'tail_sampling', 'batch']);
+    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'tail_sampling', 'batch']);
+  });
+
+  test('without tail rules, health-check traces are still dropped whole (never span by span), decided a second after the root span arrives', () => {
+    for (const sampling of [{ mode: 'always' }, { mode: 'probabilistic', percentage: 10 }] as const) {
+      const { config } = collectorConfig({ backends: [JAEGER], sampling });
+      expect(config.processors!.tail_sampling).toEqual({
+        decision_wait: '10s',
+        decision_wait_after_root_received: '1s',
+        num_traces: 50000,
+        decision_cache: { sampled_cache_size: 100000, non_sampled_cache_size: 100000 },
+        policies: [HEALTH_DROP, { name: 'everything-else', type: 'always_sample' }],
+      });
+      expect(Object.keys(config.processors!).filter((id) => id.startsWith('filter'))).toEqual([]);
+    }
+  });
+
+  test('healthCheckPaths: [] keeps health-check traces, and without tail sampling no trace-level decision (nor its single-replica rule) remains', () => {
+    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [] });
+    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'batch']);
+    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [], replicas: 2 })).not.toThrow();
+  });
+
+  test('a tail_sampling processor with only drop policies, an empty drop or a fractional decision_wait_after_root_received is refused at synth', () => {
+    const config: CollectorConfig = {
+      receivers: { otlp: { protocols: { grpc: { endpoint: '0.0.0.0:4317' } } } },
+      processors: {
+        tail_sampling: {
+          decision_wait: '10s',
+          decision_wait_after_root_received: '500ms',
+          num_traces: 10,
+          policies: [
+            { name: 'a', type: 'drop', drop: { drop_sub_policy: [] } },
+            { name: 'b', type: 'drop', drop: { drop_sub_policy: [{ name: 'c', type: 'ottl_condition', ottl_condition: { error_mode: 'ignore', span: [] } }] } },
+          ],
+        },
+      },
+      exporters: { 'otlp_grpc/jaeger': { endpoint: 'jaeger:4317' } },
+      service: { pipelines: { traces: { receivers: ['otlp'], processors: ['tail_sampling'], exporters: ['otlp_grpc/jaeger'] } } },
+    };
+    expect(collectorConfigProblems(config)).toEqual([
+      "processors.tail_sampling.decision_wait_after_root_received: '500ms' is not a whole number of seconds such as 1s (the processor decides in 1 s ticks)",
+      'processors.tail_sampling.policies: name at least one policy that keeps traces (drop policies only discard), or every trace is dropped',
+      'processors.tail_sampling.policies.a.drop.drop_sub_policy: name at least one policy (the trace is dropped when all of them match)',
+      'processors.tail_sampling.policies.b.drop.c.ottl_condition.span: name at least one condition',
+    ]);
   });
 
   test.each([-1, 100.5, Number.NaN])('a sampling percentage of %p fails at synth, saying the range', (percentage) => {
@@ -117,8 +185,9 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
     );
   });
 
-  test('tail sampling with several replicas is refused: traces would be split', () => {
-    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 }, replicas: 2 })).toThrow(/tail sampling with 2 replicas would split traces/);
+  test('per-trace decisions with several replicas are refused: traces would be split', () => {
+    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 }, replicas: 2 })).toThrow(/tail sampling decides per trace; with 2 replicas traces would be split/);
+    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], replicas: 3 })).toThrow(/dropping health-check traces whole \(healthCheckPaths: \[\] keeps them\) decides per trace; with 3 replicas/);
   });
 });
 
