@@ -11,7 +11,7 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
-import { FAULTS, FAULT_TITLES, type Fault, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan } from '../scripts/chaos.ts';
+import { FAULTS, FAULT_TITLES, type Fault, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, killOperators } from '../scripts/chaos.ts';
 import { operatorBundle } from '../scripts/operator-process.ts';
 import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterDown, clusterEnv, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
 import { formatValue, markdownTable } from './report.ts';
@@ -99,7 +99,9 @@ async function main(): Promise<void> {
   const chaos = new Chaos({ ...cluster, auditLog: AUDIT_LOG, env: clusterEnv() }, plan, log);
   const interrupted = () => {
     log('interrupted');
-    void (stopCluster ? clusterDown() : Promise.resolve()).finally(() => process.exit(130));
+    void killOperators()
+      .then(() => (stopCluster ? clusterDown() : undefined))
+      .finally(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);

@@ -197,6 +197,14 @@ async function kubeconfigVia(kubeconfig: string, server: string): Promise<string
   return path;
 }
 
+/** Operator processes running now, whoever started them. */
+const running = new Set<OperatorProcess>();
+
+/** kill -9 of every operator process still running (the run was interrupted). */
+export async function killOperators(): Promise<void> {
+  await Promise.all([...running].map((operator) => operator.kill()));
+}
+
 /** Every operator process one fault started, for their logs. */
 class Replicas {
   readonly all: OperatorProcess[] = [];
@@ -207,6 +215,8 @@ class Replicas {
   async start(identity: string, kubeconfig: string): Promise<OperatorProcess> {
     const operator = await OperatorProcess.start(identity, kubeconfig, { LOG_LEVEL: 'info', ...this.env });
     this.all.push(operator);
+    running.add(operator);
+    void operator.exited.then(() => running.delete(operator));
     return operator;
   }
   /** SIGTERM to the running ones (the Lease is released), SIGKILL after 30 s. */
@@ -389,17 +399,20 @@ export async function inspect(admin: KubeClient, prefix: string): Promise<Inspec
       continue;
     }
     const rendered = renderWorkload(website);
-    const deployment = deploymentsByName.get(rendered.deployment.metadata!.name!);
-    const service = servicesByName.get(rendered.service.metadata!.name!);
+    // List items carry no apiVersion and kind (the list does): compare the rest.
+    const { apiVersion: _d, kind: _dk, ...renderedDeployment } = rendered.deployment;
+    const { apiVersion: _s, kind: _sk, ...renderedService } = rendered.service;
+    const deployment = deploymentsByName.get(renderedDeployment.metadata!.name!);
+    const service = servicesByName.get(renderedService.metadata!.name!);
     const spec = `spec ${JSON.stringify(website.spec)}, generation ${website.metadata.generation}`;
     if (!deployment) lost(`no Deployment (${spec})`);
     else {
-      const difference = firstDifference(rendered.deployment, deployment);
+      const difference = firstDifference(renderedDeployment, deployment);
       if (difference) lost(`Deployment differs at ${difference} from what the final ${spec} renders`);
     }
     if (!service) lost(`no Service (${spec})`);
     else {
-      const difference = firstDifference(rendered.service, service);
+      const difference = firstDifference(renderedService, service);
       if (difference) lost(`Service differs at ${difference} from what the final ${spec} renders`);
     }
     const status = website.status;
@@ -474,7 +487,7 @@ export class Chaos {
       const names = Array.from({ length: this.plan.n }, () => this.nextName());
       const start = performance.now();
       await inPool(names, 32, async (name) => {
-        await admin.create(WEBSITES, this.website(name, specOf(this.created, false)));
+        await admin.create(WEBSITES, this.website(name, specOf(Number(name.slice(this.plan.prefix.length + 1)), false)));
       });
       this.live = names;
       if (!(await poll(() => leads(operator), 60_000))) throw new Error('the operator did not lead within 60 s');
