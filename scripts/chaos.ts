@@ -23,7 +23,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WEBSITES = websitesType(DEFAULT_GROUP);
 
 /** The faults, in the order a full run injects them. */
-export const FAULTS = ['operator-kill', 'apiserver-restart', 'etcd-restart', 'watch-blackhole', 'leader-failover'] as const;
+export const FAULTS = ['operator-kill', 'apiserver-restart', 'etcd-restart', 'watch-blackhole', 'leader-failover', 'paused-leader'] as const;
 export type Fault = (typeof FAULTS)[number];
 
 export const FAULT_TITLES: Record<Fault, string> = {
@@ -31,7 +31,8 @@ export const FAULT_TITLES: Record<Fault, string> = {
   'apiserver-restart': 'kube-apiserver restarted (scripts/cluster.sh restart-apiserver)',
   'etcd-restart': 'etcd restarted (scripts/cluster.sh restart-etcd)',
   'watch-blackhole': "the operator's connections black-holed: a TCP proxy between it and the API server stops forwarding on every open connection, without FIN or RST; new connections work",
-  'leader-failover': 'leader failover between two replicas: the leader is frozen (SIGSTOP) until the other one leads, then resumed (SIGCONT)',
+  'leader-failover': 'leader failover between two replicas: the leader is frozen (SIGSTOP) until the other one leads, then killed (kill -9)',
+  'paused-leader': 'a paused leader (a long GC pause, a stalled VM): frozen (SIGSTOP) until the other replica leads, then resumed (SIGCONT)',
 };
 
 /** A cluster the chaos runs on: the administrator, the audit log of ServiceAccounts' requests, scripts/cluster.sh's environment. */
@@ -564,7 +565,7 @@ export class Chaos {
       }
       let leader = await replicas.start('chaos-a', kubeconfig);
       if (!(await poll(() => leads(leader), 60_000))) throw new Error('the operator did not lead within 60 s');
-      const follower = fault === 'leader-failover' ? await replicas.start('chaos-b', kubeconfig) : undefined;
+      const follower = fault === 'leader-failover' || fault === 'paused-leader' ? await replicas.start('chaos-b', kubeconfig) : undefined;
       const before = await converge(admin, prefix, this.plan.convergeTimeoutMs, performance.now());
       if (before.ms === null) throw new Error(`the Websites had not converged before the fault: ${describe(before.inspection)}`);
 
@@ -595,13 +596,20 @@ export class Chaos {
             note(`${proxy!.blackHole()} open connections black-holed at ${at()}`);
             break;
           }
-          case 'leader-failover': {
+          case 'leader-failover':
+          case 'paused-leader': {
             await moment(0.2, 0.4);
             process.kill(leader.pid, 'SIGSTOP');
             note(`leader chaos-a frozen (SIGSTOP) at ${at()}`);
             const took = await poll(() => leads(follower!), 120_000);
-            note(took ? `chaos-b leads at ${at()}; chaos-a resumed (SIGCONT)` : 'chaos-b did not lead within 120 s; chaos-a resumed (SIGCONT)');
-            process.kill(leader.pid, 'SIGCONT');
+            note(took ? `chaos-b leads at ${at()}` : 'chaos-b did not lead within 120 s');
+            if (fault === 'paused-leader') {
+              process.kill(leader.pid, 'SIGCONT');
+              note(`chaos-a resumed (SIGCONT) at ${at()}`);
+            } else {
+              await leader.kill();
+              note(`chaos-a killed (kill -9) at ${at()}`);
+            }
             break;
           }
         }
@@ -614,8 +622,8 @@ export class Chaos {
         const stalled = await Promise.all(replicas.all.filter((r) => r.running).map((r) => r.metric('informer_watch_restarts_total', { reason: 'stalled' })));
         note(`watches restarted as stalled: ${stalled.reduce((a, b) => a + b, 0)}`);
       }
-      if (fault === 'leader-failover') {
-        const leading = await Promise.all(replicas.all.map(async (r) => `${r === leader ? 'chaos-a' : 'chaos-b'} ${(await leads(r)) ? 'leads' : 'follows'}`));
+      if (follower) {
+        const leading = await Promise.all([leader, follower].filter((r) => r.running).map(async (r) => `${r === leader ? 'chaos-a' : 'chaos-b'} ${(await leads(r)) ? 'leads' : 'follows'}`));
         note(`at the end: ${leading.join(', ')}`);
       }
       this.log(`${fault}: ${ms === null ? `NOT converged after ${this.plan.convergeTimeoutMs / 1000} s` : `converged ${(ms / 1000).toFixed(1)} s after the churn stopped`}; ${describe(inspection)}`);
