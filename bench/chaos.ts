@@ -11,10 +11,10 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
-import { FAULTS, FAULT_TITLES, type Fault, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, killOperators } from '../scripts/chaos.ts';
+import { FAULTS, FAULT_TITLES, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, NO_FAULT, type Scenario, killOperators } from '../scripts/chaos.ts';
 import { operatorBundle } from '../scripts/operator-process.ts';
 import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterDown, clusterEnv, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
-import { formatValue, markdownTable } from './report.ts';
+import { formatRatio, formatValue, markdownTable } from './report.ts';
 
 const log = (message: string) => process.stderr.write(`[chaos] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
 
@@ -24,14 +24,14 @@ function positive(text: string, option: string): number {
   return value;
 }
 
-/** The figures of one fault as a table row. */
-function row(result: FaultResult): string[] {
+/** The figures of one fault as a table row; the time to converge against the no-fault baseline's. */
+function row(result: FaultResult, baselineMs: number | undefined): string[] {
   const count = (findings: readonly Finding[]) => String(findings.length);
   const total = (groups: readonly Group[]) => String(groups.reduce((sum, g) => sum + g.count, 0));
   return [
     result.fault,
     `${result.churn.sent} (${result.churn.refused} refused) in ${result.churn.seconds.toFixed(0)} s`,
-    result.convergeMs === null ? '**not converged**' : formatValue(result.convergeMs, 'ms'),
+    result.convergeMs === null ? '**not converged**' : `${formatValue(result.convergeMs, 'ms')}${baselineMs !== undefined && result.fault !== NO_FAULT ? ` (${formatRatio(result.convergeMs, baselineMs)})` : ''}`,
     count(result.orphans),
     count(result.duplicates),
     count(result.lostUpdates),
@@ -73,8 +73,9 @@ async function main(): Promise<void> {
     },
   });
   const short = values.short;
-  const faults = (values.only?.split(',').map((f) => f.trim()) ?? [...FAULTS]) as Fault[];
-  for (const fault of faults) if (!FAULTS.includes(fault)) throw new Error(`--only takes faults separated by commas (${FAULTS.join(', ')}), got ${JSON.stringify(fault)}`);
+  // The same churn without a fault first: the baseline every time to converge is divided by.
+  const faults = (values.only?.split(',').map((f) => f.trim()) ?? [NO_FAULT, ...FAULTS]) as Scenario[];
+  for (const fault of faults) if (fault !== NO_FAULT && !FAULTS.includes(fault)) throw new Error(`--only takes faults separated by commas (${[NO_FAULT, ...FAULTS].join(', ')}), got ${JSON.stringify(fault)}`);
   const n = Math.round(positive(values.n ?? (short ? '30' : '1000'), 'n'));
   const plan: ChaosPlan = {
     n,
@@ -148,7 +149,10 @@ async function main(): Promise<void> {
     "- **Orphans**: Deployments and Services of the operator whose owner Website is gone, at convergence (or at the give-up time); **duplicates**: more than one Deployment or Service for a Website, or a child with two owners; **lost updates**: Websites not matching their final spec then.",
     "- **Writes by a non-leader**: writes (not the Lease) by an operator replica, told apart by its user agent (`website-operator/<POD_NAME>`), received while another replica held the Lease it had renewed less than its duration before (audit log); of all the operator's writes during the fault.",
     '',
-    markdownTable(['fault', 'changes sent', 'time to converge', 'orphans', 'duplicates', 'lost updates', 'writes by a non-leader', 'Warning events', 'error log lines'], results.map(row)),
+    markdownTable(
+      ['fault', 'changes sent', 'time to converge (× no fault)', 'orphans', 'duplicates', 'lost updates', 'writes by a non-leader', 'Warning events', 'error log lines'],
+      results.map((r) => row(r, results.find((b) => b.fault === NO_FAULT)?.convergeMs ?? undefined)),
+    ),
     '',
     ...(failures.length ? ['**Faults that could not be measured:**', '', ...failures.map((f) => `- ${f}`), ''] : []),
     '## Each fault',

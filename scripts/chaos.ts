@@ -25,8 +25,12 @@ const WEBSITES = websitesType(DEFAULT_GROUP);
 /** The faults, in the order a full run injects them. */
 export const FAULTS = ['operator-kill', 'apiserver-restart', 'etcd-restart', 'watch-blackhole', 'leader-failover', 'paused-leader'] as const;
 export type Fault = (typeof FAULTS)[number];
+/** The same churn without a fault: the baseline of the time to converge. */
+export const NO_FAULT = 'none';
+export type Scenario = Fault | typeof NO_FAULT;
 
-export const FAULT_TITLES: Record<Fault, string> = {
+export const FAULT_TITLES: Record<Scenario, string> = {
+  none: 'no fault: the same churn, the baseline of the time to converge',
   'operator-kill': 'kill -9 of the operator (restarted at once, as a Deployment restarts its container)',
   'apiserver-restart': 'kube-apiserver restarted (scripts/cluster.sh restart-apiserver)',
   'etcd-restart': 'etcd restarted (scripts/cluster.sh restart-etcd)',
@@ -75,7 +79,7 @@ export interface Group {
 }
 
 export interface FaultResult {
-  readonly fault: Fault;
+  readonly fault: Scenario;
   /** What was injected when (seconds into the churn), and how the operator took it. */
   readonly injected: string[];
   readonly churn: { readonly sent: number; readonly refused: number; readonly seconds: number };
@@ -543,7 +547,7 @@ export class Chaos {
   }
 
   /** One fault while the Websites churn, then convergence and what is left. */
-  async fault(fault: Fault): Promise<FaultResult> {
+  async fault(fault: Scenario): Promise<FaultResult> {
     const { admin, auditLog } = this.cluster;
     const { churnSeconds, prefix } = this.plan;
     this.kubeconfig ??= await serviceAccountKubeconfig(this.cluster);
@@ -575,6 +579,9 @@ export class Chaos {
       const moment = (from: number, to: number) => sleep(Math.max(0, churnStart + churnSeconds * 1000 * (from + Math.random() * (to - from)) - performance.now()));
       const inject = async () => {
         switch (fault) {
+          case 'none':
+            note('no fault');
+            break;
           case 'operator-kill':
             for (let k = 0; k < this.plan.kills; k++) {
               await moment((0.8 * k) / this.plan.kills, (0.8 * (k + 1)) / this.plan.kills);
