@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BASELINE_NS, CREATE_CONCURRENCY, EchoController, directDeploymentsBaseline, idleNodeRss } from './baselines.ts';
-import { ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
+import { CLUSTER_ARGS, ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
@@ -62,14 +62,6 @@ function shellSubject(ns: readonly number[]): Subject {
     },
   };
 }
-
-/** The local cluster's controller manager and scheduler, raised above their 20 QPS defaults so they are not what the figures measure. */
-const CLUSTER_ARGS = [
-  'kube-controller-manager=kube-api-qps=500',
-  'kube-controller-manager=kube-api-burst=1000',
-  'kube-scheduler=kube-api-qps=500',
-  'kube-scheduler=kube-api-burst=1000',
-];
 
 /** The operator's default CONCURRENCY: the echo controller's workers. */
 const ECHO_WORKERS = 4;

@@ -8,6 +8,8 @@
 #   scripts/cluster.sh restart-apiserver
 #                             stop kube-apiserver and start it again with the same command line
 #                             (every client's watches break; the tests prove the operator recovers)
+#   scripts/cluster.sh restart-etcd
+#                             the same for etcd (its data directory stays)
 #
 # WEBSITE_STACK_CLUSTER_DIR (default <repo>/.cluster) holds the kubeconfig, bin/kubectl and kwok's
 # state; WEBSITE_STACK_CLUSTER_NAME (default website-stack) names the cluster. Tests use their own.
@@ -185,24 +187,26 @@ down() {
 
 # kwokctl can stop and start only whole clusters; this restarts one process exactly as kwokctl
 # launched it (command line, working directory and log file from /proc), and records its new pid
-# so `down` stops it.
-restart_apiserver() {
-  local pidfile=$KWOK_WORKDIR/clusters/$NAME/pids/kube-apiserver.pid pid cwd
-  [[ -f $pidfile ]] || die "no kube-apiserver pid file for cluster '$NAME': is it up? (npm run cluster:up)"
+# so `down` stops it. Either restart breaks every client's watches (the tests and `npm run chaos`
+# prove the operator recovers); the API server's /readyz covers etcd too.
+restart_component() {
+  local component=$1 pidfile=$KWOK_WORKDIR/clusters/$NAME/pids/$1.pid pid cwd
+  [[ -f $pidfile ]] || die "no $component pid file for cluster '$NAME': is it up? (npm run cluster:up)"
   pid=$(<"$pidfile")
-  [[ -r /proc/$pid/cmdline ]] || die "kube-apiserver (pid $pid) is not running: recreate the cluster (scripts/cluster.sh down && scripts/cluster.sh up)"
+  [[ -r /proc/$pid/cmdline ]] || die "$component (pid $pid) is not running: recreate the cluster (scripts/cluster.sh down && scripts/cluster.sh up)"
   local -a cmd
   mapfile -d '' -t cmd <"/proc/$pid/cmdline"
   cwd=$(readlink "/proc/$pid/cwd")
-  # A graceful stop waits up to a minute for open watches to end; after 10 s, crash it instead.
+  # A graceful stop of the API server waits up to a minute for open watches to end; after 10 s,
+  # crash it instead.
   kill "$pid"
   local waited=0
   while kill -0 "$pid" 2>/dev/null; do
     (( waited++ < 100 )) || kill -9 "$pid" 2>/dev/null || true
     sleep 0.1
   done
-  log "kube-apiserver stopped; starting it again"
-  (cd "$cwd" && exec setsid "${cmd[@]}" >>"$KWOK_WORKDIR/clusters/$NAME/logs/kube-apiserver.log" 2>&1 </dev/null) &
+  log "$component stopped; starting it again"
+  (cd "$cwd" && exec setsid "${cmd[@]}" >>"$KWOK_WORKDIR/clusters/$NAME/logs/$component.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
   wait_for "kube-apiserver /readyz" 60 kubectl_ get --raw /readyz --request-timeout=2s
 }
@@ -211,6 +215,7 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) binaries >/dev/null; healthy ;;
-  restart-apiserver) restart_apiserver ;;
-  *) die "usage: scripts/cluster.sh up|down|status|restart-apiserver" ;;
+  restart-apiserver) restart_component kube-apiserver ;;
+  restart-etcd) restart_component etcd ;;
+  *) die "usage: scripts/cluster.sh up|down|status|restart-apiserver|restart-etcd" ;;
 esac

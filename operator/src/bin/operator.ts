@@ -24,7 +24,8 @@ async function main(): Promise<void> {
   const tracing = tracingConfig ? await startTracing(tracingConfig, operatorPackage.version) : undefined;
   if (tracingConfig) logger.info({ serviceName: tracingConfig.serviceName, samplingRatio: tracingConfig.samplingRatio }, 'tracing to OTEL_EXPORTER_OTLP_ENDPOINT');
   const metrics = new OperatorMetrics();
-  const client = KubeClient.fromEnvironment({ qps: config.qps, burst: config.burst, metrics, userAgent: 'website-operator' });
+  // The replica in the user agent: replicas share a ServiceAccount, and the audit log tells them apart by it.
+  const client = KubeClient.fromEnvironment({ qps: config.qps, burst: config.burst, metrics, userAgent: `website-operator/${config.identity}` });
   const components: Component[] = [];
   if (config.webhook) {
     // Loaded only when enabled: the webhook's X.509 and HTTPS server code is a chunk of its own in

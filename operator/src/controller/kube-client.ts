@@ -318,6 +318,7 @@ export class KubeClient implements KubeApi {
         return (text ? JSON.parse(text) : undefined) as T;
       } catch (error) {
         if (error instanceof ApiError) throw error;
+        if (timeout.aborted) this.replacePool(credentials);
         // No response: connection refused, TLS failure, timeout. Say which request, not the headers.
         throw new ApiError(0, 'ConnectionError', `${verb} ${path}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
       } finally {
@@ -325,6 +326,21 @@ export class KubeClient implements KubeApi {
         this.options.metrics?.apiLatency.observe({ verb, resource: type.resource }, (performance.now() - started) / 1000);
       }
     });
+  }
+
+  /**
+   * After a request timed out, the next one starts on a new connection pool; the old pool is
+   * destroyed once the requests in flight on it have had their time. The connection may have died
+   * without a close (a dropped NAT entry, a partitioned node): over HTTP/2, which undici negotiates
+   * with the API server, every request shares that one connection, and undici replaces it only when
+   * its own 300 s timeouts fire, which the timeout here always preempts, so every later request
+   * would time out on it too, forever (client-go pings its HTTP/2 connections for the same reason).
+   */
+  private replacePool(credentials: Credentials): void {
+    if (this.credentials !== credentials) return;
+    this.credentials = undefined;
+    const old = credentials.dispatcher;
+    if (old) setTimeout(() => void old.destroy(), this.options.timeoutMs ?? 30_000).unref();
   }
 
   /** The credentials of the last CREDENTIALS_TTL_MS; one refresh at a time when they are older. */

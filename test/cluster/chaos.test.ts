@@ -1,0 +1,60 @@
+// The short version of `npm run chaos` (scripts/chaos.ts): 30 Websites churning while each fault
+// happens once, on the test cluster, with the operator bundle as its ServiceAccount. After each
+// fault the Websites must converge (within a bound that only detects a hang) with no orphan, no
+// duplicate, no lost update, and no write by a replica that did not hold the Lease.
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '../../operator/src/controller/kube-client.ts';
+import { Chaos, FAULTS, type FaultResult } from '../../scripts/chaos.ts';
+import { operatorBundle, operatorRbacManifests } from '../../scripts/operator-process.ts';
+import { AUDIT_LOG, CLUSTER_ENV, KUBECONFIG, KUBECTL } from './env.ts';
+import { ok } from './kube.ts';
+
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromFile(KUBECONFIG);
+const admin = new KubeClient(kubeConfig, { userAgent: 'website-stack-chaos-test', timeoutMs: 30_000 });
+const chaos = new Chaos(
+  { kubeconfig: KUBECONFIG, kubectl: KUBECTL, admin, auditLog: AUDIT_LOG, env: CLUSTER_ENV },
+  {
+    n: 30,
+    churnRate: 5,
+    churnSeconds: 20,
+    kills: 1,
+    // Only a hang fails: the black hole alone costs up to the informers' 150 s inactivity timeout.
+    convergeTimeoutMs: 300_000,
+    // The operator tests' short leader election (test/cluster/operator-process.ts).
+    operatorEnv: { LEASE_DURATION_SECONDS: '4', RENEW_DEADLINE_SECONDS: '3', RETRY_PERIOD_SECONDS: '0.5' },
+    prefix: 'chaos',
+  },
+  (message) => process.stderr.write(`[chaos] ${message}\n`),
+);
+
+beforeAll(async () => {
+  await operatorBundle();
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: operatorRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
+  await chaos.clean();
+  await chaos.populate();
+}, 600_000);
+afterAll(() => chaos.clean(), 600_000);
+
+/**
+ * Every fault but the paused leader: a leader resumed after the other replica took over still
+ * writes for a moment (npm run chaos measures it; README "Chaos"), which the operator cannot
+ * prevent until its writes are fenced by the Lease.
+ */
+const ASSERTED = FAULTS.filter((fault) => fault !== 'paused-leader');
+
+describe('30 Websites churning while a fault happens', () => {
+  test.each(ASSERTED)('after %s they converge with no orphan, duplicate, lost update or write by a non-leader', async (fault) => {
+    const result: FaultResult = await chaos.fault(fault);
+    // The fault happened and the operator wrote during it (the Lease check saw writes to judge).
+    expect(result.injected.length).toBeGreaterThan(0);
+    expect(result.writesAudited).toBeGreaterThan(0);
+    expect(result.churn.sent).toBeGreaterThan(0);
+    expect(result.convergeMs).not.toBeNull();
+    expect(result.orphans).toEqual([]);
+    expect(result.duplicates).toEqual([]);
+    expect(result.lostUpdates).toEqual([]);
+    expect(result.nonLeaderWrites).toEqual([]);
+    if (fault === 'leader-failover') expect([...result.leaseHolders].sort()).toEqual(['chaos-a', 'chaos-b']);
+  }, 600_000);
+});
