@@ -178,28 +178,32 @@ async function main(): Promise<void> {
   const minutes = (Date.now() - began) / 60_000;
   const date = new Date().toISOString();
   const report = [
-    `# Chaos: the website operator under faults, ${n} Websites churning`,
+    faults.length ? `# Chaos: the website operator under faults, ${n} Websites churning` : '# Chaos',
     '',
     `${date.slice(0, 16).replace('T', ' ')} UTC, ${minutes.toFixed(1)} min${short ? ' (--short)' : ''}. Machine: ${machineText}.`,
-    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (bench/audit-policy.yaml).`,
-    '',
-    `- The operator: the bundle operator/build/operator.mjs as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on at its defaults (Lease 15 s, renew deadline 10 s, retry 2 s), LOG_LEVEL=info, WEBHOOK_ENABLED=false; one replica, two for the failover.`,
-    `- Before the faults, ${n} Websites were created (32 at once) and converged in ${formatValue(populateMs, 'ms')}.`,
-    `- Each fault: the operator starts, the Websites are checked converged, then ${plan.churnRate} changes/s for ${plan.churnSeconds} s (edit, create, edit, delete, repeating: edits set title, replicas 1 or 2, and colour; creates and deletes keep the population at ${n}); the fault happens at a random moment of the churn.`,
-    '- **Time to converge**: from the churn stop until every Website matches its final spec (its Deployment and Service carry every field renderWorkload renders for it: replicas, the page with title and colour, owner; status Ready for its generation with every replica available), no Website is stuck deleting, and no orphan or duplicate remains (polled every second).',
-    "- **Orphans**: Deployments and Services of the operator whose owner Website is gone, at convergence (or at the give-up time); **duplicates**: more than one Deployment or Service for a Website, or a child with two owners; **lost updates**: Websites not matching their final spec then.",
-    "- **Writes by a non-leader**: writes (not the Lease) by an operator replica, told apart by its user agent (`website-operator/<POD_NAME>`), received while another replica held the Lease it had renewed less than its duration before (audit log); of all the operator's writes during the fault.",
-    '',
-    markdownTable(
-      ['fault', 'changes sent', 'time to converge (× no fault)', 'orphans', 'duplicates', 'lost updates', 'writes by a non-leader', 'Warning events', 'error log lines'],
-      results.map((r) => row(r, results.find((b) => b.fault === NO_FAULT)?.convergeMs ?? undefined)),
-    ),
-    '',
-    ...(failures.length ? ['**Faults that could not be measured:**', '', ...failures.map((f) => `- ${f}`), ''] : []),
-    '## Each fault',
-    '',
-    ...results.flatMap(details),
+    ...(faults.length === 0
+      ? ['']
+      : [
+        `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (bench/audit-policy.yaml).`,
+        '',
+        `- The operator: the bundle operator/build/operator.mjs as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on at its defaults (Lease 15 s, renew deadline 10 s, retry 2 s), LOG_LEVEL=info, WEBHOOK_ENABLED=false; one replica, two for the failover.`,
+        `- Before the faults, ${n} Websites were created (32 at once) and converged in ${formatValue(populateMs, 'ms')}.`,
+        `- Each fault: the operator starts, the Websites are checked converged, then ${plan.churnRate} changes/s for ${plan.churnSeconds} s (edit, create, edit, delete, repeating: edits set title, replicas 1 or 2, and colour; creates and deletes keep the population at ${n}); the fault happens at a random moment of the churn.`,
+        '- **Time to converge**: from the churn stop until every Website matches its final spec (its Deployment and Service carry every field renderWorkload renders for it: replicas, the page with title and colour, owner; status Ready for its generation with every replica available), no Website is stuck deleting, and no orphan or duplicate remains (polled every second).',
+        "- **Orphans**: Deployments and Services of the operator whose owner Website is gone, at convergence (or at the give-up time); **duplicates**: more than one Deployment or Service for a Website, or a child with two owners; **lost updates**: Websites not matching their final spec then.",
+        "- **Writes by a non-leader**: writes (not the Lease) by an operator replica, told apart by its user agent (`website-operator/<POD_NAME>`), received while another replica held the Lease it had renewed less than its duration before (audit log); of all the operator's writes during the fault.",
+        '',
+        markdownTable(
+          ['fault', 'changes sent', 'time to converge (× no fault)', 'orphans', 'duplicates', 'lost updates', 'writes by a non-leader', 'Warning events', 'error log lines'],
+          results.map((r) => row(r, results.find((b) => b.fault === NO_FAULT)?.convergeMs ?? undefined)),
+        ),
+        '',
+        '## Each fault',
+        '',
+        ...results.flatMap(details),
+        ]),
     ...(trace ? ['## The trace stack under faults', '', trace.markdown] : []),
+    ...(failures.length ? ['**Faults that could not be measured:**', '', ...failures.map((f) => `- ${f}`), ''] : []),
   ].join('\n');
   process.stdout.write(`${report}\n`);
   const dir = join(ROOT, 'bench', 'results');
