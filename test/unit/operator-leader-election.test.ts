@@ -141,3 +141,43 @@ test('a leader whose API server stops answering stops leading within renewDeadli
   expect(aborted).toEqual(expect.arrayContaining(['create deployments', 'create services', 'patch websites']));
   expect(api.peek<KubeObject>(DEPLOYMENTS, 'team-a', 'website-a')).toBeUndefined();
 });
+
+test('a leader paused past its renew deadline refuses the writes of its reconciles when it resumes, before its renewal loop runs', async () => {
+  const api = new FakeKubeApi();
+  // The creates of the children are answered only when `release` is called: the reconcile is
+  // mid-way (awaiting them) when the process pauses.
+  const held: Array<() => void> = [];
+  let frozenAt = Number.POSITIVE_INFINITY;
+  const writesAfterPause: string[] = [];
+  const client = new Proxy(api, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== 'function' || property === 'watch') return value;
+      return (...args: unknown[]) => {
+        const request = `${String(property)} ${(args[0] as { resource: string }).resource}`;
+        if (performance.now() > frozenAt && !['get', 'list'].includes(String(property)) && !request.endsWith('events')) writesAfterPause.push(request);
+        const result = value.apply(target, args) as Promise<unknown>;
+        if (property !== 'create' || request === 'create leases' || request === 'create events') return result;
+        return result.then((answer) => new Promise((resolve) => held.push(() => resolve(answer))));
+      };
+    },
+  });
+  const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
+  await until('op-0 to lead', () => leader.operator.isLeader());
+  await api.create(websitesType('web.example.com'), { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'team-a' }, spec: { title: 'A', replicas: 1, color: '#000' } });
+  await until('both creates to be held', () => held.length === 2);
+
+  // The pause: the event loop stands still past the renew deadline (as under SIGSTOP), then the
+  // answers arrive first thing after it resumes, before any timer (the renewal loop's) can run.
+  frozenAt = performance.now();
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  for (const release of held.splice(0)) release();
+
+  // It renews (or takes again) the Lease before it writes anything else: the reconcile's next
+  // write, the Website's status, was refused, not sent; the Website is reconciled again afterwards.
+  await until('the Website to be reconciled again', () => api.peek<KubeObject & { status?: unknown }>(websitesType('web.example.com'), 'team-a', 'a')?.status !== undefined);
+  const firstLeaseWrite = writesAfterPause.findIndex((w) => w.endsWith('leases'));
+  const firstOtherWrite = writesAfterPause.findIndex((w) => !w.endsWith('leases'));
+  expect(firstLeaseWrite).toBeGreaterThanOrEqual(0);
+  expect(firstOtherWrite).toBeGreaterThan(firstLeaseWrite);
+});

@@ -61,6 +61,10 @@ export class LeaderElector {
   private observed?: { lease: Lease; at: number };
   private notLeadingSince?: number;
   private lastError?: string;
+  /** When (performance.now()) the last successful take or renewal of the Lease was sent. */
+  private renewedAt = Number.NEGATIVE_INFINITY;
+  /** While leading: what ends the leadership and aborts its work. */
+  private held?: { readonly leadership: AbortController; readonly lease: AbortController };
 
   private readonly options: LeaderElectionOptions;
 
@@ -76,6 +80,29 @@ export class LeaderElector {
 
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * Throws unless this replica leads on a Lease whose last renewal was sent less than
+   * renewDeadline ago, on the monotonic clock, which counts a pause of the process. The renewal
+   * loop notices a stale Lease only when its timer fires, and a process resumed from a pause (a
+   * SIGSTOP, a frozen VM) runs its reconciles' continuations first, while another replica may
+   * already lead: a stale Lease refused here ends the leadership at once, as a renewal failing for
+   * renewDeadline does, so those reconciles are aborted before they write.
+   */
+  fence(): void {
+    const { renewDeadlineMs = 10_000, logger } = this.options;
+    const lease = `${this.options.namespace}/${this.options.name}`;
+    const held = this.held;
+    if (!held) throw new Error(`not holding the Lease ${lease}`);
+    const age = performance.now() - this.renewedAt;
+    if (age < renewDeadlineMs && !held.lease.signal.aborted) return;
+    if (!held.lease.signal.aborted) {
+      logger?.warn({ lease, renewedSecondsAgo: Math.round(age / 1000) }, 'the Lease was last renewed longer ago than the renew deadline (was the process paused?): leading ends before anything more is written');
+      held.leadership.abort();
+      held.lease.abort();
+    }
+    throw held.lease.signal.reason;
   }
 
   status(): LeaderElectionStatus {
@@ -115,6 +142,7 @@ export class LeaderElector {
       const drained = new AbortController();
       const stopOnShutdown = () => leadership.abort();
       signal.addEventListener('abort', stopOnShutdown, { once: true });
+      this.held = { leadership, lease };
       const renewing = this.renewUntilLost(drained.signal).then(() => {
         leadership.abort();
         lease.abort();
@@ -122,6 +150,7 @@ export class LeaderElector {
       await lead(leadership.signal, lease.signal);
       drained.abort();
       await renewing;
+      this.held = undefined;
       signal.removeEventListener('abort', stopOnShutdown);
       this.setLeading(false);
       if (signal.aborted) {
@@ -162,6 +191,7 @@ export class LeaderElector {
   private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs = 15_000, logger } = this.options;
     const now = new Date();
+    const sent = performance.now();
     try {
       const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
       this.lastError = undefined;
@@ -179,6 +209,7 @@ export class LeaderElector {
           },
         }, { signal });
         this.observe(created);
+        this.renewedAt = sent;
         return true;
       }
       this.observe(current);
@@ -197,6 +228,7 @@ export class LeaderElector {
         },
       }, undefined, { signal });
       this.observe(updated);
+      this.renewedAt = sent;
       return true;
     } catch (error) {
       // A conflict means someone else wrote first: not an error, just not us this round.

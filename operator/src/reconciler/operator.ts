@@ -3,6 +3,7 @@ import { sleep } from '../controller/backoff.ts';
 import { EventRecorder } from '../controller/event-recorder.ts';
 import { objectKey } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeApi, type KubeObject, SERVICES } from '../controller/kube-client.ts';
+import { FencedKubeApi } from '../controller/fenced-kube-api.ts';
 import { LeaderElector } from '../controller/leader-election.ts';
 import { MultiNamespaceInformer } from '../controller/multi-namespace-informer.ts';
 import { ObjectWatches } from '../controller/object-watch.ts';
@@ -111,7 +112,8 @@ export class Operator {
     this.recorder = new EventRecorder({ client, component: MANAGED_BY, instance: config.identity, logger });
     this.foreignChildren = new ObjectWatches({ client, logger });
     this.reconciler = new WebsiteReconciler({
-      client,
+      // With leader election, a reconcile writes only on a fresh Lease (LeaderElector.fence).
+      client: config.leaderElection ? new FencedKubeApi(client, () => this.elector?.fence()) : client,
       group: config.group,
       websites: this.websites,
       deployments: this.deployments,
