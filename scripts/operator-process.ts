@@ -182,7 +182,9 @@ export class OperatorProcess {
 
   private constructor(child: ChildProcess) {
     this.child = child;
-    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ? null : code)));
+    // 'close', not 'exit': it comes once stdout and stderr are read to their end, so the logs hold
+    // every line the process wrote before it exited (its last, "stopped", among them).
+    this.exited = new Promise((resolve) => child.once('close', (code, signal) => resolve(signal ? null : code)));
     createInterface(child.stdout!).on('line', (line) => {
       try {
         const entry = JSON.parse(line) as LogLine;

@@ -109,11 +109,13 @@ export class Operator {
     this.deployments = new MultiNamespaceInformer({ ...common, type: DEPLOYMENTS, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
     this.services = new MultiNamespaceInformer({ ...common, type: SERVICES, labelSelector: managed, resyncMs: Number.POSITIVE_INFINITY });
     this.queue = new WorkQueue({ name: CONTROLLER, concurrency: config.concurrency, metrics, logger });
-    this.recorder = new EventRecorder({ client, component: MANAGED_BY, instance: config.identity, logger });
+    // With leader election, the reconciler's writes and its Events go out only on a fresh Lease
+    // (LeaderElector.fence): a replica resumed from a pause writes nothing beside the new leader.
+    const writer = config.leaderElection ? new FencedKubeApi(client, () => this.elector?.fence()) : client;
+    this.recorder = new EventRecorder({ client: writer, component: MANAGED_BY, instance: config.identity, logger });
     this.foreignChildren = new ObjectWatches({ client, logger });
     this.reconciler = new WebsiteReconciler({
-      // With leader election, a reconcile writes only on a fresh Lease (LeaderElector.fence).
-      client: config.leaderElection ? new FencedKubeApi(client, () => this.elector?.fence()) : client,
+      client: writer,
       group: config.group,
       websites: this.websites,
       deployments: this.deployments,
@@ -263,6 +265,9 @@ export class Operator {
       const [namespace, name] = key.split('/');
       return inSpan('reconcile Website', { attributes: { 'k8s.namespace.name': namespace, 'website.name': name, 'website.retries': this.queue.failuresOf(key) } }, () => this.reconciler.reconcile(key, abort));
     }, signal, lease);
+    // The reconciles' Events go out while the Lease is still held (renewals go on until this
+    // returns); once it is released or lost, the fence refuses them.
+    await this.recorder.flush();
     logger.info('stopped reconciling');
   }
 }
