@@ -149,7 +149,10 @@ describe('the operator watching all namespaces, as its ServiceAccount under the 
   });
   afterAll(async () => {
     await removeAll(RESOURCE, [...teams, operatorNs]);
-    await kubectl(['delete', 'crd', RESOURCE, '--ignore-not-found', '--wait=false']);
+    await kubectl(['delete', 'crd', RESOURCE, '--ignore-not-found', '--wait=true', '--timeout=60s']);
+    // kubectl's discovery cache still names this group's `websites` (and `ws`): later tests' plain
+    // `kubectl get websites` would resolve to it. api-resources discovers afresh and rewrites the cache.
+    await ok(['api-resources', '--api-group', GROUP]);
     await kubectl(['delete', 'clusterrole,clusterrolebinding', `website-operator-${operatorNs}`, `website-operator-webhook-${operatorNs}`, '--ignore-not-found']);
   });
 
