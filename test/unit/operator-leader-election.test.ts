@@ -5,30 +5,14 @@ import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { Operator, type OperatorConfig } from '../../operator/src/reconciler/operator.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
+import { testOperatorConfig } from './operator-config.ts';
 
 // The Operator's leader election on an in-memory API: /readyz lists every check (as the API
 // server's /readyz?verbose does), and not leading shows there and in
 // leader_election_not_leading_seconds without ever making the pod unready; a leader whose API
 // server stops answering aborts the reconciles in flight once it can no longer renew its Lease.
 
-const config: OperatorConfig = {
-  group: 'web.example.com',
-  watchNamespaces: ['team-a'],
-  operatorNamespace: 'website-system',
-  identity: 'op-0',
-  leaderElection: true,
-  leaseName: 'website-operator',
-  leaseDurationMs: 4_000,
-  renewDeadlineMs: 3_000,
-  retryPeriodMs: 20,
-  concurrency: 2,
-  resyncMs: 3_600_000,
-  cacheSyncTimeoutMs: 1_000,
-  fieldManager: 'website-operator',
-  clusterDomain: 'cluster.local',
-  metricsPort: 0,
-  healthPort: 0,
-};
+const config = testOperatorConfig({ leaderElection: true, leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 20, concurrency: 2 });
 
 const running: Operator[] = [];
 afterEach(async () => {

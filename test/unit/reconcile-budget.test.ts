@@ -3,9 +3,10 @@ import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import { Operator, type OperatorConfig } from '../../operator/src/reconciler/operator.ts';
+import { Operator } from '../../operator/src/reconciler/operator.ts';
 import { finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
 import { workloadLabels } from '../../lib/workload/website-workload.ts';
+import { testOperatorConfig } from './operator-config.ts';
 
 // The whole operator (informers, priority queue, reconciler, event recorder) against an in-memory
 // API, counting the requests each path costs. The cluster tests prove the behaviour on a real API
@@ -15,24 +16,7 @@ const NS = 'team-a';
 const GROUP = 'web.example.com';
 const WEBSITES = websitesType(GROUP);
 
-const config: OperatorConfig = {
-  group: GROUP,
-  watchNamespaces: [NS],
-  operatorNamespace: 'website-system',
-  identity: 'op-0',
-  leaderElection: false,
-  leaseName: 'website-operator',
-  leaseDurationMs: 15_000,
-  renewDeadlineMs: 10_000,
-  retryPeriodMs: 2_000,
-  concurrency: 4,
-  resyncMs: 3_600_000,
-  cacheSyncTimeoutMs: 1_000,
-  fieldManager: 'website-operator',
-  clusterDomain: 'cluster.local',
-  metricsPort: 0,
-  healthPort: 0,
-};
+const config = testOperatorConfig({ group: GROUP, watchNamespaces: [NS] });
 
 interface Harness {
   readonly api: FakeKubeApi;

@@ -9,6 +9,7 @@ import { Operator, type OperatorConfig } from '../../operator/src/reconciler/ope
 import { websitesType } from '../../operator/src/reconciler/website.ts';
 import { sumMetric } from '../../scripts/operator-process.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
+import { testOperatorConfig } from './operator-config.ts';
 
 // WATCH_NAMESPACE: what the operator accepts, and the operator over several namespaces on an
 // in-memory API, one of which it is not granted (test/cluster/watch-namespaces.test.ts proves the
@@ -96,25 +97,8 @@ const GROUP = 'web.example.com';
 const WEBSITES = websitesType(GROUP);
 
 function operatorConfig(watchNamespaces: OperatorConfig['watchNamespaces']): OperatorConfig {
-  return {
-    group: GROUP,
-    watchNamespaces,
-    operatorNamespace: 'website-system',
-    identity: 'op-0',
-    leaderElection: false,
-    leaseName: 'website-operator',
-    leaseDurationMs: 15_000,
-    renewDeadlineMs: 10_000,
-    retryPeriodMs: 2_000,
-    concurrency: 4,
-    resyncMs: 3_600_000,
-    // Longer than any wait below: a namespace that cannot be listed must not hold up the others.
-    cacheSyncTimeoutMs: 60_000,
-    fieldManager: 'website-operator',
-    clusterDomain: 'cluster.local',
-    metricsPort: 0,
-    healthPort: 0,
-  };
+  // Longer than any wait below: a namespace that cannot be listed must not hold up the others.
+  return testOperatorConfig({ group: GROUP, watchNamespaces, cacheSyncTimeoutMs: 60_000 });
 }
 
 const website = (namespace: string, name: string): KubeObject => ({

@@ -1,0 +1,28 @@
+import type { OperatorConfig } from '../../operator/src/reconciler/operator.ts';
+
+/**
+ * The configuration the unit tests run the whole Operator with on the in-memory API: the process
+ * defaults (operator/src/bin/config.ts), one namespace, no leader election, no resync during a
+ * test, and ports picked by the system; each test file overrides what it is about.
+ */
+export function testOperatorConfig(overrides: Partial<OperatorConfig> = {}): OperatorConfig {
+  return {
+    group: 'web.example.com',
+    watchNamespaces: ['team-a'],
+    operatorNamespace: 'website-system',
+    identity: 'op-0',
+    leaderElection: false,
+    leaseName: 'website-operator',
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    concurrency: 4,
+    resyncMs: 3_600_000,
+    cacheSyncTimeoutMs: 1_000,
+    fieldManager: 'website-operator',
+    clusterDomain: 'cluster.local',
+    metricsPort: 0,
+    healthPort: 0,
+    ...overrides,
+  };
+}
