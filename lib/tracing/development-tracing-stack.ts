@@ -1,11 +1,12 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import type { CollectorSampling } from './collector/processors.ts';
 import { HotRod } from './hotrod.ts';
 import { JaegerAllInOne, type JaegerAllInOneProps } from './jaeger-all-in-one.ts';
 import { TRACING_NAMESPACE } from './names.ts';
 import { TracingNetworkPolicy, type TracingNetworkPolicyOptions } from './tracing-network-policy.ts';
-import { type CollectorSampling, OtelCollector } from './otel-collector.ts';
+import { OtelCollector } from './otel-collector.ts';
 
 export interface DevelopmentTracingStackProps {
   /** @default 'tracing' */

@@ -4,10 +4,10 @@ import { WORKLOAD_LINT_EXEMPTIONS, lintAnnotations } from '../lint.ts';
 import { addressPort, urlPort } from '../network-policy.ts';
 import { DEFAULT_REPLICA_SPREAD, type ReplicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
+import type { SecretKeyRef } from './collector/secrets.ts';
 import { JAEGER_CONFIG_DIR, JAEGER_CONFIG_FILE } from './jaeger-all-in-one.ts';
 import { type JaegerReceiverTls, type JaegerStorage, jaegerConfig } from './jaeger-config.ts';
 import { JAEGER_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost, tracingLabels } from './names.ts';
-import type { SecretKeyRef } from './otel-collector.ts';
 import { type SecretMount, type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
 /** A Secret with keys `username` and `password`. */

@@ -1,10 +1,13 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import type { CollectorBackend } from './collector/exporters.ts';
+import type { CollectorSampling } from './collector/processors.ts';
+import type { CollectorReceiverSecurity } from './collector/receivers.ts';
 import { JaegerProduction, type JaegerProductionProps } from './jaeger-production.ts';
 import { TRACING_NAMESPACE } from './names.ts';
 import { TracingNetworkPolicy, type TracingNetworkPolicyOptions } from './tracing-network-policy.ts';
-import { type CollectorBackend, type CollectorReceiverSecurity, type CollectorSampling, OtelCollector } from './otel-collector.ts';
+import { OtelCollector } from './otel-collector.ts';
 
 export interface ProductionTracingStackProps {
   /** @default 'tracing' */

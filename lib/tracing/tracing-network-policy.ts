@@ -14,11 +14,13 @@ import {
   ports,
   urlPort,
 } from '../network-policy.ts';
+import type { CollectorBackend } from './collector/exporters.ts';
+import type { CollectorReceiverSecurity } from './collector/receivers.ts';
 import type { HotRod } from './hotrod.ts';
 import type { JaegerAllInOne } from './jaeger-all-in-one.ts';
 import type { JaegerProduction } from './jaeger-production.ts';
 import { JAEGER_PORTS, tracingLabels } from './names.ts';
-import type { CollectorBackend, CollectorReceiverSecurity, OtelCollector } from './otel-collector.ts';
+import type { OtelCollector } from './otel-collector.ts';
 import { type TracingWorkload, portProtocol } from './tracing-workload.ts';
 
 /** Where a trace stack's peers are: who sends spans, who opens the UIs, where the storage is. */
