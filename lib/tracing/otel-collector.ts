@@ -4,7 +4,7 @@ import { singlePodLintExemptions } from '../lint.ts';
 import { DEFAULT_REPLICA_SPREAD } from '../scheduling.ts';
 import { type CollectorConfig, type ComponentId, type ExtensionConfig, type TelemetryConfig, assertValidCollectorConfig } from './collector-config.ts';
 import { type CollectorBackend, assertValidBackends, backendExporter } from './collector/exporters.ts';
-import { type CollectorProcessorOptions, processorChain } from './collector/processors.ts';
+import { type CollectorProcessorOptions, type CollectorSampling, processorChain } from './collector/processors.ts';
 import { type CollectorReceiverSecurity, assertValidReceiverSecurity, otlpReceivers } from './collector/receivers.ts';
 import { type CollectorRouting, assertValidRouting, tracePipelines } from './collector/routing.ts';
 import { COLLECTOR_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost } from './names.ts';
@@ -105,7 +105,7 @@ export class OtelCollector extends Construct {
     const replicas = props.replicas ?? 1;
     const where = `OtelCollector at '${this.node.path}'`;
     const pipeline = collectorConfig(props, where);
-    assertReplicasSeeWholeTraces(pipeline.config, props, replicas, where);
+    assertReplicasSeeWholeTraces(pipeline.config, props.sampling, replicas, where);
     this.config = pipeline.config;
     this.workload = new TracingWorkload(this, 'Workload', {
       namespace,
@@ -133,9 +133,9 @@ export class OtelCollector extends Construct {
  * Throws when `replicas` collectors would each decide on fragments of traces: tail_sampling (tail
  * sampling, or dropping health-check traces whole) needs every span of a trace in one collector.
  */
-export function assertReplicasSeeWholeTraces(config: CollectorConfig, options: CollectorPipelineOptions, replicas: number, where: string): void {
+export function assertReplicasSeeWholeTraces(config: CollectorConfig, sampling: CollectorSampling | undefined, replicas: number, where: string): void {
   if (!config.processors?.tail_sampling || replicas <= 1) return;
-  const why = options.sampling?.mode === 'tail' ? 'tail sampling' : "dropping health-check traces whole (healthCheckPaths: [] keeps them)";
+  const why = sampling?.mode === 'tail' ? 'tail sampling' : "dropping health-check traces whole (healthCheckPaths: [] keeps them)";
   throw new Error(
     `${where}: ${why} decides per trace; with ${replicas} replicas traces would be split between ` +
       'collectors and decided on fragments. Run 1 replica, or put a trace-id-aware load balancer in front',
