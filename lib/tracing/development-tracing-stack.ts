@@ -5,7 +5,7 @@ import type { CollectorSampling } from './collector/processors.ts';
 import { HotRod } from './hotrod.ts';
 import { JaegerAllInOne, type JaegerAllInOneProps } from './jaeger-all-in-one.ts';
 import { TRACING_NAMESPACE } from './names.ts';
-import { TracingNetworkPolicy, type TracingNetworkPolicyOptions } from './tracing-network-policy.ts';
+import { type TracingNetworkPolicy, type TracingNetworkPolicyOptions, stackNetworkPolicy } from './tracing-network-policy.ts';
 import { OtelCollector } from './otel-collector.ts';
 
 export interface DevelopmentTracingStackProps {
@@ -57,15 +57,6 @@ export class DevelopmentTracingStack extends Construct {
     if (props.hotrod ?? true) {
       this.hotrod = new HotRod(this, 'HotRod', { namespace, otlpEndpoint: this.collector.otlpHttpEndpoint, jaegerUiUrl: this.jaeger.queryUrl });
     }
-    const networkPolicy = props.networkPolicy ?? true;
-    if (networkPolicy !== false) {
-      this.networkPolicy = new TracingNetworkPolicy(this, 'NetworkPolicy', {
-        namespace,
-        options: networkPolicy === true ? {} : networkPolicy,
-        collector: this.collector,
-        jaeger: this.jaeger,
-        ...(this.hotrod ? { hotrod: this.hotrod } : {}),
-      });
-    }
+    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, { namespace, collector: this.collector, jaeger: this.jaeger, ...(this.hotrod ? { hotrod: this.hotrod } : {}) });
   }
 }

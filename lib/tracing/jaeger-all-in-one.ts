@@ -96,7 +96,6 @@ export class JaegerAllInOne extends Construct {
       name,
       component: 'all-in-one',
       image: props.image ?? TRACING_IMAGES.jaeger,
-      args: [`--config=${JAEGER_CONFIG_DIR}/${JAEGER_CONFIG_FILE}`],
       ports: {
         ...(otlp ? { 'otlp-grpc': otlpGrpc, 'otlp-http': otlpHttp } : {}),
         'thrift-http': thriftHttp,

@@ -198,7 +198,6 @@ export class JaegerProduction extends Construct {
       name: `${name}-collector`,
       component: 'collector',
       image,
-      args: [`--config=${JAEGER_CONFIG_DIR}/${JAEGER_CONFIG_FILE}`],
       ports: {
         ...(otlp ? { 'otlp-grpc': p['otlp-grpc'], 'otlp-http': p['otlp-http'] } : {}),
         'thrift-http': p['thrift-http'],
@@ -268,7 +267,6 @@ export class JaegerProduction extends Construct {
       name: `${name}-query`,
       component: 'query',
       image,
-      args: [`--config=${JAEGER_CONFIG_DIR}/${JAEGER_CONFIG_FILE}`],
       // With OIDC, Jaeger's own UI port is reachable only through the proxy, which takes its name.
       ports: oidc ? { health: p.health, metrics: p.metrics } : { query: p.query, 'query-grpc': p['query-grpc'], health: p.health, metrics: p.metrics },
       ...(oidc ? { sidecars, sidecarPorts: { query: OAUTH2_PROXY_PORT }, servicePorts: ['metrics'] } : {}),

@@ -112,7 +112,6 @@ export class OtelCollector extends Construct {
       name,
       component: 'collector',
       image: props.image ?? TRACING_IMAGES.collector,
-      args: [`--config=${COLLECTOR_CONFIG_DIR}/${COLLECTOR_CONFIG_FILE}`],
       ports: { ...COLLECTOR_PORTS },
       config: { fileName: COLLECTOR_CONFIG_FILE, document: this.config, dir: COLLECTOR_CONFIG_DIR },
       env: pipeline.env,

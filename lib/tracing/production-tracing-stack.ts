@@ -6,7 +6,7 @@ import type { CollectorSampling } from './collector/processors.ts';
 import type { CollectorReceiverSecurity } from './collector/receivers.ts';
 import { JaegerProduction, type JaegerProductionProps } from './jaeger-production.ts';
 import { TRACING_NAMESPACE } from './names.ts';
-import { TracingNetworkPolicy, type TracingNetworkPolicyOptions } from './tracing-network-policy.ts';
+import { type TracingNetworkPolicy, type TracingNetworkPolicyOptions, stackNetworkPolicy } from './tracing-network-policy.ts';
 import { OtelCollector } from './otel-collector.ts';
 
 export interface ProductionTracingStackProps {
@@ -70,16 +70,12 @@ export class ProductionTracingStack extends Construct {
       ],
       ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
     });
-    const networkPolicy = props.networkPolicy ?? true;
-    if (networkPolicy !== false) {
-      this.networkPolicy = new TracingNetworkPolicy(this, 'NetworkPolicy', {
-        namespace,
-        options: networkPolicy === true ? {} : networkPolicy,
-        collector: this.collector,
-        jaeger: this.jaeger,
-        ...(props.extraBackends ? { extraBackends: props.extraBackends } : {}),
-        ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
-      });
-    }
+    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, {
+      namespace,
+      collector: this.collector,
+      jaeger: this.jaeger,
+      ...(props.extraBackends ? { extraBackends: props.extraBackends } : {}),
+      ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
+    });
   }
 }

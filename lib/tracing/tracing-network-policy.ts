@@ -142,3 +142,12 @@ export class TracingNetworkPolicy extends Construct {
     }
   }
 }
+
+/**
+ * A trace stack's NetworkPolicies as its `networkPolicy` prop asks: none when `false`, the default
+ * peers when `true` or unset, those options otherwise.
+ */
+export function stackNetworkPolicy(scope: Construct, setting: boolean | TracingNetworkPolicyOptions | undefined, props: Omit<TracingNetworkPolicyProps, 'options'>): TracingNetworkPolicy | undefined {
+  if (setting === false) return undefined;
+  return new TracingNetworkPolicy(scope, 'NetworkPolicy', { ...props, options: setting === true || setting === undefined ? {} : setting });
+}

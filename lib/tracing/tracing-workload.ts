@@ -29,12 +29,16 @@ export interface TracingWorkloadProps {
   /** `app.kubernetes.io/component`: what the workload is (collector, query, all-in-one, ...). */
   readonly component: string;
   readonly image: string;
+  /** Arguments of the main container, after `--config` when there is a `config`. @default none */
   readonly args?: readonly string[];
   /** Container ports by name; every one is also a Service port unless `servicePorts` says otherwise. */
   readonly ports: Readonly<Record<string, number>>;
   /** Names of the ports the Service exposes. @default every port */
   readonly servicePorts?: readonly string[];
-  /** A YAML configuration file in a ConfigMap named like the workload, mounted at `configDir`. */
+  /**
+   * A YAML configuration file in a ConfigMap named like the workload, mounted at `dir` and passed
+   * as `--config=<dir>/<fileName>` (how both Jaeger and the Collector take theirs).
+   */
   readonly config?: { readonly fileName: string; readonly document: object; readonly dir: string };
   readonly env?: readonly k8s.EnvVar[];
   readonly secretMounts?: readonly SecretMount[];
@@ -107,6 +111,8 @@ export class TracingWorkload extends Construct {
       mounts.push({ name: volume.name, mountPath });
     });
 
+    const args = [...(props.config ? [`--config=${props.config.dir}/${props.config.fileName}`] : []), ...(props.args ?? [])];
+
     const probe = (initialDelaySeconds: number): k8s.Probe | undefined => {
       if (!props.health) return undefined;
       const port = k8s.IntOrString.fromString(props.health.port);
@@ -132,7 +138,7 @@ export class TracingWorkload extends Construct {
                 name: props.component,
                 image: props.image,
                 imagePullPolicy: 'IfNotPresent',
-                ...(props.args ? { args: [...props.args] } : {}),
+                ...(args.length > 0 ? { args } : {}),
                 ...(props.env && props.env.length > 0 ? { env: [...props.env] } : {}),
                 ports: Object.entries(props.ports).map(([name, containerPort]) => ({ name, containerPort, protocol: portProtocol(name) })),
                 ...(props.health ? { readinessProbe: probe(0), livenessProbe: probe(10) } : {}),
