@@ -175,7 +175,8 @@ export const websiteStatusSchema: JsonSchema = {
   },
 };
 
-function root(description: string, spec: JsonSchema): JsonSchema {
+/** A version's whole object: its `spec` (fields and which are required) under the parts every version shares. */
+function root(description: string, spec: Pick<JsonSchema, 'required' | 'properties'>): JsonSchema {
   return {
     type: 'object',
     description,
@@ -185,7 +186,7 @@ function root(description: string, spec: JsonSchema): JsonSchema {
       kind: { type: 'string', description: 'REST resource this object represents.' },
       // A CRD may constrain only name and generateName; declaring name lets the rules name it as fieldPath.
       metadata: { type: 'object', properties: { name: { type: 'string' } } },
-      spec,
+      spec: { type: 'object', description: 'Desired state of the Website.', ...spec },
       status: websiteStatusSchema,
     },
     'x-kubernetes-validations': nameRules,
@@ -195,8 +196,6 @@ function root(description: string, spec: JsonSchema): JsonSchema {
 /** v1, the storage version: `spec.title`, `spec.replicas`, `spec.color`. */
 export function websiteV1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS): JsonSchema {
   return root('A Website: a page showing a title on a colour, served by a Deployment and a Service the operator keeps.', {
-    type: 'object',
-    description: 'Desired state of the Website.',
     required: ['title', 'replicas'],
     properties: {
       title: titleSchema('spec.title'),
@@ -209,8 +208,6 @@ export function websiteV1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS
 /** v1beta1, served for older clients: `spec.heading`, `spec.instances`, `spec.theme.color`. */
 export function websiteV1beta1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS): JsonSchema {
   return root('A Website (v1beta1, deprecated: use v1, where heading is title, instances is replicas and theme.color is color).', {
-    type: 'object',
-    description: 'Desired state of the Website.',
     required: ['heading', 'instances'],
     properties: {
       heading: titleSchema('spec.heading'),
