@@ -51,8 +51,9 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
   const receivers = otlpReceivers(options.receiverSecurity ?? {});
   const { processors, chain } = processorChain(options);
   const { filters, pipelines } = tracePipelines(options.backends, chain, options.routing);
-  // Authenticators in the order their users come: exporters, then receivers.
-  const extensions: Record<ComponentId, ExtensionConfig> = Object.assign({ health_check: { endpoint: `0.0.0.0:${COLLECTOR_PORTS.health}` } }, ...exporters.map((e) => e.extensions), receivers.extensions);
+  // Authenticators, env vars and Secret mounts in this order: the exporters', then the receivers'.
+  const parts = [...exporters, receivers];
+  const extensions: Record<ComponentId, ExtensionConfig> = Object.assign({ health_check: { endpoint: `0.0.0.0:${COLLECTOR_PORTS.health}` } }, ...parts.map((part) => part.extensions));
   const config: CollectorConfig = {
     receivers: receivers.receivers,
     processors: { ...processors, ...filters },
@@ -61,7 +62,6 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
     service: { extensions: Object.keys(extensions), pipelines, telemetry: collectorTelemetry(options.logLevel) },
   };
   assertValidCollectorConfig(config, where);
-  const parts = [...exporters, receivers];
   return { config, env: parts.flatMap((part) => part.env), secretMounts: parts.flatMap((part) => part.secretMounts) };
 }
 
