@@ -67,6 +67,7 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
     ['no backend', [], /W: name at least one backend to export to/],
     ['a name with capitals or underscores', [{ name: 'Jaeger_1', endpoint: 'j:4317' }], /backend name 'Jaeger_1' must be lower-case letters, digits and dashes/],
     ['a name used twice', [JAEGER, { ...JAEGER, endpoint: 'other:4317' }], /two backends are named 'jaeger'/],
+    ['the name of the collector\'s own receiver', [{ name: 'receiver', endpoint: 'j:4317' }], /backend name 'receiver' is taken by the collector's own receiver settings/],
     ['an OTLP/HTTP endpoint without scheme', [{ name: 'h', protocol: 'http', endpoint: 'otlp.example.net:4318' }], /backend 'h' speaks OTLP\/HTTP: its endpoint must be an http\(s\):\/\/ base URL, got 'otlp.example.net:4318'/],
     ['gRPC credentials without tls', [{ ...JAEGER, auth: { type: 'basic', username: 'u', password: secret('p') } }], /backend 'jaeger' would send its basic credentials in clear text; set tls/],
     ['tls to an http:// endpoint', [{ name: 'h', protocol: 'http', endpoint: 'http://h:4318', tls: { secretName: 'ca' } }], /backend 'h' has tls settings but an http:\/\/ endpoint; use https:\/\//],

@@ -44,6 +44,8 @@ export function assertValidBackends(backends: readonly CollectorBackend[], where
   const names = new Set<string>();
   for (const backend of backends) {
     if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(backend.name)) throw new Error(`${where}: backend name '${backend.name}' must be lower-case letters, digits and dashes`);
+    // The collector's own receiver takes this name for its authenticator, credential variable and TLS directory.
+    if (backend.name === 'receiver') throw new Error(`${where}: backend name 'receiver' is taken by the collector's own receiver settings; choose another name`);
     if (names.has(backend.name)) throw new Error(`${where}: two backends are named '${backend.name}'`);
     names.add(backend.name);
     const http = backend.protocol === 'http';
