@@ -3,10 +3,9 @@ import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import { Operator } from '../../operator/src/reconciler/operator.ts';
 import { finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
 import { workloadLabels } from '../../lib/workload/website-workload.ts';
-import { testOperatorConfig } from './operator-config.ts';
+import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
 
 // The whole operator (informers, priority queue, reconciler, event recorder) against an in-memory
 // API, counting the requests each path costs. The cluster tests prove the behaviour on a real API
@@ -20,14 +19,14 @@ const config = testOperatorConfig({ group: GROUP, watchNamespaces: [NS] });
 
 interface Harness {
   readonly api: FakeKubeApi;
-  readonly operator: Operator;
+  readonly operator: WebsiteOperator;
   readonly metrics: OperatorMetrics;
   readonly logs: Array<{ level: string; msg: string }>;
   /** Requests since the last call, as sorted "VERB resource code" lines, once the operator is idle. */
   requests(): Promise<string[]>;
 }
 
-let running: Operator | undefined;
+let running: WebsiteOperator | undefined;
 
 async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {}, api = new FakeKubeApi()): Promise<Harness> {
   await seed(api);
@@ -35,15 +34,15 @@ async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {},
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => logs.push(JSON.parse(line.toString())));
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const operator = new Operator(config, { client: api, logger: createLogger('info', stream), metrics });
+  const operator = websiteOperator(config, { client: api, logger: createLogger('info', stream), metrics });
   running = operator;
-  await operator.start();
+  await operator.manager.start();
   let mark = api.requests.length;
   const idle = async () => {
     // The fake answers at once: a few turns of the event loop drain queue, writes and events.
     for (let quiet = 0; quiet < 20; quiet++) {
       await new Promise((resolve) => setImmediate(resolve));
-      if (operator.queue.active > 0) quiet = 0;
+      if (operator.websites.queue.active > 0) quiet = 0;
     }
   };
   await idle();
@@ -62,7 +61,7 @@ async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {},
 }
 
 afterEach(async () => {
-  await running?.stop();
+  await running?.manager.stop();
   running = undefined;
 });
 
@@ -113,7 +112,7 @@ describe('request budget of each reconcile path', () => {
     await h.requests();
     rollOut(h.api, 'a');
     await h.requests();
-    h.operator.queue.add(`${NS}/a`, 'low');
+    h.operator.websites.queue.add(`${NS}/a`, 'low');
     expect(await h.requests()).toEqual([]);
   });
 
@@ -298,6 +297,6 @@ describe('a child name taken by an object the Website does not own (a terminal e
     expect(owners).toEqual([expect.objectContaining({ kind: 'Website', name: 'a', controller: true })]);
     expect(readyOf(h.api, 'a')).toMatchObject({ reason: 'Progressing' });
     expect(await sample(h.metrics.terminalReconcileErrors)).toBe(terminal);
-    expect(h.operator.foreignChildWatches).toBe(0);
+    expect(h.operator.websites.objectWatchCount).toBe(0);
   });
 });
