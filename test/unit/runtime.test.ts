@@ -314,6 +314,42 @@ describe('LeaderElector', () => {
     await Promise.all([runA.stop(), runB.stop()]);
   });
 
+  /** A Lease another replica holds and renewed just now. */
+  const heldBy = (api: FakeKubeApi, holder: string, leaseDurationSeconds: number) =>
+    api.create(LEASES, {
+      metadata: { name: 'website-operator', namespace: 'website-system' },
+      spec: { holderIdentity: holder, leaseDurationSeconds, acquireTime: new Date().toISOString(), renewTime: new Date().toISOString(), leaseTransitions: 0 },
+    });
+
+  test('a holder that stops renewing keeps the Lease for leaseDuration as seen on the candidate\'s clock, then loses it', async () => {
+    const api = new FakeKubeApi();
+    await heldBy(api, 'gone', 1);
+    const b = new LeaderElector({ ...options, client: api, identity: 'b' });
+    const started = performance.now();
+    const runB = campaign(b);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(b.isLeader()).toBe(false);
+    expect(b.status()).toMatchObject({ leading: false, holder: 'gone' });
+    await until(() => b.isLeader(), 'b to take the expired Lease');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_000);
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    await runB.stop();
+  });
+
+  test('a conflict on the update that takes the Lease means another replica wrote first: this round is lost, quietly, and a later one wins', async () => {
+    const api = new FakeKubeApi();
+    await heldBy(api, 'gone', 0);
+    const logged: string[] = [];
+    const logger = { warn: (_: unknown, msg: string) => logged.push(msg), error: (_: unknown, msg: string) => logged.push(msg), info: () => {} } as never;
+    api.failWith((r) => r.resource === 'leases' && r.verb === 'UPDATE', new ApiError(409, 'Conflict', 'the object has been modified'));
+    const a = new LeaderElector({ ...options, client: api, identity: 'a', logger });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead on a later round');
+    await runA.stop();
+    expect(api.since(0).filter((r) => r.startsWith('UPDATE')).slice(0, 2)).toEqual(['UPDATE leases 409', 'UPDATE leases 200']);
+    expect(logged).toEqual([]);
+  });
+
   test('a conflicting write means someone else won this round, not an error', async () => {
     const api = new FakeKubeApi();
     const warnings: string[] = [];
