@@ -141,6 +141,39 @@ describe('request budget of each reconcile path', () => {
     expect(h.api.peek(SERVICES, NS, 'website-a')).toBeUndefined();
   });
 
+  test('a child edited by someone else (drift): one apply puts it back, one event, not Ready until it is rolled out again; the other child is left alone', async () => {
+    const h = await start();
+    await h.api.create(WEBSITES, website('a'));
+    await h.requests();
+    rollOut(h.api, 'a');
+    await h.requests();
+    h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => void ((deployment.spec as { replicas: number }).replicas = 5));
+    // Until the Deployment controller has rolled the put-back spec out, the Website is not Ready.
+    expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites/status 200']);
+    expect((h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.spec as { replicas: number }).replicas).toBe(1);
+    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', reason: 'Progressing' });
+    const events = (await h.api.list(EVENTS, NS)).items.map((e) => [e.reason, e.message]);
+    expect(events).toContainEqual(['Updated', 'Updated Deployment website-a']);
+    rollOut(h.api, 'a');
+    expect(await h.requests()).toEqual(['PATCH websites/status 200']);
+    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'True' });
+  });
+
+  test('a Website deleted with --cascade=orphan: its children are kept, freed of their owner, and a new Website of that name adopts them', async () => {
+    const h = await start();
+    await h.api.create(WEBSITES, website('a'));
+    await h.requests();
+    await h.api.delete(WEBSITES, { namespace: NS, name: 'a' }, { propagationPolicy: 'Orphan' });
+    expect(await h.requests()).toEqual(['CREATE events 201', 'DELETE websites 200', 'PATCH websites 200']);
+    expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
+    for (const type of [DEPLOYMENTS, SERVICES]) expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([]);
+
+    await h.api.create(WEBSITES, website('a'));
+    expect(await h.requests()).toEqual(['APPLY deployments 200', 'APPLY services 200', 'CREATE events 201', 'CREATE websites 201', 'PATCH websites 200', 'PATCH websites/status 200']);
+    const uid = h.api.peek<KubeObject>(WEBSITES, NS, 'a')!.metadata!.uid;
+    for (const type of [DEPLOYMENTS, SERVICES]) expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([expect.objectContaining({ kind: 'Website', uid, controller: true })]);
+  });
+
   test('children orphaned by a Website of the same name are adopted by two applies, without a GET or a create', async () => {
     const orphan = (type: typeof DEPLOYMENTS, extra: Record<string, unknown>) => (api: FakeKubeApi) =>
       api.create(type, { metadata: { name: 'website-a', namespace: NS, labels: workloadLabels('a') }, ...extra }).then(() => undefined);
