@@ -80,6 +80,16 @@ function rollOut(api: FakeKubeApi, name: string): void {
   });
 }
 
+/** The operator, with the Website `a` created and rolled out and the requests that took drained. */
+async function startWithReadyWebsite(): Promise<Harness> {
+  const h = await start();
+  await h.api.create(WEBSITES, website('a'));
+  await h.requests();
+  rollOut(h.api, 'a');
+  await h.requests();
+  return h;
+}
+
 const readyOf = (api: FakeKubeApi, name: string) =>
   (api.peek<KubeObject>(WEBSITES, NS, name)!.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === 'Ready');
 
@@ -107,21 +117,13 @@ describe('request budget of each reconcile path', () => {
   });
 
   test('an unchanged Website, resynced: no request at all', async () => {
-    const h = await start();
-    await h.api.create(WEBSITES, website('a'));
-    await h.requests();
-    rollOut(h.api, 'a');
-    await h.requests();
+    const h = await startWithReadyWebsite();
     h.operator.websites.queue.add(`${NS}/a`, 'low');
     expect(await h.requests()).toEqual([]);
   });
 
   test('an edited Website: one apply of the Deployment, a status write, one event; the Service is left alone', async () => {
-    const h = await start();
-    await h.api.create(WEBSITES, website('a'));
-    await h.requests();
-    rollOut(h.api, 'a');
-    await h.requests();
+    const h = await startWithReadyWebsite();
     await h.api.patch(WEBSITES, { namespace: NS, name: 'a' }, 'merge', { spec: { replicas: 3 } });
     expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites 200', 'PATCH websites/status 200']);
     expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', message: '1/3 replicas available' });
@@ -142,11 +144,7 @@ describe('request budget of each reconcile path', () => {
   });
 
   test('a child edited by someone else (drift): one apply puts it back, one event, not Ready until it is rolled out again; the other child is left alone', async () => {
-    const h = await start();
-    await h.api.create(WEBSITES, website('a'));
-    await h.requests();
-    rollOut(h.api, 'a');
-    await h.requests();
+    const h = await startWithReadyWebsite();
     h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => void ((deployment.spec as { replicas: number }).replicas = 5));
     // Until the Deployment controller has rolled the put-back spec out, the Website is not Ready.
     expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites/status 200']);
