@@ -6,7 +6,10 @@ export type { WebsiteCondition, WebsiteStatus } from '../../imports/website-stat
 export type { WebsiteSpec } from '../../imports/website-v1.ts';
 export type { WebsiteV1Beta1Spec, WebsiteV1Beta1Theme } from '../../imports/website-v1beta1.ts';
 
-/** Object metadata as the API server returns it; conversion carries it through untouched. */
+/**
+ * Object metadata as the API server returns it, the fields read by name; conversion carries it
+ * through untouched, and the operator's client types every object's metadata with it.
+ */
 export interface ObjectMeta {
   name?: string;
   namespace?: string;
@@ -16,7 +19,19 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   finalizers?: string[];
+  deletionTimestamp?: string;
+  ownerReferences?: OwnerReference[];
   [key: string]: unknown;
+}
+
+/** An entry of `metadata.ownerReferences`: `controller` marks the one owner that manages the object. */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
 }
 
 /** A Website in the storage version, v1. */

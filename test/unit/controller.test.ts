@@ -1,3 +1,5 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import { firstDifference, isSubset, jsonEqual, needsApply, objectHash, withHash } from '../../operator/src/controller/apply.ts';
 import { backoffDelay, sleep } from '../../operator/src/controller/backoff.ts';
@@ -102,6 +104,33 @@ describe('WorkQueue', () => {
     for (let i = 0; i < 500 && !condition(); i++) await sleep(5);
     expect(condition()).toBe(true);
   };
+
+  test('traces each run of the handler in one span: its name and attributes, the failures so far, an error status for a failure', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const span = (key: string, failures: number) => ({ name: 'reconcile Thing', attributes: { key, failures } });
+      const queue = new WorkQueue({ name: 'test', concurrency: 1, backoff: { baseMs: 1, maxMs: 1 }, span });
+      let fail = true;
+      const running = run(queue, async () => {
+        if (fail) {
+          fail = false;
+          throw new Error('the API server is busy');
+        }
+      });
+      queue.add('ns/a');
+      await until(() => exporter.getFinishedSpans().length === 2);
+      await running.stop();
+      expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes, s.status])).toEqual([
+        ['reconcile Thing', { key: 'ns/a', failures: 0 }, { code: SpanStatusCode.ERROR, message: 'the API server is busy' }],
+        ['reconcile Thing', { key: 'ns/a', failures: 1 }, { code: SpanStatusCode.UNSET }],
+      ]);
+    } finally {
+      trace.disable();
+      await provider.shutdown();
+    }
+  });
 
   test('serves new and changed keys before resyncs; a resynced key added as a change moves up', async () => {
     const queue = new WorkQueue({ name: 'test', concurrency: 1 });

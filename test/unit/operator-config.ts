@@ -1,4 +1,5 @@
-import type { OperatorConfig } from '../../operator/src/reconciler/operator.ts';
+import { Manager, type ManagerDependencies } from '../../operator/src/controller/manager.ts';
+import { type OperatorConfig, setupWebsiteController } from '../../operator/src/reconciler/website-controller.ts';
 
 /**
  * The configuration the unit tests run the whole Operator with on the in-memory API: the process
@@ -26,3 +27,11 @@ export function testOperatorConfig(overrides: Partial<OperatorConfig> = {}): Ope
     ...overrides,
   };
 }
+
+/** The operator as operator/src/bin/operator.ts builds it: a Manager running the Website controller. */
+export function websiteOperator(config: OperatorConfig, deps: ManagerDependencies) {
+  const manager = new Manager(config, deps);
+  return { manager, websites: setupWebsiteController(manager, config) };
+}
+
+export type WebsiteOperator = ReturnType<typeof websiteOperator>;

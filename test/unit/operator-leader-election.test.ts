@@ -3,9 +3,9 @@ import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, type KubeApi, type KubeObject, DEPLOYMENTS } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import { Operator, type OperatorConfig } from '../../operator/src/reconciler/operator.ts';
+import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
-import { testOperatorConfig } from './operator-config.ts';
+import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
 
 // The Operator's leader election on an in-memory API: /readyz lists every check (as the API
 // server's /readyz?verbose does), and not leading shows there and in
@@ -14,12 +14,12 @@ import { testOperatorConfig } from './operator-config.ts';
 
 const config = testOperatorConfig({ leaderElection: true, leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 20, concurrency: 2 });
 
-const running: Operator[] = [];
+const running: WebsiteOperator[] = [];
 afterEach(async () => {
-  await Promise.all(running.splice(0).map((operator) => operator.stop()));
+  await Promise.all(running.splice(0).map((operator) => operator.manager.stop()));
 });
 
-async function start(api: KubeApi, identity: string, overrides: Partial<OperatorConfig> = {}): Promise<{ operator: Operator; metrics: OperatorMetrics; errors: string[] }> {
+async function start(api: KubeApi, identity: string, overrides: Partial<OperatorConfig> = {}): Promise<{ operator: WebsiteOperator; metrics: OperatorMetrics; errors: string[] }> {
   const errors: string[] = [];
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => {
@@ -27,14 +27,14 @@ async function start(api: KubeApi, identity: string, overrides: Partial<Operator
     if (entry.level === 'error') errors.push(entry.msg);
   });
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const operator = new Operator({ ...config, identity, ...overrides }, { client: api, logger: createLogger('info', stream), metrics });
+  const operator = websiteOperator({ ...config, identity, ...overrides }, { client: api, logger: createLogger('info', stream), metrics });
   running.push(operator);
-  await operator.start();
+  await operator.manager.start();
   return { operator, metrics, errors };
 }
 
-async function readyz(operator: Operator): Promise<{ status: number; body: string }> {
-  const response = await fetch(`http://127.0.0.1:${operator.healthServer.port}/readyz`);
+async function readyz(operator: WebsiteOperator): Promise<{ status: number; body: string }> {
+  const response = await fetch(`http://127.0.0.1:${operator.manager.healthServer.port}/readyz`);
   return { status: response.status, body: await response.text() };
 }
 
@@ -51,7 +51,7 @@ const notLeadingSeconds = async (metrics: OperatorMetrics) => (await metrics.not
 test('/readyz lists each check with its state: the leader and the standby of two replicas are both ready, the standby says who leads', async () => {
   const api = new FakeKubeApi();
   const leader = await start(api, 'op-0');
-  await until('op-0 to lead', () => leader.operator.isLeader());
+  await until('op-0 to lead', () => leader.operator.manager.isLeader());
   const standby = await start(api, 'op-1');
   await until('op-1 to stand by', async () => (await readyz(standby.operator)).body.includes('standing by'));
 
@@ -76,7 +76,7 @@ test('a replica that cannot take the Lease stays ready but says why in /readyz, 
   );
   const first = await notLeadingSeconds(replica.metrics);
   await until('the gauge to grow', async () => (await notLeadingSeconds(replica.metrics)) > first);
-  expect(replica.operator.isLeader()).toBe(false);
+  expect(replica.operator.manager.isLeader()).toBe(false);
 });
 
 test('/readyz fails while the caches have not synced, listing which check failed', async () => {
@@ -116,11 +116,11 @@ test('a leader whose API server stops answering stops leading within renewDeadli
     },
   });
   const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
-  await until('op-0 to lead', () => leader.operator.isLeader());
+  await until('op-0 to lead', () => leader.operator.manager.isLeader());
   hung = true;
   await api.create(websitesType('web.example.com'), { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'team-a' }, spec: { title: 'A', replicas: 1, color: '#000' } });
   await until('the reconcile to wait on its create', () => waiting.has('create deployments'));
-  await until('op-0 to stop leading', () => !leader.operator.isLeader());
+  await until('op-0 to stop leading', () => !leader.operator.manager.isLeader());
   await until('every request to be aborted', () => ![...waiting].some((r) => r !== 'get leases' && r !== 'update leases'));
   expect(aborted).toEqual(expect.arrayContaining(['create deployments', 'create services', 'patch websites']));
   expect(api.peek<KubeObject>(DEPLOYMENTS, 'team-a', 'website-a')).toBeUndefined();
@@ -147,7 +147,7 @@ test('a leader paused past its renew deadline refuses the writes of its reconcil
     },
   });
   const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
-  await until('op-0 to lead', () => leader.operator.isLeader());
+  await until('op-0 to lead', () => leader.operator.manager.isLeader());
   await api.create(websitesType('web.example.com'), { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'team-a' }, spec: { title: 'A', replicas: 1, color: '#000' } });
   await until('both creates to be held', () => held.length === 2);
 

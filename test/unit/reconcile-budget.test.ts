@@ -3,10 +3,9 @@ import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import { Operator } from '../../operator/src/reconciler/operator.ts';
 import { finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
 import { workloadLabels } from '../../lib/workload/website-workload.ts';
-import { testOperatorConfig } from './operator-config.ts';
+import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
 
 // The whole operator (informers, priority queue, reconciler, event recorder) against an in-memory
 // API, counting the requests each path costs. The cluster tests prove the behaviour on a real API
@@ -20,14 +19,14 @@ const config = testOperatorConfig({ group: GROUP, watchNamespaces: [NS] });
 
 interface Harness {
   readonly api: FakeKubeApi;
-  readonly operator: Operator;
+  readonly operator: WebsiteOperator;
   readonly metrics: OperatorMetrics;
   readonly logs: Array<{ level: string; msg: string }>;
   /** Requests since the last call, as sorted "VERB resource code" lines, once the operator is idle. */
   requests(): Promise<string[]>;
 }
 
-let running: Operator | undefined;
+let running: WebsiteOperator | undefined;
 
 async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {}, api = new FakeKubeApi()): Promise<Harness> {
   await seed(api);
@@ -35,15 +34,15 @@ async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {},
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => logs.push(JSON.parse(line.toString())));
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const operator = new Operator(config, { client: api, logger: createLogger('info', stream), metrics });
+  const operator = websiteOperator(config, { client: api, logger: createLogger('info', stream), metrics });
   running = operator;
-  await operator.start();
+  await operator.manager.start();
   let mark = api.requests.length;
   const idle = async () => {
     // The fake answers at once: a few turns of the event loop drain queue, writes and events.
     for (let quiet = 0; quiet < 20; quiet++) {
       await new Promise((resolve) => setImmediate(resolve));
-      if (operator.queue.active > 0) quiet = 0;
+      if (operator.websites.queue.active > 0) quiet = 0;
     }
   };
   await idle();
@@ -62,7 +61,7 @@ async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {},
 }
 
 afterEach(async () => {
-  await running?.stop();
+  await running?.manager.stop();
   running = undefined;
 });
 
@@ -79,6 +78,16 @@ function rollOut(api: FakeKubeApi, name: string): void {
     const replicas = (deployment.spec as { replicas: number }).replicas;
     deployment.status = { observedGeneration: deployment.metadata!.generation, replicas, updatedReplicas: replicas, availableReplicas: replicas };
   });
+}
+
+/** The operator, with the Website `a` created and rolled out and the requests that took drained. */
+async function startWithReadyWebsite(): Promise<Harness> {
+  const h = await start();
+  await h.api.create(WEBSITES, website('a'));
+  await h.requests();
+  rollOut(h.api, 'a');
+  await h.requests();
+  return h;
 }
 
 const readyOf = (api: FakeKubeApi, name: string) =>
@@ -108,21 +117,13 @@ describe('request budget of each reconcile path', () => {
   });
 
   test('an unchanged Website, resynced: no request at all', async () => {
-    const h = await start();
-    await h.api.create(WEBSITES, website('a'));
-    await h.requests();
-    rollOut(h.api, 'a');
-    await h.requests();
-    h.operator.queue.add(`${NS}/a`, 'low');
+    const h = await startWithReadyWebsite();
+    h.operator.websites.queue.add(`${NS}/a`, 'low');
     expect(await h.requests()).toEqual([]);
   });
 
   test('an edited Website: one apply of the Deployment, a status write, one event; the Service is left alone', async () => {
-    const h = await start();
-    await h.api.create(WEBSITES, website('a'));
-    await h.requests();
-    rollOut(h.api, 'a');
-    await h.requests();
+    const h = await startWithReadyWebsite();
     await h.api.patch(WEBSITES, { namespace: NS, name: 'a' }, 'merge', { spec: { replicas: 3 } });
     expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites 200', 'PATCH websites/status 200']);
     expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', message: '1/3 replicas available' });
@@ -140,6 +141,35 @@ describe('request budget of each reconcile path', () => {
     expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
     expect(h.api.peek(DEPLOYMENTS, NS, 'website-a')).toBeUndefined();
     expect(h.api.peek(SERVICES, NS, 'website-a')).toBeUndefined();
+  });
+
+  test('a child edited by someone else (drift): one apply puts it back, one event, not Ready until it is rolled out again; the other child is left alone', async () => {
+    const h = await startWithReadyWebsite();
+    h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => void ((deployment.spec as { replicas: number }).replicas = 5));
+    // Until the Deployment controller has rolled the put-back spec out, the Website is not Ready.
+    expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites/status 200']);
+    expect((h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.spec as { replicas: number }).replicas).toBe(1);
+    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', reason: 'Progressing' });
+    const events = (await h.api.list(EVENTS, NS)).items.map((e) => [e.reason, e.message]);
+    expect(events).toContainEqual(['Updated', 'Updated Deployment website-a']);
+    rollOut(h.api, 'a');
+    expect(await h.requests()).toEqual(['PATCH websites/status 200']);
+    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'True' });
+  });
+
+  test('a Website deleted with --cascade=orphan: its children are kept, freed of their owner, and a new Website of that name adopts them', async () => {
+    const h = await start();
+    await h.api.create(WEBSITES, website('a'));
+    await h.requests();
+    await h.api.delete(WEBSITES, { namespace: NS, name: 'a' }, { propagationPolicy: 'Orphan' });
+    expect(await h.requests()).toEqual(['CREATE events 201', 'DELETE websites 200', 'PATCH websites 200']);
+    expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
+    for (const type of [DEPLOYMENTS, SERVICES]) expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([]);
+
+    await h.api.create(WEBSITES, website('a'));
+    expect(await h.requests()).toEqual(['APPLY deployments 200', 'APPLY services 200', 'CREATE events 201', 'CREATE websites 201', 'PATCH websites 200', 'PATCH websites/status 200']);
+    const uid = h.api.peek<KubeObject>(WEBSITES, NS, 'a')!.metadata!.uid;
+    for (const type of [DEPLOYMENTS, SERVICES]) expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([expect.objectContaining({ kind: 'Website', uid, controller: true })]);
   });
 
   test('children orphaned by a Website of the same name are adopted by two applies, without a GET or a create', async () => {
@@ -298,6 +328,6 @@ describe('a child name taken by an object the Website does not own (a terminal e
     expect(owners).toEqual([expect.objectContaining({ kind: 'Website', name: 'a', controller: true })]);
     expect(readyOf(h.api, 'a')).toMatchObject({ reason: 'Progressing' });
     expect(await sample(h.metrics.terminalReconcileErrors)).toBe(terminal);
-    expect(h.operator.foreignChildWatches).toBe(0);
+    expect(h.operator.websites.objectWatchCount).toBe(0);
   });
 });

@@ -1,9 +1,10 @@
 import { ConfigError, loadConfig } from '../../operator/src/bin/config.ts';
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
 import { failedCondition, nextStatus, readyCondition } from '../../operator/src/reconciler/status.ts';
-import { finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
+import { adoptable, finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
+import { onlyOwnWrites } from '../../operator/src/reconciler/website-controller.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
-import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
+import { WebsiteWorkload, workloadLabels } from '../../lib/workload/website-workload.ts';
 import { synth } from '../helpers.ts';
 
 const website = (status?: WebsiteV1['status']): WebsiteV1 => ({
@@ -50,6 +51,49 @@ describe('status', () => {
     const flipped = nextStatus(current, { availableReplicas: 2 }, { type: 'Ready', status: 'True', reason: 'Available', message: '2/2' }, now);
     expect(flipped.conditions![1].lastTransitionTime).toBe('2026-11-21T10:00:00Z');
     expect(flipped.availableReplicas).toBe(2);
+  });
+});
+
+describe('adoptable', () => {
+  const child = (labels: Record<string, string>, ownerReferences: Array<{ controller?: boolean }> = []) => ({
+    metadata: { name: 'website-site', namespace: 'ns', labels, ownerReferences: ownerReferences.map((ref) => ({ apiVersion: 'web.example.com/v1', kind: 'Website', name: 'site', uid: 'uid-0', ...ref })) },
+  });
+
+  test('a child left without a controller, with our labels for this Website\'s name, is adopted', () => {
+    expect(adoptable(child(workloadLabels('site')), website())).toBe(true);
+    // An owner that is no controller (a garbage-collection dependency only) does not claim it.
+    expect(adoptable(child(workloadLabels('site'), [{ controller: false }]), website())).toBe(true);
+  });
+
+  test('one with a controller, of another Website\'s name, or without our managed-by label is not', () => {
+    expect(adoptable(child(workloadLabels('site'), [{ controller: true }]), website())).toBe(false);
+    expect(adoptable(child(workloadLabels('other')), website())).toBe(false);
+    const { 'app.kubernetes.io/managed-by': _, ...unmanaged } = workloadLabels('site');
+    expect(adoptable(child(unmanaged), website())).toBe(false);
+  });
+});
+
+describe('the Website controller\'s update predicate', () => {
+  const finalizer = finalizerName('web.example.com');
+  const stored = { ...website(), metadata: { ...website().metadata, resourceVersion: '1', finalizers: [finalizer] } };
+  const after = (change: (w: typeof stored) => void) => {
+    const next = structuredClone(stored);
+    next.metadata.resourceVersion = '2';
+    change(next);
+    return next;
+  };
+
+  test('the reconciler\'s own writes (status, its finalizer added) are no change to reconcile', () => {
+    expect(onlyOwnWrites(stored, after((w) => void (w.status = { url: 'http://x' })), finalizer)).toBe(true);
+    const without = { ...stored, metadata: { ...stored.metadata, finalizers: [] } };
+    expect(onlyOwnWrites(without, stored, finalizer)).toBe(true);
+  });
+
+  test('a spec, label or other finalizer change, or our finalizer removed by someone else, is', () => {
+    expect(onlyOwnWrites(stored, after((w) => void (w.spec.replicas = 3)), finalizer)).toBe(false);
+    expect(onlyOwnWrites(stored, after((w) => void (w.metadata.labels = { team: 'a' })), finalizer)).toBe(false);
+    expect(onlyOwnWrites(stored, after((w) => void (w.metadata.finalizers = [finalizer, 'other'])), finalizer)).toBe(false);
+    expect(onlyOwnWrites(stored, after((w) => void (w.metadata.finalizers = [])), finalizer)).toBe(false);
   });
 });
 

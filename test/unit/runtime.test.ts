@@ -9,6 +9,7 @@ import { Informer } from '../../operator/src/controller/informer.ts';
 import { LeaderElector } from '../../operator/src/controller/leader-election.ts';
 import { ObjectWatches } from '../../operator/src/controller/object-watch.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, KubeClient, LEASES } from '../../operator/src/controller/kube-client.ts';
+import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 
 // Parts of the operator's runtime on an in-memory API (FakeKubeApi) or a local HTTP server: what
 // they send, and what they keep.
@@ -117,6 +118,108 @@ describe('Informer', () => {
   });
 });
 
+describe('Informer: every way a watch ends', () => {
+  const until = async (what: string, condition: () => boolean) => {
+    for (let i = 0; i < 300 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    if (!condition()) throw new Error(`timed out waiting for ${what}`);
+  };
+  const deployment = (name: string) => ({ metadata: { name, namespace: 'ns' } });
+  /** An informer of the Deployments in `ns` on `api`, its events as "event name", and its lists and watches as "VERB code". */
+  async function watching(api: FakeKubeApi, options: { inactivityTimeoutMs?: number } = {}) {
+    const warnings: Array<{ error: string; msg: string }> = [];
+    const logger = { warn: (fields: { error: string }, msg: string) => warnings.push({ error: fields.error, msg }), error: () => {} } as never;
+    const metrics = new OperatorMetrics({ processMetrics: false });
+    const informer = new Informer<KubeObject>({ client: api, type: DEPLOYMENTS, namespace: 'ns', backoff: { baseMs: 5, maxMs: 10 }, logger, metrics, ...options });
+    const seen: string[] = [];
+    informer.on((event, object) => seen.push(`${event} ${object.metadata?.name}`));
+    const stop = new AbortController();
+    const running = informer.run(stop.signal);
+    await informer.waitForSync();
+    // The first watch is open.
+    await new Promise((resolve) => setImmediate(resolve));
+    seen.length = 0;
+    const mark = api.requests.length;
+    const restarts = async (reason: string) => (await metrics.informerRestarts.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+    return {
+      informer,
+      seen,
+      warnings,
+      restarts,
+      requests: () => api.requests.slice(mark).filter((r) => r.resource === 'deployments' && ['LIST', 'WATCH'].includes(r.verb)).map((r) => `${r.verb} ${r.code}`),
+      stop: async () => (stop.abort(), running),
+    };
+  }
+
+  test('an ERROR 410 (history compacted while the watch missed changes): lists again, and the difference emits an update for each changed object and a delete for each vanished one', async () => {
+    const api = new FakeKubeApi();
+    for (const name of ['same', 'changed', 'vanished']) await api.create(DEPLOYMENTS, deployment(name));
+    const h = await watching(api);
+    await api.unobserved(async () => {
+      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => void (d.spec = { replicas: 2 }));
+      await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'vanished' });
+      await api.create(DEPLOYMENTS, deployment('new'));
+    });
+    api.compact();
+    api.sendToWatches('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    await until('the relist', () => h.seen.length === 3);
+    expect(h.seen).toEqual(['update changed', 'add new', 'delete vanished']);
+    expect(h.informer.list().map((d) => d.metadata?.name).sort()).toEqual(['changed', 'new', 'same']);
+    expect(h.informer.get('ns/changed')?.spec).toEqual({ replicas: 2 });
+    expect(await h.restarts('expired')).toBe(1);
+    expect(h.warnings).toEqual([]);
+    await h.stop();
+    expect(h.requests()).toEqual(['LIST 200', 'WATCH 200']);
+  });
+
+  test('a watch answered 410 Gone (it resumed from a compacted resourceVersion): lists again before watching, with the same difference', async () => {
+    const api = new FakeKubeApi();
+    for (const name of ['changed', 'vanished']) await api.create(DEPLOYMENTS, deployment(name));
+    const h = await watching(api);
+    await api.unobserved(async () => {
+      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => void (d.spec = { replicas: 2 }));
+      await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'vanished' });
+    });
+    api.compact();
+    // The server ends the watch (its timeout); the informer resumes from the version it last saw.
+    api.closeWatches();
+    await until('the relist', () => h.seen.length === 2);
+    expect(h.seen).toEqual(['update changed', 'delete vanished']);
+    await h.stop();
+    expect(h.requests()).toEqual(['WATCH 410', 'LIST 200', 'WATCH 200']);
+  });
+
+  test('an ERROR event of another code: logged, backed off, and watched again from the last version, without a list', async () => {
+    const api = new FakeKubeApi();
+    await api.create(DEPLOYMENTS, deployment('a'));
+    const h = await watching(api);
+    api.sendToWatches('ERROR', { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd leader changed' });
+    await until('the watch to resume', () => h.requests().length === 1);
+    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => void (d.spec = { replicas: 2 }));
+    await until('the change', () => h.seen.length === 1);
+    expect(h.seen).toEqual(['update a']);
+    expect(h.warnings).toEqual([{ msg: 'list/watch failed, retrying', error: 'watch deployments: etcd leader changed' }]);
+    expect(await h.restarts('error')).toBe(1);
+    await h.stop();
+    expect(h.requests()).toEqual(['WATCH 200']);
+  });
+
+  test('a watch that stalls (nothing past the inactivity timeout) is restarted from the last version and gets what it missed, without a list', async () => {
+    const api = new FakeKubeApi();
+    await api.create(DEPLOYMENTS, deployment('a'));
+    const h = await watching(api, { inactivityTimeoutMs: 50 });
+    api.stallWatches();
+    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => void (d.spec = { replicas: 2 }));
+    expect(h.seen).toEqual([]);
+    await until('the missed change', () => h.seen.length === 1);
+    expect(h.seen).toEqual(['update a']);
+    expect(h.informer.get('ns/a')?.spec).toEqual({ replicas: 2 });
+    expect(await h.restarts('stalled')).toBeGreaterThanOrEqual(1);
+    expect(h.warnings).toEqual([]);
+    await h.stop();
+    expect(h.requests().filter((r) => r.startsWith('LIST'))).toEqual([]);
+  });
+});
+
 describe('KubeClient credentials', () => {
   test('are computed once, not per request, and again after a 401', async () => {
     const seen: IncomingHttpHeaders[] = [];
@@ -209,6 +312,42 @@ describe('LeaderElector', () => {
     const runB = campaign(b);
     await until(() => b.isLeader(), 'b to take the expired Lease');
     await Promise.all([runA.stop(), runB.stop()]);
+  });
+
+  /** A Lease another replica holds and renewed just now. */
+  const heldBy = (api: FakeKubeApi, holder: string, leaseDurationSeconds: number) =>
+    api.create(LEASES, {
+      metadata: { name: 'website-operator', namespace: 'website-system' },
+      spec: { holderIdentity: holder, leaseDurationSeconds, acquireTime: new Date().toISOString(), renewTime: new Date().toISOString(), leaseTransitions: 0 },
+    });
+
+  test('a holder that stops renewing keeps the Lease for leaseDuration as seen on the candidate\'s clock, then loses it', async () => {
+    const api = new FakeKubeApi();
+    await heldBy(api, 'gone', 1);
+    const b = new LeaderElector({ ...options, client: api, identity: 'b' });
+    const started = performance.now();
+    const runB = campaign(b);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(b.isLeader()).toBe(false);
+    expect(b.status()).toMatchObject({ leading: false, holder: 'gone' });
+    await until(() => b.isLeader(), 'b to take the expired Lease');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_000);
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    await runB.stop();
+  });
+
+  test('a conflict on the update that takes the Lease means another replica wrote first: this round is lost, quietly, and a later one wins', async () => {
+    const api = new FakeKubeApi();
+    await heldBy(api, 'gone', 0);
+    const logged: string[] = [];
+    const logger = { warn: (_: unknown, msg: string) => logged.push(msg), error: (_: unknown, msg: string) => logged.push(msg), info: () => {} } as never;
+    api.failWith((r) => r.resource === 'leases' && r.verb === 'UPDATE', new ApiError(409, 'Conflict', 'the object has been modified'));
+    const a = new LeaderElector({ ...options, client: api, identity: 'a', logger });
+    const runA = campaign(a);
+    await until(() => a.isLeader(), 'a to lead on a later round');
+    await runA.stop();
+    expect(api.since(0).filter((r) => r.startsWith('UPDATE')).slice(0, 2)).toEqual(['UPDATE leases 409', 'UPDATE leases 200']);
+    expect(logged).toEqual([]);
   });
 
   test('a conflicting write means someone else won this round, not an error', async () => {

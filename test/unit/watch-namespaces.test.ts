@@ -5,11 +5,11 @@ import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../
 import { MultiNamespaceInformer } from '../../operator/src/controller/multi-namespace-informer.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import { Operator, type OperatorConfig } from '../../operator/src/reconciler/operator.ts';
+import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
 import { sumMetric } from '../../scripts/operator-process.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
-import { testOperatorConfig } from './operator-config.ts';
+import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
 
 // WATCH_NAMESPACE: what the operator accepts, and the operator over several namespaces on an
 // in-memory API, one of which it is not granted (test/cluster/watch-namespaces.test.ts proves the
@@ -118,9 +118,9 @@ async function until<T>(what: string, probe: () => T | undefined | false | Promi
   }
 }
 
-let running: Operator | undefined;
+let running: WebsiteOperator | undefined;
 afterEach(async () => {
-  await running?.stop();
+  await running?.manager.stop();
   running = undefined;
 });
 
@@ -129,11 +129,11 @@ async function start(api: FakeKubeApi, watchNamespaces: OperatorConfig['watchNam
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => logs.push(JSON.parse(line.toString())));
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const operator = new Operator(operatorConfig(watchNamespaces), { client: api, logger: createLogger('info', stream), metrics });
+  const operator = websiteOperator(operatorConfig(watchNamespaces), { client: api, logger: createLogger('info', stream), metrics });
   running = operator;
-  await operator.start();
+  await operator.manager.start();
   const readyz = async () => {
-    const response = await fetch(`http://127.0.0.1:${operator.healthServer.port}/readyz`);
+    const response = await fetch(`http://127.0.0.1:${operator.manager.healthServer.port}/readyz`);
     return { status: response.status, body: await response.text() };
   };
   const synced = async (namespace: string) => sumMetric(await metrics.registry.metrics(), 'watched_namespace_synced', { namespace });

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { ALL_NAMESPACES, DEFAULT_GROUP, LEASE_NAME, MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, watchNamespacesProblem } from '../library.ts';
-import type { OperatorConfig } from '../reconciler/operator.ts';
+import type { OperatorConfig } from '../reconciler/website-controller.ts';
 import type { WebhookConfig } from '../webhook/webhook-component.ts';
 
 /**

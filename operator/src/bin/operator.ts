@@ -4,7 +4,8 @@ import { KubeClient } from '../controller/kube-client.ts';
 import { createLogger } from '../observability/logger.ts';
 import { OperatorMetrics } from '../observability/metrics.ts';
 import { startTracing, tracingSettings } from '../observability/tracing.ts';
-import { type Component, Operator } from '../reconciler/operator.ts';
+import { type Component, Manager } from '../controller/manager.ts';
+import { setupWebsiteController } from '../reconciler/website-controller.ts';
 import { ConfigError, loadConfig } from './config.ts';
 // service.version of the operator's traces. A JSON import, so the bundle carries it (the image holds no package.json).
 import operatorPackage from '../../package.json' with { type: 'json' };
@@ -35,7 +36,8 @@ async function main(): Promise<void> {
       conversionWebhook(config.webhook, { client, group: config.group, namespace: config.operatorNamespace, identity: config.identity, clusterDomain: config.clusterDomain, logger, metrics }),
     );
   }
-  const operator = new Operator(config, { client, logger, metrics, components });
+  const manager = new Manager(config, { client, logger, metrics, components });
+  setupWebsiteController(manager, config);
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -51,7 +53,7 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     deadline.unref();
     // Reconciles finish, then their spans are flushed.
-    operator.stop().then(() => tracing?.shutdown()).then(
+    manager.stop().then(() => tracing?.shutdown()).then(
       () => {
         logger.info('stopped');
         process.exit(0);
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
   // A stray rejection must not take reconciling down with it; it is a bug worth a log line.
   process.on('unhandledRejection', (reason) => logger.error({ error: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection'));
 
-  await operator.start();
+  await manager.start();
 }
 
 main().catch((error: Error) => {

@@ -9,7 +9,9 @@ import { ApiError, type DeleteOptions, type KubeApi, type KubeList, type KubeObj
  * they carry; a delete of an object with finalizers only sets its deletionTimestamp, and removing
  * the last finalizer removes it; the garbage collector deletes dependents whose controller owner is
  * gone (unless the owner was deleted with the orphan policy); watches stream ADDED, MODIFIED and
- * DELETED. Every request is recorded, with the code it was answered with, so tests can assert
+ * DELETED, end after `inactivityTimeoutMs` without an event, and are answered 410 Gone from a
+ * resourceVersion older than the last compaction. Tests can make changes no watch sees, send
+ * watches an event of their choosing (an ERROR), and stall them. Every request is recorded, with the code it was answered with, so tests can assert
  * request budgets. It is no API server: no schema validation, no admission, and server-side apply
  * is a deep merge of the applied object into the stored one (lists replaced).
  */
@@ -33,6 +35,10 @@ interface Watcher {
   readonly onEvent: (type: string, object: KubeObject) => void;
   readonly onDone: (error: unknown) => void;
   readonly controller: AbortController;
+  /** Ends the watch as stalled once nothing has arrived for `inactivityTimeoutMs`. */
+  inactivity?: NodeJS.Timeout;
+  /** A stalled watch stays open but receives nothing. */
+  stalled: boolean;
 }
 
 /** A failure to answer instead of doing the request: tests of error paths. */
@@ -99,6 +105,10 @@ export class FakeKubeApi implements KubeApi {
   /** Every change, for watches that start from an earlier resourceVersion. */
   private readonly history: Array<{ type: ResourceType; event: string; object: KubeObject }> = [];
   private revision = 1;
+  /** Watches from an older resourceVersion are answered 410 Gone: the history before it is gone. */
+  private compactedAt = 0;
+  /** While true (unobserved), changes reach neither the watches nor the history. */
+  private silent = false;
 
   /** Makes matching requests fail with `error` (once, or `times` times). */
   failWith(match: InjectedFailure['match'], error: ApiError, times = 1): void {
@@ -201,12 +211,28 @@ export class FakeKubeApi implements KubeApi {
     this.remove(type, current);
   }
 
-  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone) => {
+  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {
+    const from = Number(query.resourceVersion ?? 0);
+    if (from > 0 && from < this.compactedAt) {
+      throw this.fail('WATCH', type, { namespace }, new ApiError(410, 'Expired', `too old resource version: ${from} (${this.compactedAt})`));
+    }
     this.answer('WATCH', type, { namespace }, 200);
     const controller = new AbortController();
-    const watcher: Watcher = { type, namespace, selector: parseSelector(query.labelSelector), name: nameOfFieldSelector(query.fieldSelector), onEvent, onDone, controller };
+    // Every event delivered restarts the inactivity timer.
+    const delivered = (eventType: string, object: KubeObject) => {
+      idle();
+      onEvent(eventType, object);
+    };
+    const watcher: Watcher = { type, namespace, selector: parseSelector(query.labelSelector), name: nameOfFieldSelector(query.fieldSelector), onEvent: delivered, onDone, controller, stalled: false };
+    const idle = () => {
+      clearTimeout(watcher.inactivity);
+      watcher.inactivity = setTimeout(() => {
+        if (this.watchers.delete(watcher)) onDone(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+      }, inactivityTimeoutMs);
+      watcher.inactivity.unref();
+    };
+    idle();
     // Changes after the resourceVersion the watch starts from, as the API server replays them.
-    const from = Number(query.resourceVersion ?? 0);
     if (from > 0) {
       for (const change of this.history) {
         if (Number(change.object.metadata?.resourceVersion) > from) this.deliver(watcher, change.type, change.event, change.object);
@@ -214,10 +240,37 @@ export class FakeKubeApi implements KubeApi {
     }
     this.watchers.add(watcher);
     controller.signal.addEventListener('abort', () => {
+      clearTimeout(watcher.inactivity);
       if (this.watchers.delete(watcher)) onDone(undefined);
     });
     return controller;
   };
+
+  /** Makes the changes of `change` as no watch sees them: missed, and gone from the history (compaction). */
+  async unobserved(change: () => Promise<unknown> | unknown): Promise<void> {
+    this.silent = true;
+    try {
+      await change();
+    } finally {
+      this.silent = false;
+    }
+  }
+
+  /** Compacts the history, as etcd does: a watch from an older resourceVersion is answered 410 Gone. */
+  compact(): void {
+    this.compactedAt = this.revision;
+    this.history.length = 0;
+  }
+
+  /** Sends every open watch (not stalled) this event as it is: an ERROR with a Status, say. */
+  sendToWatches(eventType: string, object: Record<string, unknown>): void {
+    for (const watcher of [...this.watchers]) if (!watcher.stalled) watcher.onEvent(eventType, clone(object) as KubeObject);
+  }
+
+  /** Open watches stay open but receive nothing more, as a connection that went silent. */
+  stallWatches(): void {
+    for (const watcher of this.watchers) watcher.stalled = true;
+  }
 
   /** Ends every open watch as the API server closing them would. */
   closeWatches(): void {
@@ -289,12 +342,13 @@ export class FakeKubeApi implements KubeApi {
   }
 
   private notify(type: ResourceType, event: string, object: KubeObject): void {
+    if (this.silent) return;
     this.history.push({ type, event, object: clone(object) });
     for (const watcher of this.watchers) this.deliver(watcher, type, event, object);
   }
 
   private deliver(watcher: Watcher, type: ResourceType, event: string, object: KubeObject): void {
-    if (typeKey(watcher.type) !== typeKey(type)) return;
+    if (watcher.stalled || typeKey(watcher.type) !== typeKey(type)) return;
     if (watcher.namespace && watcher.namespace !== object.metadata?.namespace) return;
     if (!matches(object, watcher.selector)) return;
     if (watcher.name !== undefined && watcher.name !== object.metadata?.name) return;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import { type Dispatcher, fetch } from 'undici';
+import type { ObjectMeta } from '../library.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { SpanKind, inSpan, injectTraceContext } from '../observability/tracing.ts';
 import { TokenBucket } from './rate-limiter.ts';
@@ -47,23 +48,11 @@ export function resourcePath(type: ResourceType, ref: ObjectRef = {}): string {
   return `${base}${ns}/${type.resource}${name}${sub}`;
 }
 
-/** Minimal object shape the client needs. */
+/** Minimal object shape the client needs; its metadata is the library's ObjectMeta, the Website's too. */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    generation?: number;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    finalizers?: string[];
-    deletionTimestamp?: string;
-    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
-    [key: string]: unknown;
-  };
+  metadata?: ObjectMeta;
   [key: string]: unknown;
 }
 

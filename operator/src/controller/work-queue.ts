@@ -1,5 +1,7 @@
+import type { Attributes } from '@opentelemetry/api';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
+import { inSpan } from '../observability/tracing.ts';
 import { type BackoffOptions, backoffDelay } from './backoff.ts';
 import { isTerminal } from './terminal-error.ts';
 
@@ -9,7 +11,8 @@ import { isTerminal } from './terminal-error.ts';
  * processed again afterwards, never by two workers at once.
  *
  * Its workers are the one place that decides what a handler's outcome means, as
- * controller-runtime's reconcileHandler does, with one log line and the reconcile metrics each:
+ * controller-runtime's reconcileHandler does, with one span (its status the outcome), one log
+ * line and the reconcile metrics each:
  * - success: the key's failures are forgotten (and it comes back after `requeueAfterMs` if asked);
  * - an error: the key comes back after a per-key exponential backoff (warn);
  * - a TerminalError (terminal-error.ts): retrying cannot help, so the key is not requeued and its
@@ -40,6 +43,12 @@ export interface WorkQueueOptions {
    * missing permission should recover within minutes of the fix, not a quarter of an hour)
    */
   readonly backoff?: BackoffOptions;
+  /**
+   * The span each run of the handler is traced in: its name and attributes, given the key and
+   * its failures so far; a failure (terminal or not) ends it with an error status.
+   * @default no span
+   */
+  readonly span?: (key: string, failures: number) => { readonly name: string; readonly attributes: Attributes };
   readonly metrics?: OperatorMetrics;
   readonly logger?: Logger;
 }
@@ -190,7 +199,8 @@ export class WorkQueue {
       this.depthChanged();
       const started = performance.now();
       try {
-        const result = await handler(key, abort);
+        const span = this.options.span?.(key, this.failuresOf(key));
+        const result = await (span ? inSpan(span.name, { attributes: span.attributes }, () => handler(key, abort)) : handler(key, abort));
         this.outcome(key, started, 'success');
         this.forget(key);
         this.terminal.delete(key);

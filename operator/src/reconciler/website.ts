@@ -254,7 +254,7 @@ function controlledBy(child: KubeObject, website: WebsiteV1 & KubeObject): boole
  * A child left behind by `kubectl delete website --cascade=orphan` (no controller, our labels for
  * this Website's name) is adopted by a new Website of the same name, as ReplicaSets adopt pods.
  */
-function adoptable(child: KubeObject, website: WebsiteV1 & KubeObject): boolean {
+export function adoptable(child: KubeObject, website: WebsiteV1): boolean {
   const labels = child.metadata?.labels ?? {};
   const hasController = (child.metadata?.ownerReferences ?? []).some((ref) => ref.controller);
   return !hasController && labels['app.kubernetes.io/managed-by'] === MANAGED_BY && labels['app.kubernetes.io/instance'] === website.metadata.name;

@@ -1,7 +1,7 @@
 import type { KubeApi } from '../controller/kube-client.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
-import type { Component } from '../reconciler/operator.ts';
+import type { Component } from '../controller/manager.ts';
 import { CertificateFiles } from './certificate-files.ts';
 import { type TlsSource, firstCertificate } from './certificates.ts';
 import { ConversionWebhookServer } from './conversion-server.ts';

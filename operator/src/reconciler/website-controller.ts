@@ -1,0 +1,77 @@
+import { jsonEqual } from '../controller/apply.ts';
+import { Controller } from '../controller/controller.ts';
+import { objectKey } from '../controller/informer.ts';
+import { DEPLOYMENTS, type KubeObject, SERVICES } from '../controller/kube-client.ts';
+import type { Manager, ManagerConfig } from '../controller/manager.ts';
+import { MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
+import { WebsiteReconciler, finalizerName, websitesType } from './website.ts';
+
+/** The Website controller: for Websites, owning the Deployments and Services the reconciler renders. */
+
+export interface OperatorConfig extends ManagerConfig {
+  /** API group of the Website resource. */
+  readonly group: string;
+  /** Websites reconciled at once. */
+  readonly concurrency: number;
+  readonly fieldManager: string;
+  readonly clusterDomain: string;
+  readonly webImage?: string;
+  readonly webResources?: WebsiteWorkloadResources;
+}
+
+export function setupWebsiteController(manager: Manager, config: OperatorConfig): Controller<WebsiteV1 & KubeObject> {
+  const websites = manager.informer<WebsiteV1 & KubeObject>(websitesType(config.group), { forbiddenFix });
+  // Only the children the operator labels: a watch of every Deployment would cache the cluster's.
+  const owned = { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}`, resync: false, forbiddenFix };
+  const deployments = manager.informer(DEPLOYMENTS, owned);
+  const services = manager.informer(SERVICES, owned);
+  const reconciler = new WebsiteReconciler({
+    client: manager.writer,
+    group: config.group,
+    websites,
+    deployments,
+    services,
+    recorder: manager.eventRecorder(MANAGED_BY),
+    fieldManager: config.fieldManager,
+    clusterDomain: config.clusterDomain,
+    render: { image: config.webImage, resources: config.webResources },
+    // A child's name taken by another owner ends the reconcile with a TerminalError: no retries,
+    // which could not help. What brings the Website back is a change to it (its informer), the
+    // periodic resync, or a change to that object: the child informers hold only objects with
+    // our managed-by label, so a watch of that one object by name (under the same Role) does.
+    onForeignChild: (website, type, child) => controller.watchUntilChanged(objectKey(website), type, child),
+    logger: manager.deps.logger,
+  });
+  const finalizer = finalizerName(config.group);
+  const controller = new Controller(manager, {
+    name: 'website',
+    for: { kind: 'Website', group: config.group, informer: websites, update: (previous, current) => !onlyOwnWrites(previous, current, finalizer) },
+    owns: [deployments, services],
+    reconciler,
+    concurrency: config.concurrency,
+  });
+  return controller;
+}
+
+/** What to do when the Website rules are missing where the operator watches. */
+function forbiddenFix(namespace: string | undefined): string {
+  return namespace
+    ? `grant this ServiceAccount the Website rules in namespace ${namespace} (the WebsiteOperator construct's watchNamespaces creates its Role and RoleBinding; the namespace must exist), or remove ${namespace} from WATCH_NAMESPACE`
+    : `grant this ServiceAccount the Website rules in all namespaces (the WebsiteOperator construct's WatchNamespaces.all() creates the ClusterRole and ClusterRoleBinding), or set WATCH_NAMESPACE to the namespaces it is granted`;
+}
+
+/**
+ * True when `before` and `after` differ only in status, resourceVersion and `finalizer` added: the
+ * reconciler's own writes, no change to reconcile. The reconcile that wrote them went on with the
+ * rest, so another would only reach the same result (a TerminalError logged twice for one change).
+ */
+export function onlyOwnWrites(before: KubeObject, after: KubeObject, finalizer: string): boolean {
+  // Someone else removing it is a change: the Website must get it back.
+  if ((before.metadata?.finalizers ?? []).includes(finalizer) && !(after.metadata?.finalizers ?? []).includes(finalizer)) return false;
+  const rest = (object: KubeObject) => ({
+    ...object,
+    status: undefined,
+    metadata: { ...object.metadata, resourceVersion: undefined, finalizers: (object.metadata?.finalizers ?? []).filter((f) => f !== finalizer) },
+  });
+  return jsonEqual(rest(before), rest(after));
+}
