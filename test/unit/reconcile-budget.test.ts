@@ -141,6 +141,8 @@ describe('request budget of each reconcile path', () => {
     expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
     expect(h.api.peek(DEPLOYMENTS, NS, 'website-a')).toBeUndefined();
     expect(h.api.peek(SERVICES, NS, 'website-a')).toBeUndefined();
+    const events = (await h.api.list(EVENTS, NS)).items.map((e) => [e.reason, e.message]);
+    expect(events).toContainEqual(['Deleted', 'Deleted Deployment and Service website-a; removing finalizer websites.web.example.com/cleanup']);
   });
 
   test('a child edited by someone else (drift): one apply puts it back, one event, not Ready until it is rolled out again; the other child is left alone', async () => {
@@ -165,6 +167,8 @@ describe('request budget of each reconcile path', () => {
     expect(await h.requests()).toEqual(['CREATE events 201', 'DELETE websites 200', 'PATCH websites 200']);
     expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
     for (const type of [DEPLOYMENTS, SERVICES]) expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([]);
+    const events = (await h.api.list(EVENTS, NS)).items.map((e) => [e.reason, e.message]);
+    expect(events).toContainEqual(['Deleted', 'Kept Deployment and Service website-a (deleted with --cascade=orphan); removing finalizer websites.web.example.com/cleanup']);
 
     await h.api.create(WEBSITES, website('a'));
     expect(await h.requests()).toEqual(['APPLY deployments 200', 'APPLY services 200', 'CREATE events 201', 'CREATE websites 201', 'PATCH websites 200', 'PATCH websites/status 200']);

@@ -134,7 +134,8 @@ export class WebsiteReconciler {
     const name = workloadName(website.metadata.name!);
     // `kubectl delete --cascade=orphan` asks to keep the children: the garbage collector's
     // orphan finalizer frees them, so deleting them here would defeat the request.
-    if (!finalizers.includes('orphan')) {
+    const orphan = finalizers.includes('orphan');
+    if (!orphan) {
       const children: Array<[ResourceType, Cache<KubeObject>]> = [
         [DEPLOYMENTS, this.options.deployments],
         [SERVICES, this.options.services],
@@ -152,7 +153,8 @@ export class WebsiteReconciler {
         }),
       );
     }
-    this.options.recorder.record(website, 'Normal', 'Deleted', `Deleted Deployment and Service ${name}; removing finalizer ${this.finalizer}`);
+    const done = orphan ? `Kept Deployment and Service ${name} (deleted with --cascade=orphan)` : `Deleted Deployment and Service ${name}`;
+    this.options.recorder.record(website, 'Normal', 'Deleted', `${done}; removing finalizer ${this.finalizer}`);
     try {
       await this.setFinalizers(website, finalizers.filter((f) => f !== this.finalizer), call);
     } catch (error) {
