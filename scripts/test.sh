@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 echo "[test] system packages (nginx, Chromium, fonts)"
 bash scripts/system-deps.sh
 bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
+echo "[test] format and lint (biome ci; npm run format fixes what it can)"
+biome ci --error-on-warnings .
 echo "[test] type-check (tsc --noEmit)"
 tsc --noEmit
 echo "[test] operator bundle (scripts/build-operator.ts: what the image, the cluster tests and the benchmark run)"
