@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ApiObject, App, Chart, YamlOutputType } from 'cdk8s';
+import { type ApiObject, App, Chart, YamlOutputType } from 'cdk8s';
 import type { IConstruct } from 'constructs';
 import { argoSync, requireSyncWaves } from './argocd.ts';
 import { OPERATOR_NAMESPACE } from './operator/names.ts';
@@ -113,7 +113,7 @@ const SCALING_KINDS = new Set(['HorizontalPodAutoscaler', 'PodDisruptionBudget']
 
 /** A trace stack's waves (TRACING_SYNC_WAVES); a workload of no known component fails synth. */
 function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): void {
-  const within = (object: ApiObject, scope: IConstruct | undefined) => scope !== undefined && scope.node.findAll().includes(object);
+  const within = (object: ApiObject, scope: IConstruct | undefined) => scope?.node.findAll().includes(object);
   argoSync(stack, {
     wave: (object) => {
       if (SCALING_KINDS.has(object.kind)) return TRACING_SYNC_WAVES.scaling;

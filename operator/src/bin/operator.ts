@@ -13,7 +13,7 @@ import operatorPackage from '../../package.json' with { type: 'json' };
 const logger = createLogger();
 
 async function main(): Promise<void> {
-  let config;
+  let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (error) {

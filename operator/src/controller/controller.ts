@@ -17,6 +17,7 @@ import { type HandlerResult, WorkQueue } from './work-queue.ts';
 
 /** Reconciles the object `namespace/name`; throws to be retried, or a TerminalError when retrying cannot help. */
 export interface Reconciler {
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that asks for nothing returns nothing, as most do.
   reconcile(key: string, abort: AbortSignal): Promise<HandlerResult | void>;
 }
 

@@ -86,7 +86,10 @@ export class EventRecorder {
     let text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message;
     const similarKey = `${meta.uid}\0${type}\0${reason}`;
     let group = this.similar.get(similarKey);
-    if (!group || now - group.since >= windowMs) this.similar.set(similarKey, (group = { since: now, messages: new Set() }));
+    if (!group || now - group.since >= windowMs) {
+      group = { since: now, messages: new Set() };
+      this.similar.set(similarKey, group);
+    }
     group.messages.add(text);
     if (group.messages.size > similarLimit) text = `${COMBINED}${text}`.slice(0, MAX_MESSAGE);
 

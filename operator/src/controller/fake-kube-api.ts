@@ -279,7 +279,10 @@ export class FakeKubeApi implements KubeApi {
 
   private table(type: ResourceType): Map<string, KubeObject> {
     let table = this.objects.get(typeKey(type));
-    if (!table) this.objects.set(typeKey(type), (table = new Map()));
+    if (!table) {
+      table = new Map();
+      this.objects.set(typeKey(type), table);
+    }
     return table;
   }
 

@@ -59,6 +59,7 @@ export interface HandlerResult {
 }
 
 /** `abort`: the work must stop at once (see run). */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler that asks for nothing returns nothing, as most do.
 export type KeyHandler = (key: string, abort: AbortSignal) => Promise<HandlerResult | void>;
 
 export class WorkQueue {
@@ -117,7 +118,10 @@ export class WorkQueue {
   /** Adds the key after `ms`; an earlier pending delay for the same key wins. */
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
-    if (ms <= 0) return this.add(key);
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
     const at = Date.now() + ms;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;

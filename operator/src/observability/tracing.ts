@@ -116,7 +116,7 @@ export function injectTraceContext(headers: Record<string, string>): void {
 export function activeTraceIds():
   { trace_id: string; span_id: string } | undefined {
   const span = trace.getActiveSpan();
-  if (!span || !span.isRecording()) return undefined;
+  if (!span?.isRecording()) return undefined;
   const { traceId, spanId } = span.spanContext();
   return { trace_id: traceId, span_id: spanId };
 }

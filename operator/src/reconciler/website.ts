@@ -74,6 +74,7 @@ export class WebsiteReconciler {
    * Reconciles the Website `namespace/name`; throws to be retried with backoff, or a TerminalError
    * when only a person can fix what failed (a child's name taken by another owner).
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that asks for nothing returns nothing, as most do.
   async reconcile(key: string, signal?: AbortSignal): Promise<HandlerResult | void> {
     // 1. Fetch the Website. Not found: it is gone, and owner references take its children along.
     const website = this.options.websites.get(key);

@@ -150,6 +150,7 @@ export async function issueServingCertificate(ca: TlsCertificate, options: Servi
     subject: [{ CN: [options.commonName] }],
     issuer: caCert.subject,
     notBefore,
+    // biome-ignore lint/complexity/useMathMinMax: Dates; Math.min would turn them into numbers.
     notAfter: notAfter > caCert.notAfter ? caCert.notAfter : notAfter,
     publicKey: keys.publicKey,
     signingKey: caKey,
