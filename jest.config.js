@@ -15,7 +15,7 @@ export default {
   // Cluster tests wait on real controllers; unit tests finish in milliseconds either way.
   testTimeout: 120_000,
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/bench/**/*.test.ts'] },
     {
       ...base,
       displayName: 'cluster',

@@ -11,7 +11,7 @@ import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { BENCH_SELECTOR, type BenchCluster, CONFIGMAPS, Watcher, deploymentAvailable, emptyNamespace, ensureNamespace, inPool, waitFor } from './cluster.ts';
 import type { WebsiteSpec } from './peer.ts';
 import { type ChurnTarget, rssBytes, specFor } from './phases.ts';
-import { type Histogram, parseHistogram } from './report.ts';
+import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
 export const BASELINE_NS = 'bench-baseline';

@@ -12,9 +12,9 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
-import { FAULTS, FAULT_TITLES, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, NO_FAULT, type Scenario, killOperators } from '../scripts/chaos.ts';
-import { operatorBundle } from '../scripts/operator-process.ts';
-import { traceChaos } from './chaos-trace.ts';
+import { FAULTS, FAULT_TITLES, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, NO_FAULT, type Scenario, killOperators } from '../test/support/chaos.ts';
+import { operatorBundle } from '../test/support/operator-process.ts';
+import { traceChaos } from '../test/support/trace-chaos.ts';
 import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterDown, clusterEnv, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
 import { formatRatio, formatValue, markdownTable } from './report.ts';
 

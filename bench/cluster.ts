@@ -8,7 +8,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
 import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
-import { type ClusterAccess, kubectlOk, operatorRbacManifests } from '../scripts/operator-process.ts';
+import { type ClusterAccess, kubectlOk } from '../test/support/kubectl.ts';
+import { operatorRbacManifests } from '../test/support/operator-manifests.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -104,7 +105,7 @@ export async function installOperatorObjects(cluster: BenchCluster): Promise<voi
   await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', crd]);
   await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
   const rbac = operatorRbacManifests();
-  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], rbac.map((m) => JSON.stringify(m)).join('\n'));
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: rbac.map((m) => JSON.stringify(m)).join('\n') });
 }
 
 /**

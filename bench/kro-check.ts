@@ -14,7 +14,7 @@ import { DEFAULT_COLOR } from '../lib/website/schema.ts';
 import { AUDIT_LOG, type BenchCluster, clusterDown, clusterUp, emptyNamespace, waitFor } from './cluster.ts';
 import { KRO_WEBSITES, KRO_WEBSITES_NS, type KroProcess, kroPeer } from './kro.ts';
 import type { PeerProcess, WebsiteSpec } from './peer.ts';
-import { sumMetric } from '../scripts/operator-process.ts';
+import { sumMetric } from '../test/support/metrics.ts';
 
 const { values } = parseArgs({ options: { 'keep-cluster': { type: 'boolean', default: false } } });
 const log = (message: string) => process.stderr.write(`[kro-check] ${new Date().toISOString().slice(11, 19)} ${message}\n`);

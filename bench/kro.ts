@@ -20,7 +20,9 @@ import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { escapeHtml, linearChannel, pageHtml, textColorOn } from '../lib/workload/page.ts';
 import { COLOR_PATTERN, DEFAULT_COLOR, DEFAULT_REPLICA_BOUNDS, MAX_TITLE_LENGTH } from '../lib/website/schema.ts';
 import { workloadName } from '../lib/workload/website-workload.ts';
-import { freePort, kubectlOk, serviceAccountKubeconfig, sumMetric } from '../scripts/operator-process.ts';
+import { freePort } from '../test/support/ports.ts';
+import { kubectlOk, serviceAccountKubeconfig } from '../test/support/kubectl.ts';
+import { sumMetric } from '../test/support/metrics.ts';
 import { ROOT, ensureNamespace, waitFor } from './cluster.ts';
 import { type Peer, type PeerContext, type PeerProcess, type WebsiteSpec, serviceAccountUser } from './peer.ts';
 
@@ -297,7 +299,7 @@ export async function installKro({ cluster, log }: PeerContext): Promise<string>
     await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
   }
   const rules = kroStaticRules(await readFile(join(dir, 'helm/templates/cluster-role.yaml'), 'utf8'));
-  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], kroRbacManifests(rules).map((m) => JSON.stringify(m)).join('\n'));
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: kroRbacManifests(rules).map((m) => JSON.stringify(m)).join('\n') });
   await ensureNamespace(cluster, KRO_WEBSITES_NS);
   // Server-side apply with force: a changed RGD replaces the previous one's fields.
   await cluster.admin.apply(RGD_TYPE, websiteRgd(), 'website-stack-bench');

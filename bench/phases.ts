@@ -13,7 +13,6 @@ import {
   type AuditEvent,
   type ChurnStep,
   type FigureRecord,
-  type Histogram,
   type LatencySummary,
   countRequests,
   formatValue,
@@ -22,11 +21,11 @@ import {
   histogramQuantile,
   latencySummary,
   median,
-  parseHistogram,
   requestsPerWebsite,
   stepHeld,
   sustainedRate,
 } from './report.ts';
+import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 
 /** The sizes of one run (bench/run.ts picks them; --quick makes them smaller). */
 export interface Plan {

@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chartManifests, startLocalStack } from './tracing-local.ts';
+import { chartManifests, startLocalStack } from '../test/support/local-stack.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where pids, logs, localized configs and endpoints.env go (the tests point it elsewhere). */

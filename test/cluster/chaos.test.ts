@@ -4,8 +4,9 @@
 // duplicate, no lost update, and no write by a replica that did not hold the Lease.
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
-import { Chaos, FAULTS, type FaultResult } from '../../scripts/chaos.ts';
-import { operatorBundle, operatorRbacManifests } from '../../scripts/operator-process.ts';
+import { Chaos, FAULTS, type FaultResult } from '../support/chaos.ts';
+import { operatorBundle } from '../support/operator-process.ts';
+import { operatorRbacManifests } from '../support/operator-manifests.ts';
 import { AUDIT_LOG, CLUSTER_ENV, KUBECONFIG, KUBECTL } from './env.ts';
 import { ok } from './kube.ts';
 

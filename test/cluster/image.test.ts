@@ -18,7 +18,7 @@ import { parseAllDocuments } from 'yaml';
 import { ROOT } from './env.ts';
 import { eventually, getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
 import { buildOperator } from '../../scripts/build-operator.ts';
-import { operatorRbacManifests } from '../../scripts/operator-process.ts';
+import { operatorRbacManifests } from '../support/operator-manifests.ts';
 import { OPERATOR_NS as NS } from './operator-process.ts';
 import { OciContainer, PodNetwork, bytes, configureBundle, memoryLimitOf, unpack } from './oci-pod.ts';
 

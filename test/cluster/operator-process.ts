@@ -1,15 +1,13 @@
 // The operator process of scripts/operator-process.ts, bound to the test cluster, with the short
 // leader-election timings and debug logs the tests rely on.
-import {
-  OPERATOR_NS,
-  OperatorProcess as SharedOperatorProcess,
-  freePort,
-  serviceAccountKubeconfig as serviceAccountKubeconfigOf,
-} from '../../scripts/operator-process.ts';
+import { OPERATOR_NS } from '../support/operator-manifests.ts';
+import { OperatorProcess as SharedOperatorProcess } from '../support/operator-process.ts';
+import { freePort } from '../support/ports.ts';
+import { serviceAccountKubeconfig as serviceAccountKubeconfigOf } from '../support/kubectl.ts';
 import { KUBECONFIG, KUBECTL } from './env.ts';
 
 export { OPERATOR_NS, freePort };
-export type { LogLine } from '../../scripts/operator-process.ts';
+export type { LogLine } from '../support/operator-process.ts';
 
 const TEST_CLUSTER = { kubeconfig: KUBECONFIG, kubectl: KUBECTL };
 

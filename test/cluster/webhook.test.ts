@@ -12,7 +12,7 @@ import { firstCertificate, issueServingCertificate, splitPemCertificates } from 
 import { ConversionWebhookServer } from '../../operator/src/webhook/conversion-server.ts';
 import { LocalServiceEndpoint } from '../../operator/src/webhook/local-service-endpoint.ts';
 import { OperatorManagedCertificates } from '../../operator/src/webhook/operator-managed-certificates.ts';
-import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../../scripts/operator-process.ts';
+import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../support/operator-manifests.ts';
 import { ROOT } from './env.ts';
 import { TestHostAddress } from './host-address.ts';
 import { eventually, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually, hex, jaegerTrace, jaegerTraces, otlpRequest, sendOtlpJson } from './harness.ts';
+import { eventually, hex, jaegerTrace, jaegerTraces, otlpRequest, sendOtlpJson } from '../support/traces.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const state = mkdtempSync(join(tmpdir(), 'tracing-up-'));

@@ -15,7 +15,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { App, Chart } from 'cdk8s';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { type LocalStack, type StackOptions, chartManifests, startLocalStack, tracingBinaries } from '../../scripts/tracing-local.ts';
+import { type LocalStack, type StackOptions, chartManifests, startLocalStack, tracingBinaries } from './local-stack.ts';
 
 export { tracingBinaries };
 export type { LocalStack };

@@ -8,18 +8,20 @@ import { open, readFile, stat, writeFile } from 'node:fs/promises';
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sleep } from '../operator/src/controller/backoff.ts';
-import { firstDifference } from '../operator/src/controller/apply.ts';
-import { DEPLOYMENTS, EVENTS, type KubeClient, type KubeObject, LEASES, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
-import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { websitesType } from '../operator/src/reconciler/website.ts';
-import { DEFAULT_GROUP } from '../lib/website/schema.ts';
-import { LEASE_NAME } from '../lib/operator/names.ts';
-import { MANAGED_BY } from '../lib/workload/website-workload.ts';
-import type { WebsiteV1 } from '../lib/website/types.ts';
-import { type ClusterAccess, type LogLine, OPERATOR_NS, OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
+import { sleep } from '../../operator/src/controller/backoff.ts';
+import { firstDifference } from '../../operator/src/controller/apply.ts';
+import { DEPLOYMENTS, EVENTS, type KubeClient, type KubeObject, LEASES, SERVICES, isNotFound } from '../../operator/src/controller/kube-client.ts';
+import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+import { websitesType } from '../../operator/src/reconciler/website.ts';
+import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
+import { LEASE_NAME } from '../../lib/operator/names.ts';
+import { MANAGED_BY } from '../../lib/workload/website-workload.ts';
+import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { type ClusterAccess, serviceAccountKubeconfig } from './kubectl.ts';
+import { type LogLine, OperatorProcess } from './operator-process.ts';
+import { OPERATOR_NS } from './operator-manifests.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WEBSITES = websitesType(DEFAULT_GROUP);
 
 /** The faults, in the order a full run injects them. */

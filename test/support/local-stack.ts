@@ -9,9 +9,9 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
-import { freePort } from './operator-process.ts';
+import { freePort } from './ports.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The binaries scripts/binaries.sh builds for the trace stack. */
 export interface TracingBinaries {
