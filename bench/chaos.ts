@@ -1,5 +1,5 @@
 // `npm run chaos`: N Websites (1000) churning on the benchmark's local cluster while each fault of
-// scripts/chaos.ts happens in turn (kill -9 of the operator, API server and etcd restarts, the
+// test/support/chaos.ts happens in turn (kill -9 of the operator, API server and etcd restarts, the
 // operator's connections black-holed, a leader failover); after each, the time to converge once
 // the churn stops, orphaned and duplicate children, lost updates, writes by a replica that did not
 // hold the Lease (audit log), Warning events and error log lines. Then the trace stack under

@@ -7,8 +7,10 @@ import { open, readFile, stat } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
 import { CREATE_CONCURRENCY } from './baselines.ts';
-import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool, waitFor } from './cluster.ts';
-import type { Peer, PeerContext, PeerProcess, WebsiteSpec } from './peer.ts';
+import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool } from './cluster.ts';
+import { eventually } from '../test/support/poll.ts';
+import type { WebsiteSpec } from '../test/support/website.ts';
+import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
   type AuditEvent,
   type ChurnStep,
@@ -412,9 +414,9 @@ async function createAll(peer: Peer, cluster: BenchCluster, watchers: Watchers, 
   const ticker = setInterval(() => say(progress()), 30_000);
   let allDeploymentsAt = 0;
   try {
-    await waitFor('every Deployment', () => deployed() === n, budgetMs, progress);
+    await eventually('every Deployment', () => deployed() === n, { timeoutMs: budgetMs, intervalMs: 100, progress });
     allDeploymentsAt = performance.now();
-    await waitFor('every Website to be Ready', () => ready() === n, budgetMs, progress);
+    await eventually('every Website to be Ready', () => ready() === n, { timeoutMs: budgetMs, intervalMs: 100, progress });
   } finally {
     clearInterval(ticker);
   }
@@ -447,7 +449,7 @@ export async function oneAtATime(create: (name: string, index: number) => Promis
   for (const [i, name] of websites.entries()) {
     const sent = performance.now();
     await create(name, i);
-    await waitFor(`the child of ${name}`, () => childSeenAt(name) !== undefined, 120_000, undefined, 10);
+    await eventually(`the child of ${name}`, () => childSeenAt(name) !== undefined, { timeoutMs: 120_000, intervalMs: 10 });
     latencies.push(childSeenAt(name)! - sent);
   }
   return latencySummary(latencies);

@@ -18,7 +18,8 @@ import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
 import { type EchoBurst, type Plan, type RunBaselines, type SubjectOutput, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
 import { type FigureRecord, formatRatio, formatValue, latencySummary, markdownTable, phaseTables, resultsJson, sustainedRate } from './report.ts';
-import { benchShellOperator, stopShellOperatorBench } from './shell-operator.ts';
+import { stopTracked } from '../test/support/shell-operator.ts';
+import { benchShellOperator } from './shell-operator.ts';
 
 /** One controller under test: its figures as records, and what is worth a look below the tables, into `output` as it goes. */
 export interface Subject {
@@ -157,7 +158,7 @@ async function main(): Promise<void> {
   let stopCluster = !values['keep-cluster'];
   const interrupted = () => {
     log('interrupted');
-    stopShellOperatorBench();
+    stopTracked();
     void stopPeers()
       .then(() => (stopCluster ? clusterDown() : undefined))
       .finally(() => process.exit(130));

@@ -1,4 +1,4 @@
-// The short version of `npm run chaos` (scripts/chaos.ts): 30 Websites churning while each fault
+// The short version of `npm run chaos` (test/support/chaos.ts): 30 Websites churning while each fault
 // happens once, on the test cluster, with the operator bundle as its ServiceAccount. After each
 // fault the Websites must converge (within a bound that only detects a hang) with no orphan, no
 // duplicate, no lost update, and no write by a replica that did not hold the Lease.

@@ -1,4 +1,4 @@
-// The operator process of scripts/operator-process.ts, bound to the test cluster, with the short
+// The operator process of test/support/operator-process.ts, bound to the test cluster, with the short
 // leader-election timings and debug logs the tests rely on.
 import { OPERATOR_NS } from '../support/operator-manifests.ts';
 import { OperatorProcess as SharedOperatorProcess } from '../support/operator-process.ts';

@@ -15,7 +15,8 @@ import { OperatorManagedCertificates } from '../../operator/src/webhook/operator
 import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../support/operator-manifests.ts';
 import { ROOT } from './env.ts';
 import { TestHostAddress } from './host-address.ts';
-import { eventually, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
+import { getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
+import { eventually } from '../support/poll.ts';
 import { OPERATOR_NS as ns, freePort } from './operator-process.ts';
 
 /*

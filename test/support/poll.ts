@@ -5,15 +5,21 @@ export interface PollOptions {
   readonly intervalMs?: number;
   /** What the failure message adds about how far it got, e.g. "3 of 10 ready". */
   readonly progress?: () => string;
+  /**
+   * A probe that throws ends the wait with its error (say, the process waited on has exited)
+   * instead of counting as not yet.
+   * @default false
+   */
+  readonly stopOnError?: boolean;
 }
 
 /**
  * Polls `probe` until it returns a value other than undefined or false, and returns that value.
- * A probe that throws counts as not yet; after `timeoutMs` it fails with `what`, the progress and
- * the probe's last error.
+ * A probe that throws counts as not yet (unless `stopOnError`); after `timeoutMs` it fails with
+ * `what`, the progress and the probe's last error.
  */
 export async function eventually<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, options: PollOptions | number = {}): Promise<T> {
-  const { timeoutMs = 60_000, intervalMs = 250, progress } = typeof options === 'number' ? { timeoutMs: options } : options;
+  const { timeoutMs = 60_000, intervalMs = 250, progress, stopOnError = false } = typeof options === 'number' ? { timeoutMs: options } : options;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -21,6 +27,7 @@ export async function eventually<T>(what: string, probe: () => T | undefined | f
       const value = await probe();
       if (value !== undefined && value !== false) return value;
     } catch (error) {
+      if (stopOnError) throw error;
       last = error;
     }
     if (Date.now() > deadline) {

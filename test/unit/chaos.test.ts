@@ -1,4 +1,4 @@
-// The chaos run's own parts that need no cluster (scripts/chaos.ts): judging writes against Lease
+// The chaos run's own parts that need no cluster (test/support/chaos.ts): judging writes against Lease
 // holders from audit records, grouping log lines, and the black-hole proxy on loopback sockets.
 import { once } from 'node:events';
 import { type Socket, connect, createServer } from 'node:net';
