@@ -15,7 +15,7 @@ import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/oper
 import { FAULTS, FAULT_TITLES, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, NO_FAULT, type Scenario, killOperators } from '../test/support/chaos.ts';
 import { operatorBundle } from '../test/support/operator-process.ts';
 import { traceChaos } from '../test/support/trace-chaos.ts';
-import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterDown, clusterEnv, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
+import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterEnv, clusterUp, ensureServiceCidr, holdCluster, installOperatorObjects } from './cluster.ts';
 import { formatRatio, formatValue, markdownTable } from './report.ts';
 
 const TRACE = 'trace';
@@ -127,16 +127,8 @@ async function main(): Promise<void> {
     // Room for every Website at 2 replicas (the churn's edits), and the creates of the churn.
     const cluster = await clusterUp({ pods: 2 * (n + plan.churnRate * plan.churnSeconds) + 50, extraArgs: CLUSTER_ARGS, log });
     clusterDescription = cluster.description;
-    let stopCluster = !values['keep-cluster'];
     const chaos = new Chaos({ ...cluster, auditLog: AUDIT_LOG, env: clusterEnv() }, plan, log);
-    const interrupted = () => {
-      log('interrupted');
-      void killOperators()
-        .then(() => (stopCluster ? clusterDown() : undefined))
-        .finally(() => process.exit(130));
-    };
-    process.once('SIGINT', interrupted);
-    process.once('SIGTERM', interrupted);
+    const hold = holdCluster(values['keep-cluster'] ?? false, killOperators, log);
     try {
       await ensureServiceCidr(cluster);
       await installOperatorObjects(cluster);
@@ -154,12 +146,7 @@ async function main(): Promise<void> {
       }
       await chaos.clean();
     } finally {
-      process.off('SIGINT', interrupted);
-      process.off('SIGTERM', interrupted);
-      if (stopCluster) {
-        stopCluster = false;
-        await clusterDown();
-      }
+      await hold.release();
     }
 
   }

@@ -5,7 +5,6 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
 import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
 import { type ClusterAccess, kubectlOk } from '../test/support/kubectl.ts';
@@ -98,6 +97,33 @@ export async function clusterUp(options: ClusterOptions): Promise<BenchCluster> 
 
 export function clusterDown(): Promise<void> {
   return clusterScript('down', clusterEnv());
+}
+
+/**
+ * A run's hold on the bench cluster: `release()` stops the cluster unless `keep`; on SIGINT or
+ * SIGTERM before that, `stopProcesses` runs first (a controller left running would retry against a
+ * cluster that is gone), then the cluster stops and the process exits 130.
+ */
+export function holdCluster(keep: boolean, stopProcesses: () => Promise<unknown>, log: (message: string) => void): { release(): Promise<void> } {
+  let stopCluster = !keep;
+  const interrupted = () => {
+    log('interrupted');
+    void stopProcesses()
+      .then(() => (stopCluster ? clusterDown() : undefined))
+      .finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  return {
+    async release() {
+      process.off('SIGINT', interrupted);
+      process.off('SIGTERM', interrupted);
+      if (stopCluster) {
+        stopCluster = false;
+        await clusterDown();
+      }
+    },
+  };
 }
 
 /** dist/website-operator/website-crd.yaml, and the RBAC objects of dist/website-operator/website-operator.yaml (not its Deployment). */

@@ -9,6 +9,7 @@ import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-cl
 import { CREATE_CONCURRENCY } from './baselines.ts';
 import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool } from './cluster.ts';
 import { eventually } from '../test/support/poll.ts';
+import { pacedChanges } from '../test/support/churn.ts';
 import type { WebsiteSpec } from '../test/support/website.ts';
 import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
@@ -91,37 +92,18 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
   let created = 0;
   for (const rate of rates) {
     const before = await target.queueWait();
-    const inFlight = new Set<Promise<unknown>>();
-    let sent = 0;
-    let failed = 0;
-    const start = performance.now();
-    for (let i = 0; ; i++) {
-      const due = start + (i * 1000) / rate;
-      if (due - start >= stepSeconds * 1000) break;
-      await sleep(Math.max(0, due - performance.now()));
-      // Bounded: a controller (or API server) that cannot keep up does not pile up requests here.
-      while (inFlight.size >= 64) await Promise.race(inFlight);
-      let operation: Promise<unknown>;
+    const { sent, refused: failed, seconds } = await pacedChanges(rate, stepSeconds, (i) => {
       const kind = i % 4;
       if (kind === 1) {
         const name = `churn-${String(created++).padStart(5, '0')}`;
         live.push(name);
-        operation = target.create(name, specFor(created, replicas));
-      } else if (kind === 3) {
-        operation = target.remove(live.shift()!);
-      } else {
-        const name = live[(i * 7919) % live.length];
-        operation = target.edit(name, { title: `Edited ${i}`, replicas: Math.min(5, replicas + ((i >> 1) % 2)), color: COLORS[(i >> 1) % COLORS.length] });
+        return target.create(name, specFor(created, replicas));
       }
-      const tracked: Promise<unknown> = operation.then(
-        () => (sent += 1),
-        () => (failed += 1),
-      );
-      inFlight.add(tracked);
-      void tracked.finally(() => inFlight.delete(tracked));
-    }
-    await Promise.all(inFlight);
-    const sentRate = sent / ((performance.now() - start) / 1000);
+      if (kind === 3) return target.remove(live.shift()!);
+      const name = live[(i * 7919) % live.length];
+      return target.edit(name, { title: `Edited ${i}`, replicas: Math.min(5, replicas + ((i >> 1) % 2)), color: COLORS[(i >> 1) % COLORS.length] });
+    });
+    const sentRate = sent / seconds;
     let after = await target.queueWait();
     const drainDeadline = performance.now() + 30_000;
     for (let quietSince = performance.now(); performance.now() - quietSince < 2000 && performance.now() < drainDeadline; ) {

@@ -17,6 +17,7 @@ import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
 import { LEASE_NAME } from '../../lib/operator/names.ts';
 import { MANAGED_BY } from '../../lib/workload/website-workload.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { pacedChanges } from './churn.ts';
 import { type ClusterAccess, serviceAccountKubeconfig } from './kubectl.ts';
 import { type LogLine, OperatorProcess } from './operator-process.ts';
 import { OPERATOR_NS } from './operator-manifests.ts';
@@ -515,37 +516,18 @@ export class Chaos {
   private async churn(): Promise<FaultResult['churn']> {
     const { admin } = this.cluster;
     const { churnRate, churnSeconds } = this.plan;
-    const inFlight = new Set<Promise<unknown>>();
-    let sent = 0;
-    let refused = 0;
-    const start = performance.now();
-    for (let i = 0; ; i++) {
-      const due = start + (i * 1000) / churnRate;
-      if (due - start >= churnSeconds * 1000) break;
-      await sleep(Math.max(0, due - performance.now()));
-      while (inFlight.size >= 64) await Promise.race(inFlight);
-      let operation: Promise<unknown>;
+    return pacedChanges(churnRate, churnSeconds, (i) => {
       const kind = i % 4;
       if (kind === 1) {
         const name = this.nextName();
         this.live.push(name);
-        operation = admin.create(WEBSITES, this.website(name, specOf(this.created, false)));
-      } else if (kind === 3 && this.live.length) {
-        operation = admin.delete(WEBSITES, { namespace: NAMESPACE, name: this.live.shift()! });
-      } else {
-        this.edits += 1;
-        const name = this.live[(this.edits * 7919) % this.live.length];
-        operation = admin.patch(WEBSITES, { namespace: NAMESPACE, name }, 'merge', { spec: specOf(this.edits, true) });
+        return admin.create(WEBSITES, this.website(name, specOf(this.created, false)));
       }
-      const tracked: Promise<unknown> = operation.then(
-        () => (sent += 1),
-        () => (refused += 1),
-      );
-      inFlight.add(tracked);
-      void tracked.finally(() => inFlight.delete(tracked));
-    }
-    await Promise.all(inFlight);
-    return { sent, refused, seconds: (performance.now() - start) / 1000 };
+      if (kind === 3 && this.live.length) return admin.delete(WEBSITES, { namespace: NAMESPACE, name: this.live.shift()! });
+      this.edits += 1;
+      const name = this.live[(this.edits * 7919) % this.live.length];
+      return admin.patch(WEBSITES, { namespace: NAMESPACE, name }, 'merge', { spec: specOf(this.edits, true) });
+    });
   }
 
   /** One fault while the Websites churn, then convergence and what is left. */
