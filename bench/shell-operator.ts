@@ -26,6 +26,7 @@ import { ShellOperator } from '../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import { type ClusterAccess, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { samples } from '../test/support/metrics.ts';
+import { eventually } from '../test/support/poll.ts';
 import { localCluster, startShellOperator, stopTracked, tracked } from '../test/support/shell-operator.ts';
 import { percentile } from './report.ts';
 
@@ -205,12 +206,14 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
       }));
       await kubectlOk(cluster, ['create', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) });
     }
-    const deadline = Date.now() + 3 * (interval * 1000 + n * 1000) + 60_000;
-    while (names.some((name) => !deploymentsSeen.firstSeen.has(`website-${name}`))) {
-      if (!operator.running()) throw new Error(`N=${n}: the shell operator exited; its log ends:\n${operator.lines.slice(-10).map((l) => l.text).join('\n')}`);
-      if (Date.now() > deadline) throw new Error(`N=${n}: ${deploymentsSeen.firstSeen.size} of ${n} Deployments appeared before the deadline`);
-      await sleep(200);
-    }
+    await eventually(
+      `N=${n}: every Deployment`,
+      () => {
+        if (!operator.running()) throw new Error(`N=${n}: the shell operator exited; its log ends:\n${operator.lines.slice(-10).map((l) => l.text).join('\n')}`);
+        return names.every((name) => deploymentsSeen.firstSeen.has(`website-${name}`));
+      },
+      { timeoutMs: 3 * (interval * 1000 + n * 1000) + 60_000, intervalMs: 200, progress: () => `${deploymentsSeen.firstSeen.size} of ${n} appeared`, stopOnError: true },
+    );
     const allDeploymentsMs = Math.max(...names.map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)!)) - start;
     const latencies = names.map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)! - websitesSeen.firstSeen.get(name)!).sort((a, b) => a - b);
     log(`N=${n}: every Deployment after ${(allDeploymentsMs / 1000).toFixed(1)} s; measuring ${steadyCycles} steady cycles`);

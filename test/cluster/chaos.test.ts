@@ -7,14 +7,14 @@ import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { Chaos, FAULTS, type FaultResult } from '../support/chaos.ts';
 import { operatorBundle } from '../support/operator-process.ts';
 import { operatorRbacManifests } from '../support/operator-manifests.ts';
-import { AUDIT_LOG, CLUSTER_ENV, KUBECONFIG, KUBECTL } from './env.ts';
-import { ok } from './kube.ts';
+import { AUDIT_LOG, CLUSTER_ENV, KUBECONFIG } from './env.ts';
+import { TEST_CLUSTER, ok } from './kube.ts';
 
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromFile(KUBECONFIG);
 const admin = new KubeClient(kubeConfig, { userAgent: 'website-stack-chaos-test', timeoutMs: 30_000 });
 const chaos = new Chaos(
-  { kubeconfig: KUBECONFIG, kubectl: KUBECTL, admin, auditLog: AUDIT_LOG, env: CLUSTER_ENV },
+  { ...TEST_CLUSTER, admin, auditLog: AUDIT_LOG, env: CLUSTER_ENV },
   {
     n: 30,
     churnRate: 5,

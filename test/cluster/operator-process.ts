@@ -2,14 +2,8 @@
 // leader-election timings and debug logs the tests rely on.
 import { OPERATOR_NS } from '../support/operator-manifests.ts';
 import { OperatorProcess as SharedOperatorProcess } from '../support/operator-process.ts';
-import { freePort } from '../support/ports.ts';
 import { serviceAccountKubeconfig as serviceAccountKubeconfigOf } from '../support/kubectl.ts';
-import { KUBECONFIG, KUBECTL } from './env.ts';
-
-export { OPERATOR_NS, freePort };
-export type { LogLine } from '../support/operator-process.ts';
-
-const TEST_CLUSTER = { kubeconfig: KUBECONFIG, kubectl: KUBECTL };
+import { TEST_CLUSTER } from './kube.ts';
 
 /** A kubeconfig holding only the test cluster's address and CA and a ServiceAccount token. */
 export function serviceAccountKubeconfig(serviceAccount = 'website-operator', namespace = OPERATOR_NS): Promise<string> {

@@ -10,11 +10,11 @@ import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
 import { renderPage } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
 import { hostileTitles, synth } from '../helpers.ts';
-import { AUDIT_LOG, KUBECONFIG, KUBECTL, ROOT } from './env.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
+import { AUDIT_LOG, ROOT } from './env.ts';
+import { TEST_CLUSTER, createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
 import { eventually } from '../support/poll.ts';
 
-const cluster = { kubeconfig: KUBECONFIG, kubectl: KUBECTL };
+const cluster = TEST_CLUSTER;
 const RESTRICTED = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted' };
 /** Short cycles keep the file fast; the default of 10 s has its own test. */
 const INTERVAL = 3;

@@ -1,3 +1,6 @@
+/** What eventually() throws when the time is up (not a probe's own error). */
+export class TimedOut extends Error {}
+
 export interface PollOptions {
   /** @default 60_000 */
   readonly timeoutMs?: number;
@@ -32,7 +35,7 @@ export async function eventually<T>(what: string, probe: () => T | undefined | f
     }
     if (Date.now() > deadline) {
       const detail = [progress?.(), last && `last error: ${last instanceof Error ? last.message : String(last)}`].filter(Boolean).join('; ');
-      throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${detail ? ` (${detail})` : ''}`);
+      throw new TimedOut(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${detail ? ` (${detail})` : ''}`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

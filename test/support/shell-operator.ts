@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ClusterAccess } from './kubectl.ts';
+import { eventually } from './poll.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -81,14 +82,12 @@ export function startShellOperator(cluster: ClusterAccess, namespace: string, en
     exited,
     running: () => exitCode === undefined,
     async waitForCycles(count, timeoutMs) {
-      const deadline = Date.now() + timeoutMs;
-      while (cycles().length < count) {
+      const probe = () => {
         if (exitCode !== undefined) throw new Error(`the shell operator exited (${exitCode}); its log:\n${lines.map((l) => l.text).join('\n')}`);
-        if (Date.now() > deadline) {
-          throw new Error(`the shell operator finished ${cycles().length} of ${count} cycles in ${timeoutMs} ms; its log ends:\n${lines.slice(-10).map((l) => l.text).join('\n')}`);
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
+        return cycles().length >= count;
+      };
+      const progress = () => `${cycles().length} finished; its log ends:\n${lines.slice(-10).map((l) => l.text).join('\n')}`;
+      await eventually(`the shell operator to finish ${count} cycles`, probe, { timeoutMs, intervalMs: 100, progress, stopOnError: true });
     },
     async stop() {
       const start = Date.now();

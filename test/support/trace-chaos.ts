@@ -22,6 +22,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sumMetric } from './metrics.ts';
+import { eventually } from './poll.ts';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import { type LocalStack, type RunningPod, chartManifests, healthUrl, startLocalStack, startPod, tracingBinaries, waitHealthy } from './local-stack.ts';
@@ -314,11 +315,8 @@ async function unauthenticated(ctx: Context): Promise<UnauthenticatedResult[]> {
   const exporter = otlpExporter('http/protobuf', ctx.ports, ctx.tls);
   await exportSpans(exporter, control.spans);
   await exporter.shutdown();
-  const deadline = Date.now() + 90_000;
-  while (!(await jaegerTrace(ctx.query(), control.traceIds[0]))) {
-    if (Date.now() > deadline) throw new Error('the authenticated control trace never reached Jaeger: the gateway stores nothing, so its refusals would prove nothing');
-    await sleep(1000);
-  }
+  // Without it the gateway stores nothing, and its refusals would prove nothing.
+  await eventually('the authenticated control trace in Jaeger', () => jaegerTrace(ctx.query(), control.traceIds[0]), { timeoutMs: 90_000, intervalMs: 1000, stopOnError: true });
   await sleep(3000);
   const results: UnauthenticatedResult[] = [];
   for (const [i, attempt] of attempts.entries()) {
