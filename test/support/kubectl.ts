@@ -1,6 +1,7 @@
 // The one kubectl runner of the tests and the benchmark: the real binary against a cluster, as an
 // administrator or with a ServiceAccount's bearer token.
 import { execFile } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,13 +48,17 @@ export async function kubectlOk(cluster: ClusterAccess, args: readonly string[],
 
 const endpoints = new Map<string, Promise<{ server: string; ca: string }>>();
 
-/** The cluster's address and CA file, from the administrator's kubeconfig (read once per kubeconfig). */
+/**
+ * The cluster's address and CA file, from the administrator's kubeconfig: read once per version of
+ * that file (a cluster created again in the same place writes a new one).
+ */
 export function clusterEndpoint(cluster: ClusterAccess): Promise<{ server: string; ca: string }> {
-  let endpoint = endpoints.get(cluster.kubeconfig);
+  const key = `${cluster.kubeconfig}@${statSync(cluster.kubeconfig).mtimeMs}`;
+  let endpoint = endpoints.get(key);
   if (!endpoint) {
     endpoint = readEndpoint(cluster);
-    endpoint.catch(() => endpoints.delete(cluster.kubeconfig));
-    endpoints.set(cluster.kubeconfig, endpoint);
+    endpoint.catch(() => endpoints.delete(key));
+    endpoints.set(key, endpoint);
   }
   return endpoint;
 }
