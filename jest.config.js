@@ -15,7 +15,8 @@ export default {
   // Cluster tests wait on real controllers; unit tests finish in milliseconds either way.
   testTimeout: 120_000,
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    // The benchmark's own pure parts are unit-tested beside it (bench/report.test.ts): nothing in test/ imports bench/.
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/bench/**/*.test.ts'] },
     {
       ...base,
       displayName: 'cluster',

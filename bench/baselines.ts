@@ -8,10 +8,11 @@ import { DEPLOYMENTS, type KubeObject, isNotFound } from '../operator/src/contro
 import { WorkQueue } from '../operator/src/controller/work-queue.ts';
 import { OperatorMetrics } from '../operator/src/observability/metrics.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { BENCH_SELECTOR, type BenchCluster, CONFIGMAPS, Watcher, deploymentAvailable, emptyNamespace, ensureNamespace, inPool, waitFor } from './cluster.ts';
-import type { WebsiteSpec } from './peer.ts';
+import { BENCH_SELECTOR, type BenchCluster, CONFIGMAPS, Watcher, deploymentAvailable, emptyNamespace, ensureNamespace, inPool } from './cluster.ts';
+import { eventually } from '../test/support/poll.ts';
+import type { WebsiteSpec } from '../test/support/website.ts';
 import { type ChurnTarget, rssBytes, specFor } from './phases.ts';
-import { type Histogram, parseHistogram } from './report.ts';
+import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
 export const BASELINE_NS = 'bench-baseline';
@@ -94,7 +95,7 @@ export class EchoController implements ChurnTarget {
       sentAt.set(name, performance.now());
       await this.create(name, specFor(i, 1));
     });
-    await waitFor('every echo child', () => names.every((name) => this.childSeenAt(name) !== undefined), 120_000 + n * 200, () => `${names.filter((name) => this.childSeenAt(name) !== undefined).length} of ${n}`);
+    await eventually('every echo child', () => names.every((name) => this.childSeenAt(name) !== undefined), { timeoutMs: 120_000 + n * 200, intervalMs: 100, progress: () => `${names.filter((name) => this.childSeenAt(name) !== undefined).length} of ${n}` });
     return {
       createToChildMs: names.map((name) => this.childSeenAt(name)! - sentAt.get(name)!),
       createToSeenMs: names.map((name) => this.watcher.firstSeen.get(name)! - sentAt.get(name)!),
@@ -169,7 +170,7 @@ export async function directDeploymentsBaseline(cluster: BenchCluster, n: number
       sentAt.set(`website-${name}`, performance.now());
       await admin.create(DEPLOYMENTS, deployment);
     });
-    await waitFor('every direct Deployment to be available', () => watcher.reachedAt.size >= n, 600_000 + n * 1000, () => `${watcher.reachedAt.size} of ${n}`);
+    await eventually('every direct Deployment to be available', () => watcher.reachedAt.size >= n, { timeoutMs: 600_000 + n * 1000, intervalMs: 100, progress: () => `${watcher.reachedAt.size} of ${n}` });
     const deployments = [...sentAt.keys()];
     return {
       allAvailableMs: Math.max(...deployments.map((d) => watcher.reachedAt.get(d)!)) - first,

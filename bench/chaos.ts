@@ -1,5 +1,5 @@
 // `npm run chaos`: N Websites (1000) churning on the benchmark's local cluster while each fault of
-// scripts/chaos.ts happens in turn (kill -9 of the operator, API server and etcd restarts, the
+// test/support/chaos.ts happens in turn (kill -9 of the operator, API server and etcd restarts, the
 // operator's connections black-holed, a leader failover); after each, the time to converge once
 // the churn stops, orphaned and duplicate children, lost updates, writes by a replica that did not
 // hold the Lease (audit log), Warning events and error log lines. Then the trace stack under
@@ -12,10 +12,10 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
-import { FAULTS, FAULT_TITLES, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, NO_FAULT, type Scenario, killOperators } from '../scripts/chaos.ts';
-import { operatorBundle } from '../scripts/operator-process.ts';
-import { traceChaos } from './chaos-trace.ts';
-import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterDown, clusterEnv, clusterUp, ensureServiceCidr, installOperatorObjects } from './cluster.ts';
+import { FAULTS, FAULT_TITLES, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, NO_FAULT, type Scenario, killOperators } from '../test/support/chaos.ts';
+import { operatorBundle } from '../test/support/operator-process.ts';
+import { traceChaos } from '../test/support/trace-chaos.ts';
+import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterEnv, clusterUp, ensureServiceCidr, holdCluster, installOperatorObjects } from './cluster.ts';
 import { formatRatio, formatValue, markdownTable } from './report.ts';
 
 const TRACE = 'trace';
@@ -127,16 +127,8 @@ async function main(): Promise<void> {
     // Room for every Website at 2 replicas (the churn's edits), and the creates of the churn.
     const cluster = await clusterUp({ pods: 2 * (n + plan.churnRate * plan.churnSeconds) + 50, extraArgs: CLUSTER_ARGS, log });
     clusterDescription = cluster.description;
-    let stopCluster = !values['keep-cluster'];
     const chaos = new Chaos({ ...cluster, auditLog: AUDIT_LOG, env: clusterEnv() }, plan, log);
-    const interrupted = () => {
-      log('interrupted');
-      void killOperators()
-        .then(() => (stopCluster ? clusterDown() : undefined))
-        .finally(() => process.exit(130));
-    };
-    process.once('SIGINT', interrupted);
-    process.once('SIGTERM', interrupted);
+    const hold = holdCluster(values['keep-cluster'] ?? false, killOperators, log);
     try {
       await ensureServiceCidr(cluster);
       await installOperatorObjects(cluster);
@@ -154,12 +146,7 @@ async function main(): Promise<void> {
       }
       await chaos.clean();
     } finally {
-      process.off('SIGINT', interrupted);
-      process.off('SIGTERM', interrupted);
-      if (stopCluster) {
-        stopCluster = false;
-        await clusterDown();
-      }
+      await hold.release();
     }
 
   }

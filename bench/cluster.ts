@@ -5,10 +5,11 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
 import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
-import { type ClusterAccess, kubectlOk, operatorRbacManifests } from '../scripts/operator-process.ts';
+import { type ClusterAccess, kubectlOk } from '../test/support/kubectl.ts';
+import { eventually } from '../test/support/poll.ts';
+import { operatorRbacManifests } from '../test/support/operator-manifests.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -98,13 +99,40 @@ export function clusterDown(): Promise<void> {
   return clusterScript('down', clusterEnv());
 }
 
+/**
+ * A run's hold on the bench cluster: `release()` stops the cluster unless `keep`; on SIGINT or
+ * SIGTERM before that, `stopProcesses` runs first (a controller left running would retry against a
+ * cluster that is gone), then the cluster stops and the process exits 130.
+ */
+export function holdCluster(keep: boolean, stopProcesses: () => Promise<unknown>, log: (message: string) => void): { release(): Promise<void> } {
+  let stopCluster = !keep;
+  const interrupted = () => {
+    log('interrupted');
+    void stopProcesses()
+      .then(() => (stopCluster ? clusterDown() : undefined))
+      .finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  return {
+    async release() {
+      process.off('SIGINT', interrupted);
+      process.off('SIGTERM', interrupted);
+      if (stopCluster) {
+        stopCluster = false;
+        await clusterDown();
+      }
+    },
+  };
+}
+
 /** dist/website-operator/website-crd.yaml, and the RBAC objects of dist/website-operator/website-operator.yaml (not its Deployment). */
 export async function installOperatorObjects(cluster: BenchCluster): Promise<void> {
   const crd = join(ROOT, 'dist/website-operator/website-crd.yaml');
   await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', crd]);
   await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
   const rbac = operatorRbacManifests();
-  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], rbac.map((m) => JSON.stringify(m)).join('\n'));
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: rbac.map((m) => JSON.stringify(m)).join('\n') });
 }
 
 /**
@@ -116,13 +144,13 @@ export async function installOperatorObjects(cluster: BenchCluster): Promise<voi
 export async function ensureServiceCidr(cluster: BenchCluster): Promise<void> {
   const type: ResourceType = { group: 'networking.k8s.io', version: 'v1', resource: 'servicecidrs' };
   await cluster.admin.apply(type, { apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'website-stack-bench' }, spec: { cidrs: ['10.96.0.0/16'] } }, 'website-stack-bench');
-  await waitFor(
+  await eventually(
     'the benchmark ServiceCIDR to be ready',
     async () => {
       const cidr = await cluster.admin.get<KubeObject>(type, { name: 'website-stack-bench' });
       return ((cidr?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
     },
-    30_000,
+    { timeoutMs: 30_000, intervalMs: 100, stopOnError: true },
   );
 }
 
@@ -136,15 +164,6 @@ export async function inPool<T>(items: readonly T[], limit: number, task: (item:
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-/** Polls `done` every `intervalMs`; fails after `timeoutMs` with `what` and, if given, `progress()`. */
-export async function waitFor(what: string, done: () => boolean | Promise<boolean>, timeoutMs: number, progress?: () => string, intervalMs = 100): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${progress ? ` (${progress()})` : ''}`);
-    await sleep(intervalMs);
-  }
 }
 
 /**
@@ -246,7 +265,7 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
     await deleteCollection(EVENTS, {});
     try {
       // A controller acting on what it saw just before may create one more object: delete again.
-      await waitFor(`namespace ${namespace} to be empty`, async () => (await remaining()) === 0, 15_000);
+      await eventually(`namespace ${namespace} to be empty`, async () => (await remaining()) === 0, { timeoutMs: 15_000, intervalMs: 100, stopOnError: true });
       return;
     } catch (error) {
       if (attempt === 20) throw error;

@@ -11,10 +11,13 @@ import { parseArgs } from 'node:util';
 import { DEPLOYMENTS, type KubeObject, SERVICES } from '../operator/src/controller/kube-client.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { DEFAULT_COLOR } from '../lib/website/schema.ts';
-import { AUDIT_LOG, type BenchCluster, clusterDown, clusterUp, emptyNamespace, waitFor } from './cluster.ts';
-import { KRO_WEBSITES, KRO_WEBSITES_NS, type KroProcess, kroPeer } from './kro.ts';
-import type { PeerProcess, WebsiteSpec } from './peer.ts';
-import { sumMetric } from '../scripts/operator-process.ts';
+import { AUDIT_LOG, type BenchCluster, clusterDown, clusterUp, emptyNamespace } from './cluster.ts';
+import { eventually } from '../test/support/poll.ts';
+import { KRO_WEBSITES, KRO_WEBSITES_NS } from '../test/support/kro.ts';
+import { type KroProcess, kroPeer } from './kro.ts';
+import type { WebsiteSpec } from '../test/support/website.ts';
+import type { PeerProcess } from './peer.ts';
+import { sumMetric } from '../test/support/metrics.ts';
 
 const { values } = parseArgs({ options: { 'keep-cluster': { type: 'boolean', default: false } } });
 const log = (message: string) => process.stderr.write(`[kro-check] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
@@ -27,9 +30,9 @@ let kro: PeerProcess;
 const get = (type: typeof DEPLOYMENTS, name: string) => cluster.admin.get<KubeObject>(type, { namespace: ns, name });
 
 /** The object as the API returns it, once `done` holds for it; fails with what was last seen. */
-async function eventually(type: typeof DEPLOYMENTS, name: string, what: string, done: (object: KubeObject | undefined) => boolean): Promise<KubeObject | undefined> {
+async function objectOnce(type: typeof DEPLOYMENTS, name: string, what: string, done: (object: KubeObject | undefined) => boolean): Promise<KubeObject | undefined> {
   let last: KubeObject | undefined;
-  await waitFor(`${what}`, async () => done((last = await get(type, name))), 120_000, () => `last seen: ${JSON.stringify(last?.status ?? last ?? 'nothing')}`);
+  await eventually(what, async () => done((last = await get(type, name))), { timeoutMs: 120_000, intervalMs: 100, progress: () => `last seen: ${JSON.stringify(last?.status ?? last ?? 'nothing')}`, stopOnError: true });
   return last;
 }
 
@@ -86,7 +89,7 @@ interface KroWebsiteStatus {
 
 async function ready(name: string): Promise<KubeObject & { status?: KroWebsiteStatus }> {
   let last: KubeObject | undefined;
-  await waitFor(`kro Website ${name} to be Ready`, async () => peer.ready((last = await websiteGet(name)) ?? {}), 120_000, () => `status: ${JSON.stringify(last?.status)}`);
+  await eventually(`kro Website ${name} to be Ready`, async () => peer.ready((last = await websiteGet(name)) ?? {}), { timeoutMs: 120_000, intervalMs: 100, progress: () => `status: ${JSON.stringify(last?.status)}`, stopOnError: true });
   return last!;
 }
 
@@ -108,8 +111,8 @@ after(async () => {
 test('a Website gets the Deployment and Service our operator renders, and turns Ready with the Deployment', async () => {
   const spec: WebsiteSpec = { title: 'Hello <b>kro</b> & "friends"', replicas: 2, color: '#E91E63' };
   const created = await cluster.admin.create(KRO_WEBSITES, peer.website('hello', spec));
-  await eventually(DEPLOYMENTS, peer.deploymentName('hello'), 'Deployment website-hello', (d) => d !== undefined);
-  await eventually(SERVICES, 'website-hello', 'Service website-hello', (s) => s !== undefined);
+  await objectOnce(DEPLOYMENTS, peer.deploymentName('hello'), 'Deployment website-hello', (d) => d !== undefined);
+  await objectOnce(SERVICES, 'website-hello', 'Service website-hello', (s) => s !== undefined);
   await assertChildren('hello', spec);
   const website = await ready('hello');
   assert.equal(website.metadata!.uid, created.metadata!.uid);
@@ -128,7 +131,7 @@ test('colour defaults to #2196F3, and the text colour kro computes in CEL matche
     await cluster.admin.create(KRO_WEBSITES, object);
   }
   for (const { name, spec } of specs) {
-    await eventually(DEPLOYMENTS, `website-${name}`, `Deployment website-${name}`, (d) => d !== undefined);
+    await objectOnce(DEPLOYMENTS, `website-${name}`, `Deployment website-${name}`, (d) => d !== undefined);
     await assertChildren(name, spec);
   }
 });
@@ -136,7 +139,7 @@ test('colour defaults to #2196F3, and the text colour kro computes in CEL matche
 test('an edit of title, replicas and colour reaches the Deployment, and Ready follows the new generation', async () => {
   const spec: WebsiteSpec = { title: 'Edited', replicas: 4, color: '#4CAF50' };
   await cluster.admin.patch(KRO_WEBSITES, { namespace: ns, name: 'hello' }, 'merge', peer.edit(spec));
-  await eventually(DEPLOYMENTS, 'website-hello', 'Deployment website-hello at 4 replicas', (d) => (d?.spec as { replicas?: number } | undefined)?.replicas === 4);
+  await objectOnce(DEPLOYMENTS, 'website-hello', 'Deployment website-hello at 4 replicas', (d) => (d?.spec as { replicas?: number } | undefined)?.replicas === 4);
   await assertChildren('hello', spec);
   const website = await ready('hello');
   // During the rollout a surge pod can be available beside the four: Ready (kro's rule and ours)
@@ -146,9 +149,9 @@ test('an edit of title, replicas and colour reaches the Deployment, and Ready fo
 
 test('a delete removes the Website and its Deployment and Service', async () => {
   await cluster.admin.delete(KRO_WEBSITES, { namespace: ns, name: 'hello' });
-  await eventually(DEPLOYMENTS, 'website-hello', 'Deployment website-hello to be deleted', (d) => d === undefined);
-  await eventually(SERVICES, 'website-hello', 'Service website-hello to be deleted', (s) => s === undefined);
-  await waitFor('kro Website hello to be gone', async () => (await websiteGet('hello')) === undefined, 120_000);
+  await objectOnce(DEPLOYMENTS, 'website-hello', 'Deployment website-hello to be deleted', (d) => d === undefined);
+  await objectOnce(SERVICES, 'website-hello', 'Service website-hello to be deleted', (s) => s === undefined);
+  await eventually('kro Website hello to be gone', async () => (await websiteGet('hello')) === undefined, { timeoutMs: 120_000, intervalMs: 100, stopOnError: true });
 });
 
 test('kro created the children as its ServiceAccount, and its queue metrics count the instances', async () => {

@@ -10,8 +10,12 @@ import type { WebsiteV1 } from '../lib/website/types.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import { LEASE_NAME } from '../lib/operator/names.ts';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
-import { OPERATOR_NS, OperatorProcess, operatorBundle, serviceAccountKubeconfig, sumMetric } from '../scripts/operator-process.ts';
-import { installOperatorObjects, waitFor } from './cluster.ts';
+import { OPERATOR_NS } from '../test/support/operator-manifests.ts';
+import { OperatorProcess, operatorBundle } from '../test/support/operator-process.ts';
+import { serviceAccountKubeconfig } from '../test/support/kubectl.ts';
+import { sumMetric } from '../test/support/metrics.ts';
+import { installOperatorObjects } from './cluster.ts';
+import { eventually } from '../test/support/poll.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
 import { median } from './report.ts';
 
@@ -43,10 +47,10 @@ export function websiteOperatorPeer({ title = 'website-operator', env = {} }: { 
       const deployment = { NODE_ENV: 'production', NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit) };
       const operator = await OperatorProcess.start('bench', kubeconfig, { ...deployment, LOG_LEVEL: 'info', ...env });
       try {
-        await waitFor('the operator to lead', async () => {
+        await eventually('the operator to lead', async () => {
           if (!operator.running) throw new Error(`the operator exited:\n${operator.stderr.slice(-20).join('\n')}`);
           return sumMetric((await operator.get('/metrics')).body, 'leader_election_master_status') === 1;
-        }, 60_000, undefined, 250);
+        }, { timeoutMs: 60_000, stopOnError: true });
       } catch (error) {
         await operator.kill();
         throw error;

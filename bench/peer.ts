@@ -4,16 +4,8 @@
 // (bench/operator.ts) and kro (bench/kro.ts) are two; README "Adding a controller" says
 // how to write another.
 import type { KubeObject, ResourceType } from '../operator/src/controller/kube-client.ts';
+import type { WebsiteSpec } from '../test/support/website.ts';
 import type { BenchCluster } from './cluster.ts';
-
-/** What a Website asks for, whatever the controller's resource calls the fields. */
-export interface WebsiteSpec {
-  readonly title: string;
-  /** 1 to 5. */
-  readonly replicas: number;
-  /** A CSS hex colour, e.g. "#2196F3". */
-  readonly color: string;
-}
 
 /** A running controller, as the benchmark observes it from outside. */
 export interface PeerProcess {

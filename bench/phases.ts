@@ -7,13 +7,15 @@ import { open, readFile, stat } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
 import { CREATE_CONCURRENCY } from './baselines.ts';
-import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool, waitFor } from './cluster.ts';
-import type { Peer, PeerContext, PeerProcess, WebsiteSpec } from './peer.ts';
+import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool } from './cluster.ts';
+import { eventually } from '../test/support/poll.ts';
+import { pacedChanges } from '../test/support/churn.ts';
+import type { WebsiteSpec } from '../test/support/website.ts';
+import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
   type AuditEvent,
   type ChurnStep,
   type FigureRecord,
-  type Histogram,
   type LatencySummary,
   countRequests,
   formatValue,
@@ -22,11 +24,11 @@ import {
   histogramQuantile,
   latencySummary,
   median,
-  parseHistogram,
   requestsPerWebsite,
   stepHeld,
   sustainedRate,
 } from './report.ts';
+import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 
 /** The sizes of one run (bench/run.ts picks them; --quick makes them smaller). */
 export interface Plan {
@@ -90,37 +92,18 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
   let created = 0;
   for (const rate of rates) {
     const before = await target.queueWait();
-    const inFlight = new Set<Promise<unknown>>();
-    let sent = 0;
-    let failed = 0;
-    const start = performance.now();
-    for (let i = 0; ; i++) {
-      const due = start + (i * 1000) / rate;
-      if (due - start >= stepSeconds * 1000) break;
-      await sleep(Math.max(0, due - performance.now()));
-      // Bounded: a controller (or API server) that cannot keep up does not pile up requests here.
-      while (inFlight.size >= 64) await Promise.race(inFlight);
-      let operation: Promise<unknown>;
+    const { sent, refused: failed, seconds } = await pacedChanges(rate, stepSeconds, (i) => {
       const kind = i % 4;
       if (kind === 1) {
         const name = `churn-${String(created++).padStart(5, '0')}`;
         live.push(name);
-        operation = target.create(name, specFor(created, replicas));
-      } else if (kind === 3) {
-        operation = target.remove(live.shift()!);
-      } else {
-        const name = live[(i * 7919) % live.length];
-        operation = target.edit(name, { title: `Edited ${i}`, replicas: Math.min(5, replicas + ((i >> 1) % 2)), color: COLORS[(i >> 1) % COLORS.length] });
+        return target.create(name, specFor(created, replicas));
       }
-      const tracked: Promise<unknown> = operation.then(
-        () => (sent += 1),
-        () => (failed += 1),
-      );
-      inFlight.add(tracked);
-      void tracked.finally(() => inFlight.delete(tracked));
-    }
-    await Promise.all(inFlight);
-    const sentRate = sent / ((performance.now() - start) / 1000);
+      if (kind === 3) return target.remove(live.shift()!);
+      const name = live[(i * 7919) % live.length];
+      return target.edit(name, { title: `Edited ${i}`, replicas: Math.min(5, replicas + ((i >> 1) % 2)), color: COLORS[(i >> 1) % COLORS.length] });
+    });
+    const sentRate = sent / seconds;
     let after = await target.queueWait();
     const drainDeadline = performance.now() + 30_000;
     for (let quietSince = performance.now(); performance.now() - quietSince < 2000 && performance.now() < drainDeadline; ) {
@@ -413,9 +396,9 @@ async function createAll(peer: Peer, cluster: BenchCluster, watchers: Watchers, 
   const ticker = setInterval(() => say(progress()), 30_000);
   let allDeploymentsAt = 0;
   try {
-    await waitFor('every Deployment', () => deployed() === n, budgetMs, progress);
+    await eventually('every Deployment', () => deployed() === n, { timeoutMs: budgetMs, intervalMs: 100, progress });
     allDeploymentsAt = performance.now();
-    await waitFor('every Website to be Ready', () => ready() === n, budgetMs, progress);
+    await eventually('every Website to be Ready', () => ready() === n, { timeoutMs: budgetMs, intervalMs: 100, progress });
   } finally {
     clearInterval(ticker);
   }
@@ -448,7 +431,7 @@ export async function oneAtATime(create: (name: string, index: number) => Promis
   for (const [i, name] of websites.entries()) {
     const sent = performance.now();
     await create(name, i);
-    await waitFor(`the child of ${name}`, () => childSeenAt(name) !== undefined, 120_000, undefined, 10);
+    await eventually(`the child of ${name}`, () => childSeenAt(name) !== undefined, { timeoutMs: 120_000, intervalMs: 10 });
     latencies.push(childSeenAt(name)! - sent);
   }
   return latencySummary(latencies);

@@ -1,4 +1,5 @@
-// The benchmark's arithmetic and its markdown: pure functions, unit-tested (test/unit/bench.test.ts).
+// The benchmark's arithmetic and its markdown: pure functions, unit-tested (bench/report.test.ts).
+import type { Histogram } from '../test/support/metrics.ts';
 
 /** Nearest-rank percentile (p in 0..100) of `values`, in any order; NaN when there are none. */
 export function percentile(values: readonly number[], p: number): number {
@@ -74,42 +75,8 @@ export function markdownTable(header: readonly string[], rows: readonly (readonl
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** The labels of a series key (`name{labels}`). */
-export function seriesLabels(series: string): Record<string, string> {
-  const braces = series.indexOf('{');
-  if (braces < 0) return {};
-  return Object.fromEntries([...series.slice(braces).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Histograms, request counts, rate search, and the report as records (markdown and JSON).
-
-/** A Prometheus histogram: cumulative counts by upper bound (`le`, ascending, ending at +Inf). */
-export interface Histogram {
-  readonly buckets: readonly (readonly [le: number, count: number])[];
-  readonly count: number;
-  readonly sum: number;
-}
-
-/** The histogram `metric` (its `_bucket`, `_count`, `_sum` series) whose labels include `labels`, summed over the other labels. */
-export function parseHistogram(text: string, metric: string, labels: Readonly<Record<string, string>> = {}): Histogram {
-  const buckets = new Map<number, number>();
-  let count = 0;
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
-    if (!match || !match[1].startsWith(metric)) continue;
-    const own = seriesLabels(`${match[1]}${match[2] ?? ''}`);
-    if (!Object.entries(labels).every(([k, v]) => own[k] === v)) continue;
-    const value = Number(match[3]);
-    if (match[1] === `${metric}_bucket`) {
-      const le = own.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(own.le);
-      buckets.set(le, (buckets.get(le) ?? 0) + value);
-    } else if (match[1] === `${metric}_count`) count += value;
-    else if (match[1] === `${metric}_sum`) sum += value;
-  }
-  return { buckets: [...buckets].sort((a, b) => a[0] - b[0]), count, sum };
-}
 
 /** What was observed between two readings of the same histogram. */
 export function histogramDelta(before: Histogram, after: Histogram): Histogram {

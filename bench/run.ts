@@ -12,13 +12,14 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BASELINE_NS, CREATE_CONCURRENCY, EchoController, directDeploymentsBaseline, idleNodeRss } from './baselines.ts';
-import { CLUSTER_ARGS, ROOT, clusterDown, clusterUp, ensureServiceCidr } from './cluster.ts';
+import { CLUSTER_ARGS, ROOT, clusterUp, ensureServiceCidr, holdCluster } from './cluster.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
 import { type EchoBurst, type Plan, type RunBaselines, type SubjectOutput, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
 import { type FigureRecord, formatRatio, formatValue, latencySummary, markdownTable, phaseTables, resultsJson, sustainedRate } from './report.ts';
-import { benchShellOperator, stopShellOperatorBench } from './shell-operator.ts';
+import { stopTracked } from '../test/support/shell-operator.ts';
+import { benchShellOperator } from './shell-operator.ts';
 
 /** One controller under test: its figures as records, and what is worth a look below the tables, into `output` as it goes. */
 export interface Subject {
@@ -154,16 +155,14 @@ async function main(): Promise<void> {
   const largest = Math.max(...ns);
   const pods = Math.max(largest * replicas, (largest + plan.steadyCreates) * (replicas + 1), (plan.memoryN ?? 0) * replicas) + 50;
   const cluster = await clusterUp({ pods, extraArgs: CLUSTER_ARGS, log });
-  let stopCluster = !values['keep-cluster'];
-  const interrupted = () => {
-    log('interrupted');
-    stopShellOperatorBench();
-    void stopPeers()
-      .then(() => (stopCluster ? clusterDown() : undefined))
-      .finally(() => process.exit(130));
-  };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
+  const hold = holdCluster(
+    values['keep-cluster'] ?? false,
+    () => {
+      stopTracked();
+      return stopPeers();
+    },
+    log,
+  );
   const context: PeerContext = { cluster, log };
   const records: FigureRecord[] = [];
   const diagnostics: { title: string; lines: string[] }[] = [];
@@ -222,12 +221,7 @@ async function main(): Promise<void> {
       process.stderr.write(`${phaseTables(output.records)}\n`);
     }
   } finally {
-    process.off('SIGINT', interrupted);
-    process.off('SIGTERM', interrupted);
-    if (stopCluster) {
-      stopCluster = false;
-      await clusterDown();
-    }
+    await hold.release();
   }
 
   const minutes = (Date.now() - began) / 60_000;

@@ -1,8 +1,8 @@
 // Baseline figures for the operator benchmark: the shell operator (lib/shell-operator/) on a real
-// cluster, run by scripts/shell-operator.sh exactly as a user runs it (real kubectl, jq, bash, under
-// its ServiceAccount's token and Role).
+// cluster, run by scripts/shell-operator.sh exactly as a user runs it (test/support/shell-operator.ts).
 //
 //   node bench/shell-operator.ts --n 10,100,1000      against the local cluster (npm run cluster:up)
+//   ... --interval 2 --cycles 2 --json               the results as JSON on stdout, the table on stderr
 //
 // Measures, for N Websites created across one interval:
 // - create → Deployment latency: from the moment a watch sees a Website to the moment a watch
@@ -24,46 +24,13 @@ import { parseArgs } from 'node:util';
 import { App, Chart } from 'cdk8s';
 import { ShellOperator } from '../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
+import { type ClusterAccess, kubectl, kubectlOk } from '../test/support/kubectl.ts';
+import { samples } from '../test/support/metrics.ts';
+import { eventually } from '../test/support/poll.ts';
+import { localCluster, startShellOperator, stopTracked, tracked } from '../test/support/shell-operator.ts';
 import { percentile } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-/** Where the cluster is and how to reach it as an administrator. */
-export interface ClusterAccess {
-  /** kubeconfig of a cluster administrator (creates namespaces and tokens, reads /metrics). */
-  readonly kubeconfig: string;
-  /** kubectl binary. */
-  readonly kubectl: string;
-}
-
-/** The local cluster of `npm run cluster:up` (or $KUBECONFIG), and its kubectl. */
-export function localCluster(): ClusterAccess {
-  return {
-    kubeconfig: process.env.KUBECONFIG ?? join(ROOT, '.cluster/kubeconfig'),
-    kubectl: process.env.KUBECTL ?? join(ROOT, '.cluster/bin/kubectl'),
-  };
-}
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function kubectl(cluster: ClusterAccess, args: readonly string[], input?: string): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = execFile(cluster.kubectl, ['--kubeconfig', cluster.kubeconfig, ...args], { maxBuffer: 256 << 20 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
-    child.stdin!.end(input ?? '');
-  });
-}
-
-async function ok(cluster: ClusterAccess, args: readonly string[], input?: string): Promise<string> {
-  const result = await kubectl(cluster, args, input);
-  if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${result.code}): ${result.stderr.trim()}`);
-  return result.stdout;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -74,88 +41,6 @@ const BENCH_SERVICE_CIDR = {
   metadata: { name: 'website-stack-bench' },
   spec: { cidrs: ['10.96.0.0/16'] },
 };
-
-/** Child processes still running (operators, watches), for stopShellOperatorBench(). */
-const children = new Set<ChildProcess>();
-
-function tracked(child: ChildProcess): ChildProcess {
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  return child;
-}
-
-/**
- * SIGTERM to every shell operator and watch this module started that is still running: an
- * interrupted benchmark would otherwise leave a loop retrying against a cluster that is gone.
- */
-export function stopShellOperatorBench(): void {
-  for (const child of children) child.kill('SIGTERM');
-}
-
-/** One line the shell operator logged, with the time (Date.now()) it arrived. */
-export interface LogLine {
-  readonly at: number;
-  readonly text: string;
-}
-
-/** scripts/shell-operator.sh running in the background, its log collected line by line. */
-export interface ShellOperatorProcess {
-  /** Process ID of scripts/shell-operator.sh, whose child runs the script's loop. */
-  readonly pid: number;
-  readonly lines: readonly LogLine[];
-  /** Lines reporting a finished cycle. */
-  cycles(): LogLine[];
-  /** Resolves once `count` cycles have finished in total; fails after `timeoutMs` or if the process exits. */
-  waitForCycles(count: number, timeoutMs: number): Promise<void>;
-  /** Resolves with the exit code once the process has exited. */
-  readonly exited: Promise<number | null>;
-  /** Whether the process is still running. */
-  running(): boolean;
-  /** Sends SIGTERM and resolves with the exit code and how long stopping took. */
-  stop(): Promise<{ code: number | null; ms: number }>;
-}
-
-/**
- * Starts the shell operator for `namespace` the way a user does: `bash scripts/shell-operator.sh`,
- * which reads the script and template from the namespace's ConfigMap and runs as the ServiceAccount.
- * `env` adds INTERVAL, ONCE, ... (see the script's header).
- */
-export function startShellOperator(cluster: ClusterAccess, namespace: string, env: Record<string, string> = {}): ShellOperatorProcess {
-  const child = tracked(
-    spawn('bash', [join(ROOT, 'scripts/shell-operator.sh')], {
-      env: { ...process.env, KUBECONFIG: cluster.kubeconfig, KUBECTL: cluster.kubectl, NAMESPACE: namespace, ...env },
-      stdio: ['ignore', 'inherit', 'pipe'],
-    }),
-  );
-  const lines: LogLine[] = [];
-  createInterface({ input: child.stderr! }).on('line', (text) => lines.push({ at: Date.now(), text }));
-  let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve((exitCode = code))));
-  const cycles = () => lines.filter((l) => l.text.includes(' cycle done: '));
-  return {
-    pid: child.pid!,
-    lines,
-    cycles,
-    exited,
-    running: () => exitCode === undefined,
-    async waitForCycles(count, timeoutMs) {
-      const deadline = Date.now() + timeoutMs;
-      while (cycles().length < count) {
-        if (exitCode !== undefined) throw new Error(`the shell operator exited (${exitCode}); its log:\n${lines.map((l) => l.text).join('\n')}`);
-        if (Date.now() > deadline) {
-          throw new Error(`the shell operator finished ${cycles().length} of ${count} cycles in ${timeoutMs} ms; its log ends:\n${lines.slice(-10).map((l) => l.text).join('\n')}`);
-        }
-        await sleep(100);
-      }
-    },
-    async stop() {
-      const start = Date.now();
-      if (exitCode === undefined) child.kill('SIGTERM');
-      const code = await exited;
-      return { code, ms: Date.now() - start };
-    },
-  };
-}
 
 /** `kubectl get <resource> --watch -o name`, remembering when each object was first seen. */
 function watchFirstSeen(cluster: ClusterAccess, resource: string, namespace: string): { firstSeen: Map<string, number>; process: ChildProcess } {
@@ -203,10 +88,10 @@ function flowSchemas(namespace: string) {
 
 /** Requests dispatched so far per FlowSchema, from the API server's /metrics. */
 async function scrape(cluster: ClusterAccess): Promise<Map<string, number>> {
-  const text = await ok(cluster, ['get', '--raw', '/metrics']);
+  const text = await kubectlOk(cluster, ['get', '--raw', '/metrics']);
   const counts = new Map<string, number>();
-  for (const m of text.matchAll(/^apiserver_flowcontrol_dispatched_requests_total\{flow_schema="([^"]+)",[^}]*\} (\S+)$/gm)) {
-    counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2]));
+  for (const { labels, value } of samples(text, (name) => name === 'apiserver_flowcontrol_dispatched_requests_total')) {
+    counts.set(labels.flow_schema, (counts.get(labels.flow_schema) ?? 0) + value);
   }
   return counts;
 }
@@ -284,21 +169,21 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     throw new Error(`no kubeconfig at ${cluster.kubeconfig}: start the local cluster (npm run cluster:up) or set KUBECONFIG`);
   }
 
-  await ok(cluster, ['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
-  await ok(cluster, ['wait', '--for=condition=Established', '--timeout=60s', `crd/websites.${DEFAULT_GROUP}`]);
-  await ok(cluster, ['apply', '--server-side', '-f', '-'], JSON.stringify(BENCH_SERVICE_CIDR));
-  await ok(cluster, ['wait', '--for=condition=Ready', '--timeout=60s', `servicecidr/${BENCH_SERVICE_CIDR.metadata.name}`]);
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
+  await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', `crd/websites.${DEFAULT_GROUP}`]);
+  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], { input: JSON.stringify(BENCH_SERVICE_CIDR) });
+  await kubectlOk(cluster, ['wait', '--for=condition=Ready', '--timeout=60s', `servicecidr/${BENCH_SERVICE_CIDR.metadata.name}`]);
   const ns = `bench-shell-${randomBytes(3).toString('hex')}`;
-  await ok(cluster, ['create', 'namespace', ns]);
+  await kubectlOk(cluster, ['create', 'namespace', ns]);
   // Everything but the operator's Deployment: its pod would be simulated, the script runs here.
   const chart = new Chart(new App({ outdir: '/nonexistent' }), 'bench');
   new ShellOperator(chart, 'shell', { namespace: ns, createNamespace: false, intervalSeconds: interval });
   const manifests = chart.toJson().filter((m) => m.kind !== 'Deployment');
-  await ok(cluster, ['apply', '--server-side', '-f', '-'], manifests.map((m) => JSON.stringify(m)).join('\n'));
+  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], { input: manifests.map((m) => JSON.stringify(m)).join('\n') });
   const schemas = flowSchemas(ns);
-  await ok(cluster, ['apply', '--server-side', '-f', '-'], schemas.map((m) => JSON.stringify(m)).join('\n'));
+  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], { input: schemas.map((m) => JSON.stringify(m)).join('\n') });
   // The API server has taken a FlowSchema into its configuration once it reports it not dangling.
-  for (const schema of schemas) await ok(cluster, ['wait', '--for=condition=Dangling=False', '--timeout=60s', `flowschema/${schema.metadata.name}`]);
+  for (const schema of schemas) await kubectlOk(cluster, ['wait', '--for=condition=Dangling=False', '--timeout=60s', `flowschema/${schema.metadata.name}`]);
 
   const websitesSeen = watchFirstSeen(cluster, `websites.v1.${DEFAULT_GROUP}`, ns);
   const deploymentsSeen = watchFirstSeen(cluster, 'deployments.apps', ns);
@@ -319,14 +204,16 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
         metadata: { name, namespace: ns },
         spec: { title: `Website ${name}`, replicas },
       }));
-      await ok(cluster, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+      await kubectlOk(cluster, ['create', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) });
     }
-    const deadline = Date.now() + 3 * (interval * 1000 + n * 1000) + 60_000;
-    while (names.some((name) => !deploymentsSeen.firstSeen.has(`website-${name}`))) {
-      if (!operator.running()) throw new Error(`N=${n}: the shell operator exited; its log ends:\n${operator.lines.slice(-10).map((l) => l.text).join('\n')}`);
-      if (Date.now() > deadline) throw new Error(`N=${n}: ${deploymentsSeen.firstSeen.size} of ${n} Deployments appeared before the deadline`);
-      await sleep(200);
-    }
+    await eventually(
+      `N=${n}: every Deployment`,
+      () => {
+        if (!operator.running()) throw new Error(`N=${n}: the shell operator exited; its log ends:\n${operator.lines.slice(-10).map((l) => l.text).join('\n')}`);
+        return names.every((name) => deploymentsSeen.firstSeen.has(`website-${name}`));
+      },
+      { timeoutMs: 3 * (interval * 1000 + n * 1000) + 60_000, intervalMs: 200, progress: () => `${deploymentsSeen.firstSeen.size} of ${n} appeared`, stopOnError: true },
+    );
     const allDeploymentsMs = Math.max(...names.map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)!)) - start;
     const latencies = names.map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)! - websitesSeen.firstSeen.get(name)!).sort((a, b) => a - b);
     log(`N=${n}: every Deployment after ${(allDeploymentsMs / 1000).toFixed(1)} s; measuring ${steadyCycles} steady cycles`);
@@ -411,7 +298,10 @@ async function main(): Promise<void> {
       }),
     );
   }
-  process.stdout.write(values.json ? `${JSON.stringify(results, null, 2)}\n` : `${formatTable(results)}\n`);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+    process.stderr.write(`${formatTable(results)}\n`);
+  } else process.stdout.write(`${formatTable(results)}\n`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

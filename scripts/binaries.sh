@@ -124,6 +124,14 @@ kubernetes_module() {
   wrapper_module kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION" "${replaces[@]}"
 }
 
+# Within build(): `go install <package>@$version` of a module whose go.mod has no replace directives,
+# so it builds with its own go.sum; the installed binary <binary> becomes $tmp.
+go_install() {
+  local binary=$1 package=$2 gobin="$CACHE_DIR/src/$name-$version"
+  mkdir -p "$gobin"
+  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "$package@$version" && mv "$gobin/$binary" "$tmp"
+}
+
 build() {
   local name=$1 version out tmp start
   version=$(version_of "$name")
@@ -179,26 +187,15 @@ build() {
       fi
       ;;
     builder)
-      local gobin="$CACHE_DIR/src/builder-$version"
-      mkdir -p "$gobin"
-      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "go.opentelemetry.io/collector/cmd/builder@$version" || ok=$?
-      [[ $ok == 0 ]] && mv "$gobin/builder" "$tmp"
+      go_install builder go.opentelemetry.io/collector/cmd/builder || ok=$?
       ;;
     actionlint)
-      # No replace directives upstream: `go install …@version` builds it with its own go.sum, and
       # `actionlint -version` reports the module version from the build info.
-      local gobin="$CACHE_DIR/src/actionlint-$version"
-      mkdir -p "$gobin"
-      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "github.com/rhysd/actionlint/cmd/actionlint@$version" || ok=$?
-      [[ $ok == 0 ]] && mv "$gobin/actionlint" "$tmp"
+      go_install actionlint github.com/rhysd/actionlint/cmd/actionlint || ok=$?
       ;;
     kro)
-      # Upstream's go.mod has no replace directives, so `go install …@version` builds it with its own
-      # go.sum. The package is cmd/controller; the binary is renamed kro in the cache.
-      local gobin="$CACHE_DIR/src/kro-$version"
-      mkdir -p "$gobin"
-      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "github.com/kubernetes-sigs/kro/cmd/controller@$version" || ok=$?
-      [[ $ok == 0 ]] && mv "$gobin/controller" "$tmp"
+      # The package is cmd/controller; the binary is renamed kro in the cache.
+      go_install controller github.com/kubernetes-sigs/kro/cmd/controller || ok=$?
       ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.

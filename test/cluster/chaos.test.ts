@@ -1,19 +1,20 @@
-// The short version of `npm run chaos` (scripts/chaos.ts): 30 Websites churning while each fault
+// The short version of `npm run chaos` (test/support/chaos.ts): 30 Websites churning while each fault
 // happens once, on the test cluster, with the operator bundle as its ServiceAccount. After each
 // fault the Websites must converge (within a bound that only detects a hang) with no orphan, no
 // duplicate, no lost update, and no write by a replica that did not hold the Lease.
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
-import { Chaos, FAULTS, type FaultResult } from '../../scripts/chaos.ts';
-import { operatorBundle, operatorRbacManifests } from '../../scripts/operator-process.ts';
-import { AUDIT_LOG, CLUSTER_ENV, KUBECONFIG, KUBECTL } from './env.ts';
-import { ok } from './kube.ts';
+import { Chaos, FAULTS, type FaultResult } from '../support/chaos.ts';
+import { operatorBundle } from '../support/operator-process.ts';
+import { operatorRbacManifests } from '../support/operator-manifests.ts';
+import { AUDIT_LOG, CLUSTER_ENV, KUBECONFIG } from './env.ts';
+import { TEST_CLUSTER, ok } from './kube.ts';
 
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromFile(KUBECONFIG);
 const admin = new KubeClient(kubeConfig, { userAgent: 'website-stack-chaos-test', timeoutMs: 30_000 });
 const chaos = new Chaos(
-  { kubeconfig: KUBECONFIG, kubectl: KUBECTL, admin, auditLog: AUDIT_LOG, env: CLUSTER_ENV },
+  { ...TEST_CLUSTER, admin, auditLog: AUDIT_LOG, env: CLUSTER_ENV },
   {
     n: 30,
     churnRate: 5,

@@ -6,7 +6,8 @@ import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { WebsiteOperator } from '../../lib/operator/website-operator.ts';
 import { type Manifest, only, synth } from '../helpers.ts';
-import { createNamespace, deleteNamespace, eventually, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
+import { eventually } from '../support/poll.ts';
 
 const FLOW_SCHEMA_UID = 'x-kubernetes-pf-flowschema-uid';
 const PRIORITY_LEVEL_UID = 'x-kubernetes-pf-prioritylevel-uid';

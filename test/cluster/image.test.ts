@@ -16,10 +16,10 @@ import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from './env.ts';
-import { eventually, getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
+import { getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
+import { eventually } from '../support/poll.ts';
 import { buildOperator } from '../../scripts/build-operator.ts';
-import { operatorRbacManifests } from '../../scripts/operator-process.ts';
-import { OPERATOR_NS as NS } from './operator-process.ts';
+import { OPERATOR_NS as NS, operatorRbacManifests } from '../support/operator-manifests.ts';
 import { OciContainer, PodNetwork, bytes, configureBundle, memoryLimitOf, unpack } from './oci-pod.ts';
 
 const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8')).map((d) => d.toJS());

@@ -1,4 +1,5 @@
-import { createNamespace, deleteNamespace, eventually, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
+import { eventually } from '../support/poll.ts';
 
 let ns: string;
 beforeAll(async () => {

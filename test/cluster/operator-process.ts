@@ -1,17 +1,9 @@
-// The operator process of scripts/operator-process.ts, bound to the test cluster, with the short
+// The operator process of test/support/operator-process.ts, bound to the test cluster, with the short
 // leader-election timings and debug logs the tests rely on.
-import {
-  OPERATOR_NS,
-  OperatorProcess as SharedOperatorProcess,
-  freePort,
-  serviceAccountKubeconfig as serviceAccountKubeconfigOf,
-} from '../../scripts/operator-process.ts';
-import { KUBECONFIG, KUBECTL } from './env.ts';
-
-export { OPERATOR_NS, freePort };
-export type { LogLine } from '../../scripts/operator-process.ts';
-
-const TEST_CLUSTER = { kubeconfig: KUBECONFIG, kubectl: KUBECTL };
+import { OPERATOR_NS } from '../support/operator-manifests.ts';
+import { OperatorProcess as SharedOperatorProcess } from '../support/operator-process.ts';
+import { serviceAccountKubeconfig as serviceAccountKubeconfigOf } from '../support/kubectl.ts';
+import { TEST_CLUSTER } from './kube.ts';
 
 /** A kubeconfig holding only the test cluster's address and CA and a ServiceAccount token. */
 export function serviceAccountKubeconfig(serviceAccount = 'website-operator', namespace = OPERATOR_NS): Promise<string> {

@@ -6,12 +6,14 @@ import { parseAllDocuments } from 'yaml';
 import { execFileSync } from 'node:child_process';
 import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
 import { CLUSTER_ENV, KUBECONFIG as ADMIN_KUBECONFIG, ROOT } from './env.ts';
-import { eventually, getJson, kubectl, ok, website } from './kube.ts';
-import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../../scripts/operator-process.ts';
+import { getJson, kubectl, ok, website } from './kube.ts';
+import { eventually } from '../support/poll.ts';
+import { OPERATOR_NS as NS, localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../support/operator-manifests.ts';
 import { TestHostAddress } from './host-address.ts';
-import { OPERATOR_NS as NS, OperatorProcess, freePort, serviceAccountKubeconfig } from './operator-process.ts';
+import { OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
+import { freePort } from '../support/ports.ts';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
-import { jaegerTraces, startStack, synthYaml } from '../trace/harness.ts';
+import { jaegerTraces, startStack, synthYaml } from '../support/traces.ts';
 
 const rbac = operatorRbacManifests();
 const role = rbac.find((m) => m.kind === 'Role')!;

@@ -1,5 +1,5 @@
 import { createCertificateAuthority } from '../../operator/src/webhook/certificates.ts';
-import { operatorRbacManifests } from '../../scripts/operator-process.ts';
+import { operatorRbacManifests } from '../support/operator-manifests.ts';
 import { createNamespace, deleteNamespace, kubectl, loadClusterInfo, ok, testDeployment, website } from './kube.ts';
 
 // The operator's ServiceAccount, Role, ClusterRole and their bindings exactly as dist/ ships them.

@@ -4,16 +4,17 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { type ShellOperatorProcess, startShellOperator } from '../../bench/shell-operator.ts';
+import { type ShellOperatorProcess, startShellOperator } from '../support/shell-operator.ts';
 import { SHELL_OPERATOR_FIELD_MANAGER, ShellOperator, heartbeatMaxAgeSeconds, shellOperatorRoleRules } from '../../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
 import { renderPage } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
 import { hostileTitles, synth } from '../helpers.ts';
-import { AUDIT_LOG, KUBECONFIG, KUBECTL, ROOT } from './env.ts';
-import { createNamespace, deleteNamespace, eventually, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
+import { AUDIT_LOG, ROOT } from './env.ts';
+import { TEST_CLUSTER, createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
+import { eventually } from '../support/poll.ts';
 
-const cluster = { kubeconfig: KUBECONFIG, kubectl: KUBECTL };
+const cluster = TEST_CLUSTER;
 const RESTRICTED = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted' };
 /** Short cycles keep the file fast; the default of 10 s has its own test. */
 const INTERVAL = 3;

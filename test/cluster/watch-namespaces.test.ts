@@ -6,8 +6,10 @@ import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd } from '../../lib/website/website-crd.ts';
 import { type Manifest, synth } from '../helpers.ts';
-import { createNamespace, deleteNamespace, eventually, getJson, kubectl, ok } from './kube.ts';
-import { type LogLine, OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok } from './kube.ts';
+import { eventually } from '../support/poll.ts';
+import type { LogLine } from '../support/operator-process.ts';
+import { OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
 
 const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { KUBECONFIG, KUBECTL } from './env.ts';
-import { createNamespace, deleteNamespace, eventually, ok, website } from './kube.ts';
+import { createNamespace, deleteNamespace, ok, website } from './kube.ts';
+import { eventually } from '../support/poll.ts';
 
 let ns: string;
 beforeAll(async () => {

@@ -12,11 +12,12 @@ import { firstCertificate, issueServingCertificate, splitPemCertificates } from 
 import { ConversionWebhookServer } from '../../operator/src/webhook/conversion-server.ts';
 import { LocalServiceEndpoint } from '../../operator/src/webhook/local-service-endpoint.ts';
 import { OperatorManagedCertificates } from '../../operator/src/webhook/operator-managed-certificates.ts';
-import { localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../../scripts/operator-process.ts';
+import { OPERATOR_NS as ns, localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../support/operator-manifests.ts';
 import { ROOT } from './env.ts';
 import { TestHostAddress } from './host-address.ts';
-import { eventually, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
-import { OPERATOR_NS as ns, freePort } from './operator-process.ts';
+import { getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
+import { eventually } from '../support/poll.ts';
+import { freePort } from '../support/ports.ts';
 
 /*
  * The conversion webhook end to end: OperatorManagedCertificates, ConversionWebhookServer and

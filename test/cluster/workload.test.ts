@@ -1,6 +1,7 @@
 import { App, Chart } from 'cdk8s';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import { createNamespace, deleteNamespace, eventually, getJson, kubectl, ok, website } from './kube.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok, website } from './kube.ts';
+import { eventually } from '../support/poll.ts';
 
 let ns: string;
 beforeAll(async () => {

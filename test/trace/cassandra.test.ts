@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import cassandraDriver from 'cassandra-driver';
 import { type Cassandra, startCassandra } from './cassandra.ts';
-import { type LocalStack, OTLP_PROTOCOLS, type TestPki, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJsonTls, startStack, testPki } from './harness.ts';
+import { type LocalStack, OTLP_PROTOCOLS, type TestPki, hex, jaegerTrace, otlpRequest, sendOtlpJsonTls, startStack, testPki } from '../support/traces.ts';
+import { eventually } from '../support/poll.ts';
 import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
 
 const CHART = 'tracing-production-cassandra';

@@ -2,7 +2,7 @@
 // scripts/cassandra.sh (no containers), with authentication on (superuser cassandra/cassandra).
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../scripts/operator-process.ts';
+import { freePort } from '../support/ports.ts';
 
 const SCRIPT = fileURLToPath(new URL('../../scripts/cassandra.sh', import.meta.url));
 

@@ -2,7 +2,7 @@
 // runs the full one): a gateway with the production settings, in front of Jaeger on Badger, under
 // constant load keeps every span it accepted through a Jaeger outage, and refuses OTLP without a
 // client certificate on every transport. Figures (durations, queue peaks) are reported by the run, never asserted here.
-import { type FaultResult, type UnauthenticatedResult, traceChaos } from '../../bench/chaos-trace.ts';
+import { type FaultResult, type UnauthenticatedResult, traceChaos } from '../support/trace-chaos.ts';
 
 describe('the trace stack under faults (short chaos run)', () => {
   let report: { faults: FaultResult[]; unauthenticated: UnauthenticatedResult[] };

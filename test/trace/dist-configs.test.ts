@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { COLLECTOR_COMPONENT_TYPES, componentType } from '../../lib/tracing/collector-config.ts';
-import { chartManifests } from '../../scripts/tracing-local.ts';
-import { tracingBinaries } from './harness.ts';
+import { chartManifests } from '../support/local-stack.ts';
+import { tracingBinaries } from '../support/traces.ts';
 
 const binaries = tracingBinaries();
 const dir = mkdtempSync(join(tmpdir(), 'dist-configs-'));

@@ -4,7 +4,8 @@
 // arrives whole. Shared by the development and production stack tests.
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
-import { type ClientTls, type OtlpProtocol, type SpanTree, eventually, exportSpans, jaegerTrace, otlpExporter, sdkTraces } from './harness.ts';
+import { type ClientTls, type OtlpProtocol, type SpanTree, exportSpans, jaegerTrace, otlpExporter, sdkTraces } from '../support/traces.ts';
+import { eventually } from '../support/poll.ts';
 
 const db = (statement: string): SpanTree => ({ name: statement, kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': statement } });
 

@@ -1,5 +1,6 @@
 // HotROD → Collector → Jaeger, all three from dist/tracing-dev/tracing-dev.yaml, as synthesized.
-import { type JaegerTrace, type LocalStack, eventually, jaegerTraces, startStack } from './harness.ts';
+import { type JaegerTrace, type LocalStack, jaegerTraces, startStack } from '../support/traces.ts';
+import { eventually } from '../support/poll.ts';
 
 let stack: LocalStack;
 let trace: JaegerTrace;

@@ -3,7 +3,8 @@
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
-import { type LocalStack, eventually, hex, jaegerTraces, otlpRequest, startStack, synthYaml } from './harness.ts';
+import { type LocalStack, hex, jaegerTraces, otlpRequest, startStack, synthYaml } from '../support/traces.ts';
+import { eventually } from '../support/poll.ts';
 
 const require = createRequire(import.meta.url);
 const { initTracer } = require('jaeger-client') as {

@@ -2,7 +2,8 @@
 // Bounds are binomial: n traces kept with probability p give n·p ± 5·sqrt(n·p·(1-p)); a correct
 // sampler falls outside with probability below 1e-6.
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
-import { type LocalStack, eventually, hex, jaegerTraces, otlpRequest, sendOtlpJson, startStack, synthYaml } from './harness.ts';
+import { type LocalStack, hex, jaegerTraces, otlpRequest, sendOtlpJson, startStack, synthYaml } from '../support/traces.ts';
+import { eventually } from '../support/poll.ts';
 
 const ORDER = ['jaeger', 'otel-collector'];
 

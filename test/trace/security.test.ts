@@ -3,7 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
-import { type LocalStack, eventually, hex, jaegerTrace, otlpRequest, sendOtlpJson, sendOtlpJsonTls, startStack, synthYaml, testPki } from './harness.ts';
+import { type LocalStack, hex, jaegerTrace, otlpRequest, sendOtlpJson, sendOtlpJsonTls, startStack, synthYaml, testPki } from '../support/traces.ts';
+import { eventually } from '../support/poll.ts';
 
 const pki = testPki(['otel-collector.tracing.svc', 'gateway.tracing.svc']);
 

@@ -1,8 +1,8 @@
-// The chaos run's own parts that need no cluster (scripts/chaos.ts): judging writes against Lease
+// The chaos run's own parts that need no cluster (test/support/chaos.ts): judging writes against Lease
 // holders from audit records, grouping log lines, and the black-hole proxy on loopback sockets.
 import { once } from 'node:events';
 import { type Socket, connect, createServer } from 'node:net';
-import { type AuditRecord, BlackHoleProxy, group, nonLeaderWrites, normalize } from '../../scripts/chaos.ts';
+import { type AuditRecord, BlackHoleProxy, group, nonLeaderWrites, normalize } from '../support/chaos.ts';
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0) + seconds * 1000).toISOString();
 const lease = (identity: string, seconds: number, holder = identity, duration = 15): AuditRecord => ({

@@ -2,7 +2,7 @@
 // ClusterRole read from kro's chart, and the readiness predicate. (That kro runs them as meant is
 // `npm run bench:kro-check`, on a real cluster with the real kro.)
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
-import { KRO_VERSION, celTextColor, kroRbacManifests, kroStaticRules, kroTemplates, kroWebsite, kroWebsiteReady, websiteRgd } from '../../bench/kro.ts';
+import { KRO_VERSION, celTextColor, kroRbacManifests, kroStaticRules, kroTemplates, kroWebsite, kroWebsiteReady, websiteRgd } from '../support/kro.ts';
 
 describe('kro ResourceGraphDefinition', () => {
   test('its templates are renderWorkload\'s output with expressions for name, namespace, replicas and page; no owner references, managed by kro', () => {

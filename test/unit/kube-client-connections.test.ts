@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { DEPLOYMENTS, KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { createCertificateAuthority, issueServingCertificate } from '../../operator/src/webhook/certificates.ts';
-import { BlackHoleProxy } from '../../scripts/chaos.ts';
+import { BlackHoleProxy } from '../support/chaos.ts';
 
 test('after a request times out on a connection that went silent, the next request goes over a new connection and succeeds', async () => {
   const ca = await createCertificateAuthority({ commonName: 'test CA', validityMs: 3_600_000 });

@@ -9,7 +9,8 @@ import { type AddressInfo, type Server as NetServer, type Socket, createServer a
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild, buildOperator } from '../../scripts/build-operator.ts';
-import { OperatorProcess, freePort } from '../../scripts/operator-process.ts';
+import { OperatorProcess } from '../support/operator-process.ts';
+import { freePort } from '../support/ports.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let build: OperatorBuild;

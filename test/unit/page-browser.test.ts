@@ -1,25 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium } from 'playwright-core';
 import { START_SCRIPT, renderNginxConfig, renderPage } from '../../lib/workload/page.ts';
+import { freePort } from '../support/ports.ts';
 
 // The page as a person sees it: the pod's start script and nginx configuration, run by Debian's
 // nginx (scripts/system-deps.sh), loaded in Debian's headless Chromium.
 const artifacts = fileURLToPath(new URL('../../test-results/page/', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 async function serve(title: string, color: string): Promise<{ url: string; stop: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'page-'));

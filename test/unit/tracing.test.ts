@@ -6,7 +6,7 @@ import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { OtelCollector, collectorConfig } from '../../lib/tracing/otel-collector.ts';
 import { ProductionTracingStack } from '../../lib/tracing/production-tracing-stack.ts';
-import { localize } from '../../scripts/tracing-local.ts';
+import { localize } from '../support/local-stack.ts';
 
 const chart = () => new Chart(Testing.app(), 'test');
 const byKind = (objects: any[], kind: string) => objects.filter((o) => o.kind === kind);

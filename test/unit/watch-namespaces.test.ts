@@ -7,7 +7,7 @@ import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
-import { sumMetric } from '../../scripts/operator-process.ts';
+import { sumMetric } from '../support/metrics.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
 

@@ -15,17 +15,15 @@ import {
   latencySummary,
   markdownTable,
   median,
-  parseHistogram,
   percentile,
   phaseTables,
   ratio,
   requestsPerWebsite,
   resultsJson,
-  seriesLabels,
   stepHeld,
   sustainedRate,
-} from '../../bench/report.ts';
-import { reconcileWrites, sumMetric } from '../../scripts/operator-process.ts';
+} from './report.ts';
+import { parseHistogram } from '../test/support/metrics.ts';
 
 describe('percentile', () => {
   test('nearest rank, whatever the input order', () => {
@@ -231,35 +229,5 @@ describe('the report: markdown tables and latest.json', () => {
     expect(json.figures[3].ratio).toBeNull();
     expect(json.figures.at(-1)).toMatchObject({ value: null, ratio: null });
     expect(ratio(records[5])).toBe(0.25);
-  });
-});
-
-describe('Prometheus text', () => {
-  const text = [
-    '# HELP rest_client_requests_total API server requests',
-    '# TYPE rest_client_requests_total counter',
-    'rest_client_requests_total{verb="APPLY",resource="deployments",code="200"} 100',
-    'rest_client_requests_total{verb="PATCH",resource="websites",code="200"} 300',
-    'rest_client_requests_total{verb="PATCH",resource="websites",code="409"} 2',
-    'rest_client_requests_total{verb="UPDATE",resource="leases",code="200"} 50',
-    'rest_client_requests_total{verb="CREATE",resource="events",code="201"} 200',
-    'rest_client_requests_total{verb="GET",resource="deployments",code="404"} 100',
-    'process_cpu_seconds_total 12.5',
-  ].join('\n');
-
-  test('sums the samples of one metric whose labels match', () => {
-    expect(sumMetric(text, 'rest_client_requests_total', { verb: 'PATCH', resource: 'websites' })).toBe(302);
-    expect(sumMetric(text, 'rest_client_requests_total')).toBe(752);
-    expect(sumMetric(text, 'process_cpu_seconds_total')).toBe(12.5);
-    expect(sumMetric(text, 'missing_total')).toBe(0);
-  });
-
-  test("reconcile writes count Websites and children, not the Lease's or events", () => {
-    expect(reconcileWrites(text)).toBe(402);
-  });
-
-  test('the labels of a series', () => {
-    expect(seriesLabels('rest_client_requests_total{verb="PATCH",resource="websites",code="409"}')).toEqual({ verb: 'PATCH', resource: 'websites', code: '409' });
-    expect(seriesLabels('process_cpu_seconds_total')).toEqual({});
   });
 });

@@ -8,18 +8,22 @@ import { open, readFile, stat, writeFile } from 'node:fs/promises';
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sleep } from '../operator/src/controller/backoff.ts';
-import { firstDifference } from '../operator/src/controller/apply.ts';
-import { DEPLOYMENTS, EVENTS, type KubeClient, type KubeObject, LEASES, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
-import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { websitesType } from '../operator/src/reconciler/website.ts';
-import { DEFAULT_GROUP } from '../lib/website/schema.ts';
-import { LEASE_NAME } from '../lib/operator/names.ts';
-import { MANAGED_BY } from '../lib/workload/website-workload.ts';
-import type { WebsiteV1 } from '../lib/website/types.ts';
-import { type ClusterAccess, type LogLine, OPERATOR_NS, OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
+import { sleep } from '../../operator/src/controller/backoff.ts';
+import { firstDifference } from '../../operator/src/controller/apply.ts';
+import { DEPLOYMENTS, EVENTS, type KubeClient, type KubeObject, LEASES, SERVICES, isNotFound } from '../../operator/src/controller/kube-client.ts';
+import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+import { websitesType } from '../../operator/src/reconciler/website.ts';
+import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
+import { LEASE_NAME } from '../../lib/operator/names.ts';
+import { MANAGED_BY } from '../../lib/workload/website-workload.ts';
+import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { pacedChanges } from './churn.ts';
+import { TimedOut, eventually } from './poll.ts';
+import { type ClusterAccess, serviceAccountKubeconfig } from './kubectl.ts';
+import { type LogLine, OperatorProcess } from './operator-process.ts';
+import { OPERATOR_NS } from './operator-manifests.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WEBSITES = websitesType(DEFAULT_GROUP);
 
 /** The faults, in the order a full run injects them. */
@@ -104,14 +108,15 @@ const NAMESPACE = OPERATOR_NS;
 
 export const chaosLabel = (prefix: string) => `website-stack/chaos=${prefix}`;
 
-/** Polls `done` every `intervalMs` until it holds; false after `timeoutMs`. */
-async function poll(done: () => Promise<boolean> | boolean, timeoutMs: number, intervalMs = 250): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (await done()) return true;
-    if (performance.now() > deadline) return false;
-    await sleep(intervalMs);
-  }
+/** Whether `done` comes to hold within `timeoutMs`; its own errors fail the run. */
+function holdsWithin(what: string, done: () => Promise<boolean> | boolean, timeoutMs: number, intervalMs = 250): Promise<boolean> {
+  return eventually(what, done, { timeoutMs, intervalMs, stopOnError: true }).then(
+    () => true,
+    (error) => {
+      if (error instanceof TimedOut) return false;
+      throw error;
+    },
+  );
 }
 
 async function inPool<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
@@ -432,7 +437,7 @@ export async function inspect(admin: KubeClient, prefix: string): Promise<Inspec
 /** Polls inspect() until the run's Websites have converged; the time taken, or null after `timeoutMs`, and the last inspection. */
 async function converge(admin: KubeClient, prefix: string, timeoutMs: number, from: number): Promise<{ ms: number | null; inspection: Inspection }> {
   let inspection = await inspect(admin, prefix);
-  const done = await poll(async () => converged((inspection = await inspect(admin, prefix).catch(() => inspection))), timeoutMs, 1000);
+  const done = await holdsWithin('convergence', async () => converged((inspection = await inspect(admin, prefix).catch(() => inspection))), timeoutMs, 1000);
   return { ms: done ? performance.now() - from : null, inspection };
 }
 
@@ -471,7 +476,7 @@ export class Chaos {
       if (w.metadata?.finalizers?.length) await admin.patch(WEBSITES, { namespace: NAMESPACE, name: w.metadata.name }, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
     });
     if (websites.length) await admin.request('DELETE', WEBSITES, { namespace: NAMESPACE }, { query: { labelSelector } });
-    const gone = await poll(async () => {
+    const gone = await holdsWithin('the chaos Websites and their children to be gone', async () => {
       const inspection = await inspect(admin, this.plan.prefix);
       return inspection.websites === 0 && inspection.orphans.length === 0;
     }, 300_000, 1000);
@@ -495,7 +500,7 @@ export class Chaos {
         await admin.create(WEBSITES, this.website(name, specOf(Number(name.slice(this.plan.prefix.length + 1)), false)));
       });
       this.live = names;
-      if (!(await poll(() => leads(operator), 60_000))) throw new Error('the operator did not lead within 60 s');
+      if (!(await holdsWithin('the operator to lead', () => leads(operator), 60_000))) throw new Error('the operator did not lead within 60 s');
       const { ms, inspection } = await converge(admin, this.plan.prefix, this.plan.convergeTimeoutMs, start);
       if (ms === null) throw new Error(`the first ${this.plan.n} Websites did not converge: ${describe(inspection)}`);
       this.log(`${this.plan.n} Websites created and converged in ${(ms / 1000).toFixed(1)} s`);
@@ -513,37 +518,18 @@ export class Chaos {
   private async churn(): Promise<FaultResult['churn']> {
     const { admin } = this.cluster;
     const { churnRate, churnSeconds } = this.plan;
-    const inFlight = new Set<Promise<unknown>>();
-    let sent = 0;
-    let refused = 0;
-    const start = performance.now();
-    for (let i = 0; ; i++) {
-      const due = start + (i * 1000) / churnRate;
-      if (due - start >= churnSeconds * 1000) break;
-      await sleep(Math.max(0, due - performance.now()));
-      while (inFlight.size >= 64) await Promise.race(inFlight);
-      let operation: Promise<unknown>;
+    return pacedChanges(churnRate, churnSeconds, (i) => {
       const kind = i % 4;
       if (kind === 1) {
         const name = this.nextName();
         this.live.push(name);
-        operation = admin.create(WEBSITES, this.website(name, specOf(this.created, false)));
-      } else if (kind === 3 && this.live.length) {
-        operation = admin.delete(WEBSITES, { namespace: NAMESPACE, name: this.live.shift()! });
-      } else {
-        this.edits += 1;
-        const name = this.live[(this.edits * 7919) % this.live.length];
-        operation = admin.patch(WEBSITES, { namespace: NAMESPACE, name }, 'merge', { spec: specOf(this.edits, true) });
+        return admin.create(WEBSITES, this.website(name, specOf(this.created, false)));
       }
-      const tracked: Promise<unknown> = operation.then(
-        () => (sent += 1),
-        () => (refused += 1),
-      );
-      inFlight.add(tracked);
-      void tracked.finally(() => inFlight.delete(tracked));
-    }
-    await Promise.all(inFlight);
-    return { sent, refused, seconds: (performance.now() - start) / 1000 };
+      if (kind === 3 && this.live.length) return admin.delete(WEBSITES, { namespace: NAMESPACE, name: this.live.shift()! });
+      this.edits += 1;
+      const name = this.live[(this.edits * 7919) % this.live.length];
+      return admin.patch(WEBSITES, { namespace: NAMESPACE, name }, 'merge', { spec: specOf(this.edits, true) });
+    });
   }
 
   /** One fault while the Websites churn, then convergence and what is left. */
@@ -568,7 +554,7 @@ export class Chaos {
         kubeconfig = await kubeconfigVia(kubeconfig, `https://127.0.0.1:${proxy.port}`);
       }
       let leader = await replicas.start('chaos-a', kubeconfig);
-      if (!(await poll(() => leads(leader), 60_000))) throw new Error('the operator did not lead within 60 s');
+      if (!(await holdsWithin('the operator to lead', () => leads(leader), 60_000))) throw new Error('the operator did not lead within 60 s');
       const follower = fault === 'leader-failover' || fault === 'paused-leader' ? await replicas.start('chaos-b', kubeconfig) : undefined;
       const before = await converge(admin, prefix, this.plan.convergeTimeoutMs, performance.now());
       if (before.ms === null) throw new Error(`the Websites had not converged before the fault: ${describe(before.inspection)}`);
@@ -608,7 +594,7 @@ export class Chaos {
             await moment(0.2, 0.4);
             process.kill(leader.pid, 'SIGSTOP');
             note(`leader chaos-a frozen (SIGSTOP) at ${at()}`);
-            const took = await poll(() => leads(follower!), 120_000);
+            const took = await holdsWithin('chaos-b to lead', () => leads(follower!), 120_000);
             note(took ? `chaos-b leads at ${at()}` : 'chaos-b did not lead within 120 s');
             if (fault === 'paused-leader') {
               process.kill(leader.pid, 'SIGCONT');

@@ -1,6 +1,7 @@
-// What the trace tests share: run a chart's pods as local processes (scripts/tracing-local.ts),
-// build OTLP/JSON traces or make spans with the OpenTelemetry SDK and send them with its OTLP
-// exporters (HTTP JSON, HTTP protobuf, gRPC), and read traces back from Jaeger's HTTP API.
+// What the trace tests and the trace chaos run share: run a chart's pods as local processes
+// (test/support/local-stack.ts), build OTLP/JSON traces or make spans with the OpenTelemetry SDK
+// and send them with its OTLP exporters (HTTP JSON, HTTP protobuf, gRPC), and read traces back from
+// Jaeger's HTTP API.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { App, Chart } from 'cdk8s';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { type LocalStack, type StackOptions, chartManifests, startLocalStack, tracingBinaries } from '../../scripts/tracing-local.ts';
+import { type LocalStack, type StackOptions, chartManifests, startLocalStack, tracingBinaries } from './local-stack.ts';
 
 export { tracingBinaries };
 export type { LocalStack };
@@ -196,22 +197,6 @@ export async function jaegerTrace(queryBase: string, traceId: string): Promise<J
   if (response.status === 404) return undefined;
   if (!response.ok) throw new Error(`Jaeger /api/traces/${traceId} answered ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { data: JaegerTrace[] }).data[0];
-}
-
-/** Polls `probe` until it returns a value that is not undefined, or fails after `timeoutMs` with `what`. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
 }
 
 /** A CA, and server and client certificates it signed, made with openssl: PEM texts. */

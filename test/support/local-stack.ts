@@ -9,9 +9,10 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
-import { freePort } from './operator-process.ts';
+import { eventually } from './poll.ts';
+import { freePort } from './ports.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The binaries scripts/binaries.sh builds for the trace stack. */
 export interface TracingBinaries {
@@ -265,16 +266,18 @@ export function startPod(pod: LocalPod, binaries: TracingBinaries, options: { lo
 
 /** Polls `url` until it answers 2xx, or fails with the pod's log tail. */
 export async function waitHealthy(running: RunningPod, url: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (running.process.exitCode !== null) break;
-    try {
-      const response = await fetch(url);
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
+  try {
+    await eventually(
+      `${running.pod.name} to be healthy`,
+      async () => {
+        if (running.process.exitCode !== null) throw new Error('exited');
+        return (await fetch(url).catch(() => undefined))?.ok; // undefined: not listening yet
+      },
+      { timeoutMs, intervalMs: 200, stopOnError: true },
+    );
+    return;
+  } catch {
+    // Exited, or not healthy in time: the pod's own log says why.
   }
   const tail = readFileSync(running.logFile, 'utf8').split('\n').slice(-20).join('\n');
   throw new Error(`${running.pod.name} did not become healthy at ${url} (exit code ${running.process.exitCode ?? 'none'}); log tail:\n${tail}`);
