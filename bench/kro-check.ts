@@ -32,7 +32,10 @@ const get = (type: typeof DEPLOYMENTS, name: string) => cluster.admin.get<KubeOb
 /** The object as the API returns it, once `done` holds for it; fails with what was last seen. */
 async function objectOnce(type: typeof DEPLOYMENTS, name: string, what: string, done: (object: KubeObject | undefined) => boolean): Promise<KubeObject | undefined> {
   let last: KubeObject | undefined;
-  await eventually(what, async () => done((last = await get(type, name))), { timeoutMs: 120_000, intervalMs: 100, progress: () => `last seen: ${JSON.stringify(last?.status ?? last ?? 'nothing')}`, stopOnError: true });
+  await eventually(what, async () => {
+    last = await get(type, name);
+    return done(last);
+  }, { timeoutMs: 120_000, intervalMs: 100, progress: () => `last seen: ${JSON.stringify(last?.status ?? last ?? 'nothing')}`, stopOnError: true });
   return last;
 }
 
@@ -60,7 +63,7 @@ function assertContains(actual: unknown, wanted: unknown, path = ''): void {
     assert.ok(actual && typeof actual === 'object', `${path || 'the object'} is missing`);
     if (Array.isArray(wanted)) {
       assert.ok(Array.isArray(actual) && actual.length === wanted.length, `${path} has ${Array.isArray(actual) ? actual.length : 'no'} items, wanted ${wanted.length}`);
-      wanted.forEach((item, i) => assertContains((actual as unknown[])[i], item, `${path}[${i}]`));
+      for (const [i, item] of wanted.entries()) assertContains((actual as unknown[])[i], item, `${path}[${i}]`);
     } else {
       for (const [key, value] of Object.entries(wanted)) assertContains((actual as Record<string, unknown>)[key], value, `${path}.${key}`);
     }
@@ -89,7 +92,10 @@ interface KroWebsiteStatus {
 
 async function ready(name: string): Promise<KubeObject & { status?: KroWebsiteStatus }> {
   let last: KubeObject | undefined;
-  await eventually(`kro Website ${name} to be Ready`, async () => peer.ready((last = await websiteGet(name)) ?? {}), { timeoutMs: 120_000, intervalMs: 100, progress: () => `status: ${JSON.stringify(last?.status)}`, stopOnError: true });
+  await eventually(`kro Website ${name} to be Ready`, async () => {
+    last = await websiteGet(name);
+    return peer.ready(last ?? {});
+  }, { timeoutMs: 120_000, intervalMs: 100, progress: () => `status: ${JSON.stringify(last?.status)}`, stopOnError: true });
   return last!;
 }
 

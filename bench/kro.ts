@@ -22,7 +22,6 @@ import { kubectlOk, serviceAccountKubeconfig } from '../test/support/kubectl.ts'
 import { sumMetric } from '../test/support/metrics.ts';
 import { ROOT, ensureNamespace } from './cluster.ts';
 import { eventually } from '../test/support/poll.ts';
-import type { WebsiteSpec } from '../test/support/website.ts';
 import { type Peer, type PeerContext, type PeerProcess, serviceAccountUser } from './peer.ts';
 
 /** How kro runs. Its Helm chart's defaults unless said otherwise. */

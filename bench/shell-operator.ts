@@ -14,7 +14,7 @@
 //
 // The local cluster's default Service range (10.0.0.0/24) holds 253 Services, so the bench adds a
 // ServiceCIDR, website-stack-bench (10.96.0.0/16), for a thousand Websites' Services to fit.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,7 +27,7 @@ import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import { type ClusterAccess, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { samples } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
-import { localCluster, startShellOperator, stopTracked, tracked } from '../test/support/shell-operator.ts';
+import { localCluster, startShellOperator, tracked } from '../test/support/shell-operator.ts';
 import { percentile } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -164,7 +164,8 @@ beforeAll(async () => {
   });
 
   // The ServiceAccount volume: a bound token (TokenRequest), the cluster CA, the namespace.
-  const sa = (serviceAccountDir = join(work, 'serviceaccount'));
+  serviceAccountDir = join(work, 'serviceaccount');
+  const sa = serviceAccountDir;
   mkdirSync(sa);
   writeFileSync(join(sa, 'token'), (await ok(['create', 'token', podSpec.serviceAccountName, '-n', NS, '--duration=1h'])).trim());
   writeFileSync(join(sa, 'ca.crt'), readFileSync((await loadClusterInfo()).ca));

@@ -314,7 +314,7 @@ export function nonLeaderWrites(records: readonly AuditRecord[], leaseName = LEA
       if (l.at > at) break;
       lease = l;
     }
-    if (lease && lease.holder && lease.holder !== identity && at < lease.at + lease.durationMs) {
+    if (lease?.holder && lease.holder !== identity && at < lease.at + lease.durationMs) {
       const { resource, subresource, name } = write.objectRef ?? {};
       violations.push({
         what: `${write.verb} ${resource}${subresource ? `/${subresource}` : ''} ${name ?? ''} by ${identity}`,
@@ -437,7 +437,10 @@ export async function inspect(admin: KubeClient, prefix: string): Promise<Inspec
 /** Polls inspect() until the run's Websites have converged; the time taken, or null after `timeoutMs`, and the last inspection. */
 async function converge(admin: KubeClient, prefix: string, timeoutMs: number, from: number): Promise<{ ms: number | null; inspection: Inspection }> {
   let inspection = await inspect(admin, prefix);
-  const done = await holdsWithin('convergence', async () => converged((inspection = await inspect(admin, prefix).catch(() => inspection))), timeoutMs, 1000);
+  const done = await holdsWithin('convergence', async () => {
+    inspection = await inspect(admin, prefix).catch(() => inspection);
+    return converged(inspection);
+  }, timeoutMs, 1000);
   return { ms: done ? performance.now() - from : null, inspection };
 }
 

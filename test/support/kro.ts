@@ -10,7 +10,6 @@ import type { KubeObject, ResourceType } from '../../operator/src/controller/kub
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
 import { escapeHtml, linearChannel, pageHtml, textColorOn } from '../../lib/workload/page.ts';
 import { COLOR_PATTERN, DEFAULT_COLOR, DEFAULT_REPLICA_BOUNDS, MAX_TITLE_LENGTH } from '../../lib/website/schema.ts';
-import { workloadName } from '../../lib/workload/website-workload.ts';
 import type { WebsiteSpec } from './website.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -44,8 +44,8 @@ export function tracingBinaries(): TracingBinaries {
 export function localize<T>(value: T, addresses: Readonly<Record<string, string>>): T {
   const keys = Object.keys(addresses).sort((a, b) => b.length - a.length);
   if (keys.length === 0) return value;
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const pattern = new RegExp(`(?<![A-Za-z0-9.-])(${keys.map(escape).join('|')})(?![A-Za-z0-9_-]|\\.[A-Za-z0-9])`, 'g');
+  const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const pattern = new RegExp(`(?<![A-Za-z0-9.-])(${keys.map(escapeRegExp).join('|')})(?![A-Za-z0-9_-]|\\.[A-Za-z0-9])`, 'g');
   const visit = (v: unknown): unknown => {
     if (typeof v === 'string') return v.replace(pattern, (key) => addresses[key]);
     if (Array.isArray(v)) return v.map(visit);

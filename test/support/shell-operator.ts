@@ -73,7 +73,10 @@ export function startShellOperator(cluster: ClusterAccess, namespace: string, en
   const lines: ShellOperatorLine[] = [];
   createInterface({ input: child.stderr! }).on('line', (text) => lines.push({ at: Date.now(), text }));
   let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve((exitCode = code))));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
+      exitCode = code;
+      resolve(code);
+    }));
   const cycles = () => lines.filter((l) => l.text.includes(' cycle done: '));
   return {
     pid: child.pid!,

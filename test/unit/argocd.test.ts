@@ -89,7 +89,7 @@ function directoryFiles(repo: string, source: Application['sources'][number]): s
   return names
     .filter((f) => /\.(ya?ml|json)$/.test(f))
     .filter((f) => !include || include.test(f))
-    .filter((f) => !exclude || !exclude.test(f))
+    .filter((f) => !exclude?.test(f))
     .sort()
     .map((f) => join(source.path, f));
 }

@@ -83,8 +83,14 @@ describe('BlackHoleProxy', () => {
     const echo = (socket: Socket, text: string) =>
       new Promise<string | 'silent' | 'closed'>((resolve) => {
         const timer = setTimeout(() => resolve('silent'), 500);
-        socket.once('data', (data) => (clearTimeout(timer), resolve(data.toString())));
-        socket.once('close', () => (clearTimeout(timer), resolve('closed')));
+        socket.once('data', (data) => {
+          clearTimeout(timer);
+          resolve(data.toString());
+        });
+        socket.once('close', () => {
+          clearTimeout(timer);
+          resolve('closed');
+        });
         socket.write(text);
       });
     try {

@@ -65,7 +65,10 @@ describe('Controller', () => {
     await idle();
     return {
       /** Keys reconciled since the last call. */
-      reconciled: async () => (await idle(), reconciled.splice(0)),
+      reconciled: async () => {
+        await idle();
+        return reconciled.splice(0);
+      },
     };
   }
 
@@ -76,9 +79,9 @@ describe('Controller', () => {
     expect(await h.reconciled()).toEqual([`${NS}/old`]);
     await api.create(WIDGETS, { metadata: { name: 'w', namespace: NS }, spec: { size: 1 } });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
-    api.modify(WIDGETS, NS, 'w', (w) => void (w.ignored = true));
+    api.modify(WIDGETS, NS, 'w', (w) => { w.ignored = true; });
     expect(await h.reconciled()).toEqual([]);
-    api.modify(WIDGETS, NS, 'w', (w) => void (w.spec = { size: 2 }));
+    api.modify(WIDGETS, NS, 'w', (w) => { w.spec = { size: 2 }; });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
     await api.delete(WIDGETS, { namespace: NS, name: 'w' });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
@@ -90,7 +93,7 @@ describe('Controller', () => {
     await h.reconciled();
     await api.create(DEPLOYMENTS, { metadata: { name: 'd', namespace: NS, labels: { owned: 'yes' }, ownerReferences: [ref()] } });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
-    api.modify(DEPLOYMENTS, NS, 'd', (d) => void (d.status = { availableReplicas: 1 }));
+    api.modify(DEPLOYMENTS, NS, 'd', (d) => { d.status = { availableReplicas: 1 }; });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
     await api.create(DEPLOYMENTS, { metadata: { name: 'other', namespace: NS, labels: { owned: 'yes' }, ownerReferences: [ref({ kind: 'ReplicaSet', apiVersion: 'apps/v1' })] } });
     await api.create(DEPLOYMENTS, { metadata: { name: 'orphan', namespace: NS, labels: { owned: 'yes' } } });

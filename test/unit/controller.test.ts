@@ -98,7 +98,12 @@ describe('WorkQueue', () => {
     const done = queue.run(async (key) => {
       await handler(key);
     }, controller.signal);
-    return { stop: async () => (controller.abort(), done) };
+    return {
+      stop: async () => {
+        controller.abort();
+        await done;
+      },
+    };
   };
   const until = async (condition: () => boolean) => {
     for (let i = 0; i < 500 && !condition(); i++) await sleep(5);

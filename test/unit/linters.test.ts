@@ -42,7 +42,6 @@ const selects = (matchLabels: Record<string, string> | undefined, labels: Record
 /** One message per container failing `bad`. */
 const perContainer = (bad: (c: Manifest, m: Manifest) => boolean, message: string) => (m: Manifest) =>
   containers(m).filter((c) => bad(c, m)).map((c) => `container ${c.name}: ${message}`);
-const probes = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
 const IANA_SVC_NAME = /^(?=.{1,15}$)(?=.*[a-z])(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
 interface Check {

@@ -35,7 +35,13 @@ async function serve(title: string, color: string): Promise<{ url: string; stop:
     if (Date.now() > deadline) throw new Error(`nginx did not serve ${url}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { url, stop: () => (nginx.kill(), rmSync(dir, { recursive: true, force: true })) };
+  return {
+    url,
+    stop: () => {
+      nginx.kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 let browser: Browser;
@@ -66,6 +72,7 @@ describe('the Website page in a browser', () => {
     try {
       const response = await page.goto(url);
       expect(response!.headers()['content-type']).toBe('text/html; charset=utf-8');
+      // biome-ignore lint/performance/useDomNodeTextContent: the text as the browser renders it is the point.
       expect(await page.locator('#title').innerText()).toBe(title);
       expect(await page.title()).toBe(title.replace(/\s+/g, ' ').trim());
       // Expressions evaluated in the page (the tests are type-checked without the DOM library).

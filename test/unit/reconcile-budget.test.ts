@@ -147,7 +147,7 @@ describe('request budget of each reconcile path', () => {
 
   test('a child edited by someone else (drift): one apply puts it back, one event, not Ready until it is rolled out again; the other child is left alone', async () => {
     const h = await startWithReadyWebsite();
-    h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => void ((deployment.spec as { replicas: number }).replicas = 5));
+    h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => { (deployment.spec as { replicas: number }).replicas = 5; });
     // Until the Deployment controller has rolled the put-back spec out, the Website is not Ready.
     expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites/status 200']);
     expect((h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.spec as { replicas: number }).replicas).toBe(1);
@@ -248,7 +248,7 @@ test('a Website deleted between its writes (the status patch answers NotFound) i
   class DeletingApi extends FakeKubeApi {
     override async create<T extends KubeObject>(type: Parameters<FakeKubeApi['create']>[0], object: T): Promise<T> {
       if (type === DEPLOYMENTS && this.peek(WEBSITES, NS, 'a')) {
-        this.modify(WEBSITES, NS, 'a', (w) => void (w.metadata!.finalizers = []));
+        this.modify(WEBSITES, NS, 'a', (w) => { w.metadata!.finalizers = []; });
         await super.delete(WEBSITES, { namespace: NS, name: 'a' });
       }
       return super.create(type, object);

@@ -76,7 +76,7 @@ describe('adoptable', () => {
 describe('the Website controller\'s update predicate', () => {
   const finalizer = finalizerName('web.example.com');
   const stored = { ...website(), metadata: { ...website().metadata, resourceVersion: '1', finalizers: [finalizer] } };
-  const after = (change: (w: typeof stored) => void) => {
+  const edited = (change: (w: typeof stored) => void) => {
     const next = structuredClone(stored);
     next.metadata.resourceVersion = '2';
     change(next);
@@ -84,16 +84,16 @@ describe('the Website controller\'s update predicate', () => {
   };
 
   test('the reconciler\'s own writes (status, its finalizer added) are no change to reconcile', () => {
-    expect(onlyOwnWrites(stored, after((w) => void (w.status = { url: 'http://x' })), finalizer)).toBe(true);
+    expect(onlyOwnWrites(stored, edited((w) => { w.status = { url: 'http://x' }; }), finalizer)).toBe(true);
     const without = { ...stored, metadata: { ...stored.metadata, finalizers: [] } };
     expect(onlyOwnWrites(without, stored, finalizer)).toBe(true);
   });
 
   test('a spec, label or other finalizer change, or our finalizer removed by someone else, is', () => {
-    expect(onlyOwnWrites(stored, after((w) => void (w.spec.replicas = 3)), finalizer)).toBe(false);
-    expect(onlyOwnWrites(stored, after((w) => void (w.metadata.labels = { team: 'a' })), finalizer)).toBe(false);
-    expect(onlyOwnWrites(stored, after((w) => void (w.metadata.finalizers = [finalizer, 'other'])), finalizer)).toBe(false);
-    expect(onlyOwnWrites(stored, after((w) => void (w.metadata.finalizers = [])), finalizer)).toBe(false);
+    expect(onlyOwnWrites(stored, edited((w) => { w.spec.replicas = 3; }), finalizer)).toBe(false);
+    expect(onlyOwnWrites(stored, edited((w) => { w.metadata.labels = { team: 'a' }; }), finalizer)).toBe(false);
+    expect(onlyOwnWrites(stored, edited((w) => { w.metadata.finalizers = [finalizer, 'other']; }), finalizer)).toBe(false);
+    expect(onlyOwnWrites(stored, edited((w) => { w.metadata.finalizers = []; }), finalizer)).toBe(false);
   });
 });
 

@@ -146,7 +146,10 @@ describe('Informer: every way a watch ends', () => {
       warnings,
       restarts,
       requests: () => api.requests.slice(mark).filter((r) => r.resource === 'deployments' && ['LIST', 'WATCH'].includes(r.verb)).map((r) => `${r.verb} ${r.code}`),
-      stop: async () => (stop.abort(), running),
+      stop: async () => {
+        stop.abort();
+        await running;
+      },
     };
   }
 
@@ -155,7 +158,7 @@ describe('Informer: every way a watch ends', () => {
     for (const name of ['same', 'changed', 'vanished']) await api.create(DEPLOYMENTS, deployment(name));
     const h = await watching(api);
     await api.unobserved(async () => {
-      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => void (d.spec = { replicas: 2 }));
+      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => { d.spec = { replicas: 2 }; });
       await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'vanished' });
       await api.create(DEPLOYMENTS, deployment('new'));
     });
@@ -176,7 +179,7 @@ describe('Informer: every way a watch ends', () => {
     for (const name of ['changed', 'vanished']) await api.create(DEPLOYMENTS, deployment(name));
     const h = await watching(api);
     await api.unobserved(async () => {
-      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => void (d.spec = { replicas: 2 }));
+      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => { d.spec = { replicas: 2 }; });
       await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'vanished' });
     });
     api.compact();
@@ -194,7 +197,7 @@ describe('Informer: every way a watch ends', () => {
     const h = await watching(api);
     api.sendToWatches('ERROR', { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd leader changed' });
     await until('the watch to resume', () => h.requests().length === 1);
-    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => void (d.spec = { replicas: 2 }));
+    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => { d.spec = { replicas: 2 }; });
     await until('the change', () => h.seen.length === 1);
     expect(h.seen).toEqual(['update a']);
     expect(h.warnings).toEqual([{ msg: 'list/watch failed, retrying', error: 'watch deployments: etcd leader changed' }]);
@@ -208,7 +211,7 @@ describe('Informer: every way a watch ends', () => {
     await api.create(DEPLOYMENTS, deployment('a'));
     const h = await watching(api, { inactivityTimeoutMs: 50 });
     api.stallWatches();
-    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => void (d.spec = { replicas: 2 }));
+    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => { d.spec = { replicas: 2 }; });
     expect(h.seen).toEqual([]);
     await until('the missed change', () => h.seen.length === 1);
     expect(h.seen).toEqual(['update a']);
@@ -272,7 +275,13 @@ describe('LeaderElector', () => {
       leadership = signal;
       await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
     });
-    return { stop: async () => (stop.abort(), running), lost: () => leadership?.aborted ?? false };
+    return {
+      stop: async () => {
+        stop.abort();
+        await running;
+      },
+      lost: () => leadership?.aborted ?? false,
+    };
   };
 
   test('one replica leads; a stopping leader releases the Lease and the other takes over at once', async () => {
@@ -401,10 +410,10 @@ describe('ObjectWatches', () => {
     expect(changes).toBe(0);
     api.closeWatches();
     await settle();
-    api.modify(DEPLOYMENTS, 'ns', 'website-b', (d) => void (d.spec = { replicas: 2 }));
+    api.modify(DEPLOYMENTS, 'ns', 'website-b', (d) => { d.spec = { replicas: 2 }; });
     await settle();
     expect(changes).toBe(0);
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.spec = { replicas: 2 }));
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.spec = { replicas: 2 }; });
     await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'website-a' });
     await settle();
     expect(changes).toBe(1);
@@ -422,7 +431,7 @@ describe('ObjectWatches', () => {
     await settle();
     expect(warnings).toEqual(['watch of an object that blocks a reconcile failed, retrying', 'watch of an object that blocks a reconcile failed, retrying']);
     expect(watches.size).toBe(1);
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.metadata!.labels = { changed: 'yes' }));
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.metadata!.labels = { changed: 'yes' }; });
     await settle();
     expect(changes).toBe(1);
   });
@@ -430,7 +439,7 @@ describe('ObjectWatches', () => {
   test('a change made before the watch started (after the read) still counts; stop() ends every watch without calling back', async () => {
     const api = new FakeKubeApi();
     const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' } });
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.metadata!.labels = { changed: 'yes' }));
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.metadata!.labels = { changed: 'yes' }; });
     const watches = new ObjectWatches({ client: api });
     let changes = 0;
     watches.watch('a', DEPLOYMENTS, read, () => changes++);
@@ -440,7 +449,7 @@ describe('ObjectWatches', () => {
     watches.watch('a', DEPLOYMENTS, again, () => changes++);
     await settle();
     watches.stop();
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => void (d.metadata!.labels = { changed: 'twice' }));
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.metadata!.labels = { changed: 'twice' }; });
     await settle();
     expect(changes).toBe(1);
     expect(watches.size).toBe(0);

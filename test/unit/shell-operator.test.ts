@@ -331,7 +331,7 @@ describe('the script without a cluster: bad settings refused, the heartbeat writ
 
   test('an interval that is not a whole number of seconds is refused, and never run as code', () => {
     const marker = join(scratch, 'pwned-interval');
-    for (const interval of [`1; touch ${marker}`, '0', '2.5', '$(touch ' + marker + ')']) {
+    for (const interval of [`1; touch ${marker}`, '0', '2.5', `$(touch ${marker})`]) {
       const result = run({ NAMESPACE: 'team', TEMPLATE: TEMPLATE_FILE, INTERVAL: interval });
       expect([result.status, result.stderr]).toEqual([2, expect.stringContaining(`INTERVAL must be a whole number of seconds >= 1, got '${interval}'`)]);
     }

@@ -30,7 +30,10 @@ async function project(pair: { cert: string; key: string }) {
 
 function collect(): { logs: string[]; logger: ReturnType<typeof createLogger> } {
   const logs: string[] = [];
-  return { logs, logger: createLogger('info', new Writable({ write: (c, _, done) => (logs.push(String(c)), done()) })) };
+  return { logs, logger: createLogger('info', new Writable({ write: (c, _, done) => {
+  logs.push(String(c));
+  done();
+} })) };
 }
 
 beforeAll(async () => {

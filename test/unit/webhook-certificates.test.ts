@@ -219,7 +219,7 @@ describe('firstCertificate', () => {
     const source = { current: () => current, onChange: (l: () => void) => listeners.push(l), run: async () => {} };
     const first = firstCertificate(source);
     current = serving;
-    listeners.forEach((l) => l());
+    for (const listener of listeners) listener();
     expect(await first).toBe(serving);
   });
 

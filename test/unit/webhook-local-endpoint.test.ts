@@ -29,7 +29,10 @@ async function setup(options: Partial<LocalServiceEndpointOptions> = {}, objects
   const api = new FakeKubeApi();
   for (const [type, object] of objects) await api.create(type, object);
   const logs: Array<Record<string, any>> = [];
-  const logger = createLogger('debug', new Writable({ write: (chunk, _, done) => (logs.push(JSON.parse(String(chunk))), done()) }));
+  const logger = createLogger('debug', new Writable({ write: (chunk, _, done) => {
+  logs.push(JSON.parse(String(chunk)));
+  done();
+} }));
   const endpoint = new LocalServiceEndpoint({ client: api, namespace: NS, port: 9443, identity: 'laptop', logger, localAddresses: () => ['127.0.0.1', '::1', '192.168.1.20', 'fd00:1::20'], ...options });
   return { api, endpoint, logs, mark: api.requests.length };
 }
@@ -58,7 +61,7 @@ describe('LocalServiceEndpoint: an operator outside the cluster as its webhook S
     await api.delete(ENDPOINT_SLICES, { namespace: NS, name: SLICE });
     await endpoint.sync();
     expect(api.peek<KubeObject>(ENDPOINT_SLICES, NS, SLICE)!.endpoints).toEqual([{ addresses: ['10.20.0.5'], conditions: { ready: true } }]);
-    api.modify(ENDPOINT_SLICES, NS, SLICE, (slice) => void (slice.ports = [{ name: 'webhook', port: 1, protocol: 'TCP' }]));
+    api.modify(ENDPOINT_SLICES, NS, SLICE, (slice) => { slice.ports = [{ name: 'webhook', port: 1, protocol: 'TCP' }]; });
     const mark = api.requests.length;
     await endpoint.sync();
     expect(api.since(mark)).toContain('APPLY endpointslices 200');
@@ -127,7 +130,7 @@ describe('LocalServiceEndpoint: an operator outside the cluster as its webhook S
     const { api, endpoint, logs } = await setup({ address: '10.20.0.5' }, [[SERVICES, service()], [ENDPOINT_SLICES, controllerSlice([])]]);
     await endpoint.sync();
     expect(logs.filter((l) => l.level === 'warn')).toEqual([]);
-    api.modify(ENDPOINT_SLICES, NS, `${SERVICE}-abcde`, (slice) => void (slice.endpoints = controllerSlice(['10.0.0.7', '10.0.0.6']).endpoints));
+    api.modify(ENDPOINT_SLICES, NS, `${SERVICE}-abcde`, (slice) => { slice.endpoints = controllerSlice(['10.0.0.7', '10.0.0.6']).endpoints; });
     await endpoint.sync();
     await endpoint.sync();
     const warnings = logs.filter((l) => l.level === 'warn');

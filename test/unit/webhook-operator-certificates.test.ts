@@ -152,7 +152,10 @@ describe('OperatorManagedCertificates', () => {
     api.put(CRDS, crd());
     const [a, b] = [certificates(api), certificates(api)];
     const logs: string[] = [];
-    const logged = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => (logs.push(String(c)), done()) })) });
+    const logged = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => {
+  logs.push(String(c));
+  done();
+} })) });
     await Promise.all([a.sync(), b.sync(), logged.sync()]);
     expect(api.writes.filter((w) => w === 'create secrets')).toHaveLength(1);
     expect(a.current()).toEqual(b.current());
@@ -270,7 +273,10 @@ describe('OperatorManagedCertificates', () => {
     const api = new FakeApi();
     api.put(CRDS, crd({ url: 'https://127.0.0.1:9443/convert' }));
     const logs: string[] = [];
-    const certs = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => (logs.push(String(c)), done()) })) });
+    const certs = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => {
+  logs.push(String(c));
+  done();
+} })) });
     await certs.sync();
     const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
     expect(clientConfig.url).toBe('https://127.0.0.1:9443/convert');
@@ -308,7 +314,10 @@ describe('OperatorManagedCertificates', () => {
     api.put(CRDS, crd());
     api.failures.push(new ApiError(0, 'ConnectionError', 'GET /api/v1/namespaces/website-system/secrets/website-operator-webhook-tls: connect ECONNREFUSED'));
     const logs: string[] = [];
-    const certs = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => (logs.push(String(c)), done()) })) });
+    const certs = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => {
+  logs.push(String(c));
+  done();
+} })) });
     const controller = new AbortController();
     const served = new Promise<void>((resolve) => certs.onChange(resolve));
     const running = certs.run(controller.signal);
@@ -324,7 +333,10 @@ describe('OperatorManagedCertificates', () => {
     const api = new FakeApi();
     api.put(CRDS, crd());
     const logs: string[] = [];
-    const certs = certificates(api, { logger: createLogger('debug', new Writable({ write: (c, _, done) => (logs.push(String(c)), done()) })) });
+    const certs = certificates(api, { logger: createLogger('debug', new Writable({ write: (c, _, done) => {
+  logs.push(String(c));
+  done();
+} })) });
     await certs.sync();
     const secret = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
     const all = logs.join('');

@@ -114,21 +114,21 @@ describe('WebsiteWorkload', () => {
 });
 
 describe('the page', () => {
-  const unescape = (html: string) =>
+  const unescapeHtml = (html: string) =>
     html.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
 
   const label = (t: string) => (t.length > 60 ? `a ${t.length}-character title` : JSON.stringify(t));
   test.each(hostileTitles.map((t) => [label(t), t]))('shows %s literally, escaped', (_, title) => {
     const page = renderPage(title, '#2196F3');
     const h1 = page.match(/<h1 id="title">([\s\S]*)<\/h1>/)![1];
-    expect(unescape(h1)).toBe(title);
+    expect(unescapeHtml(h1)).toBe(title);
     expect(h1).not.toMatch(/[<>"']/);
   });
 
   test('escaping is reversible and leaves no markup for any string', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme' }), (text) => {
-        expect(unescape(escapeHtml(text))).toBe(text);
+        expect(unescapeHtml(escapeHtml(text))).toBe(text);
         expect(escapeHtml(text)).not.toMatch(/[<>"']/);
       }),
     );
