@@ -27,6 +27,11 @@ export default {
     // The packed package installed into fresh cdk8s apps, as its users install it.
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },
     // The trace stack with the real Jaeger, Collector and HotROD binaries, as local processes.
-    { ...base, displayName: 'trace', testMatch: ['<rootDir>/test/trace/**/*.test.ts'], globalSetup: '<rootDir>/test/trace/global-setup.ts' },
+    {
+      ...base,
+      displayName: 'trace',
+      testMatch: ['<rootDir>/test/trace/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/trace/global-setup.ts',
+    },
   ],
 };

@@ -4,15 +4,24 @@
 import { spawn } from 'node:child_process';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
-import { DEPLOYMENTS, type KubeObject, isNotFound } from '../operator/src/controller/kube-client.ts';
+import { DEPLOYMENTS, isNotFound, type KubeObject } from '../operator/src/controller/kube-client.ts';
 import { WorkQueue } from '../operator/src/controller/work-queue.ts';
 import { OperatorMetrics } from '../operator/src/observability/metrics.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { BENCH_SELECTOR, type BenchCluster, CONFIGMAPS, Watcher, deploymentAvailable, emptyNamespace, ensureNamespace, inPool } from './cluster.ts';
+import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
 import type { WebsiteSpec } from '../test/support/website.ts';
+import {
+  BENCH_SELECTOR,
+  type BenchCluster,
+  CONFIGMAPS,
+  deploymentAvailable,
+  emptyNamespace,
+  ensureNamespace,
+  inPool,
+  Watcher,
+} from './cluster.ts';
 import { type ChurnTarget, rssBytes, specFor } from './phases.ts';
-import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
 export const BASELINE_NS = 'bench-baseline';
@@ -55,7 +64,13 @@ export class EchoController implements ChurnTarget {
     this.cluster = cluster;
     const { admin } = cluster;
     this.watcher = new Watcher(admin, CONFIGMAPS, BASELINE_NS, { labelSelector: BENCH_SELECTOR });
-    this.informer = new Informer<KubeObject>({ client: admin, type: CONFIGMAPS, namespace: BASELINE_NS, labelSelector: `${BENCH_SELECTOR},echo=source`, resyncMs: Number.POSITIVE_INFINITY });
+    this.informer = new Informer<KubeObject>({
+      client: admin,
+      type: CONFIGMAPS,
+      namespace: BASELINE_NS,
+      labelSelector: `${BENCH_SELECTOR},echo=source`,
+      resyncMs: Number.POSITIVE_INFINITY,
+    });
     this.queue = new WorkQueue({ name: 'echo', concurrency: workers, metrics: this.metrics });
     this.informer.on((event, source) => {
       if (event !== 'resync') this.queue.add(source.metadata!.name!);
@@ -73,11 +88,22 @@ export class EchoController implements ChurnTarget {
         const source = echo.informer.get(`${BASELINE_NS}/${name}`);
         echo.requests += 1;
         if (source) {
-          await echo.cluster.admin.apply(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `child-${name}`, namespace: BASELINE_NS, labels: { ...LABELS, echo: 'child' } }, data: (source as { data?: Record<string, string> }).data ?? {} }, 'echo');
+          await echo.cluster.admin.apply(
+            CONFIGMAPS,
+            {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              metadata: { name: `child-${name}`, namespace: BASELINE_NS, labels: { ...LABELS, echo: 'child' } },
+              data: (source as { data?: Record<string, string> }).data ?? {},
+            },
+            'echo',
+          );
         } else {
-          await echo.cluster.admin.delete(CONFIGMAPS, { namespace: BASELINE_NS, name: `child-${name}` }).catch((error) => {
-            if (!isNotFound(error)) throw error;
-          });
+          await echo.cluster.admin
+            .delete(CONFIGMAPS, { namespace: BASELINE_NS, name: `child-${name}` })
+            .catch((error) => {
+              if (!isNotFound(error)) throw error;
+            });
         }
       }, echo.stopping.signal),
     ]);
@@ -95,7 +121,11 @@ export class EchoController implements ChurnTarget {
       sentAt.set(name, performance.now());
       await this.create(name, specFor(i, 1));
     });
-    await eventually('every echo child', () => names.every((name) => this.childSeenAt(name) !== undefined), { timeoutMs: 120_000 + n * 200, intervalMs: 100, progress: () => `${names.filter((name) => this.childSeenAt(name) !== undefined).length} of ${n}` });
+    await eventually('every echo child', () => names.every((name) => this.childSeenAt(name) !== undefined), {
+      timeoutMs: 120_000 + n * 200,
+      intervalMs: 100,
+      progress: () => `${names.filter((name) => this.childSeenAt(name) !== undefined).length} of ${n}`,
+    });
     return {
       createToChildMs: names.map((name) => this.childSeenAt(name)! - sentAt.get(name)!),
       createToSeenMs: names.map((name) => this.watcher.firstSeen.get(name)! - sentAt.get(name)!),
@@ -109,7 +139,12 @@ export class EchoController implements ChurnTarget {
   }
 
   create(name: string, spec: WebsiteSpec): Promise<unknown> {
-    return this.cluster.admin.create(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: BASELINE_NS, labels: { ...LABELS, echo: 'source' } }, data: specData(spec) });
+    return this.cluster.admin.create(CONFIGMAPS, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: BASELINE_NS, labels: { ...LABELS, echo: 'source' } },
+      data: specData(spec),
+    });
   }
 
   edit(name: string, spec: WebsiteSpec): Promise<unknown> {
@@ -149,11 +184,18 @@ export interface DirectDeploymentsResult {
  * render (renderWorkload, one replica, without the owner reference), created directly at the pace
  * Websites are, until each is available (the controller manager, scheduler and kwok at work).
  */
-export async function directDeploymentsBaseline(cluster: BenchCluster, n: number, replicas: number): Promise<DirectDeploymentsResult> {
+export async function directDeploymentsBaseline(
+  cluster: BenchCluster,
+  n: number,
+  replicas: number,
+): Promise<DirectDeploymentsResult> {
   const { admin } = cluster;
   await ensureNamespace(cluster, BASELINE_NS, { 'pod-security.kubernetes.io/enforce': 'restricted' });
   await emptyNamespace(cluster, BASELINE_NS);
-  const watcher = new Watcher(admin, DEPLOYMENTS, BASELINE_NS, { labelSelector: BENCH_SELECTOR, reached: deploymentAvailable });
+  const watcher = new Watcher(admin, DEPLOYMENTS, BASELINE_NS, {
+    labelSelector: BENCH_SELECTOR,
+    reached: deploymentAvailable,
+  });
   try {
     await watcher.synced();
     const names = Array.from({ length: n }, (_, i) => `direct-${String(i).padStart(5, '0')}`);
@@ -170,7 +212,11 @@ export async function directDeploymentsBaseline(cluster: BenchCluster, n: number
       sentAt.set(`website-${name}`, performance.now());
       await admin.create(DEPLOYMENTS, deployment);
     });
-    await eventually('every direct Deployment to be available', () => watcher.reachedAt.size >= n, { timeoutMs: 600_000 + n * 1000, intervalMs: 100, progress: () => `${watcher.reachedAt.size} of ${n}` });
+    await eventually('every direct Deployment to be available', () => watcher.reachedAt.size >= n, {
+      timeoutMs: 600_000 + n * 1000,
+      intervalMs: 100,
+      progress: () => `${watcher.reachedAt.size} of ${n}`,
+    });
     const deployments = [...sentAt.keys()];
     return {
       allAvailableMs: Math.max(...deployments.map((d) => watcher.reachedAt.get(d)!)) - first,

@@ -8,7 +8,8 @@ import { traceChaos } from '../test/support/trace-chaos.ts';
 const { values } = parseArgs({ options: { short: { type: 'boolean', default: false } } });
 const log = (line: string) => process.stderr.write(`[chaos:trace] ${new Date().toISOString().slice(11, 19)} ${line}\n`);
 traceChaos({ short: values.short ?? false, log }).then(
-  ({ markdown: report, json }) => process.stdout.write(`${report}\n\`\`\`json\n${JSON.stringify(json, null, 2)}\n\`\`\`\n`),
+  ({ markdown: report, json }) =>
+    process.stdout.write(`${report}\n\`\`\`json\n${JSON.stringify(json, null, 2)}\n\`\`\`\n`),
   (error: Error) => {
     log(`failed: ${error.stack ?? error.message}`);
     process.exitCode = 1;

@@ -12,10 +12,30 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
-import { FAULTS, FAULT_TITLES, type FaultResult, type Finding, type Group, Chaos, type ChaosPlan, NO_FAULT, type Scenario, killOperators } from '../test/support/chaos.ts';
+import {
+  Chaos,
+  type ChaosPlan,
+  FAULT_TITLES,
+  FAULTS,
+  type FaultResult,
+  type Finding,
+  type Group,
+  killOperators,
+  NO_FAULT,
+  type Scenario,
+} from '../test/support/chaos.ts';
 import { operatorBundle } from '../test/support/operator-process.ts';
 import { traceChaos } from '../test/support/trace-chaos.ts';
-import { AUDIT_LOG, CLUSTER_ARGS, ROOT, clusterEnv, clusterUp, ensureServiceCidr, holdCluster, installOperatorObjects } from './cluster.ts';
+import {
+  AUDIT_LOG,
+  CLUSTER_ARGS,
+  clusterEnv,
+  clusterUp,
+  ensureServiceCidr,
+  holdCluster,
+  installOperatorObjects,
+  ROOT,
+} from './cluster.ts';
 import { formatRatio, formatValue, markdownTable } from './report.ts';
 
 const TRACE = 'trace';
@@ -39,7 +59,8 @@ const log = (message: string) => process.stderr.write(`[chaos] ${new Date().toIS
 
 function positive(text: string, option: string): number {
   const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${option} takes a positive number, got ${JSON.stringify(text)}`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`--${option} takes a positive number, got ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -50,7 +71,9 @@ function row(result: FaultResult, baselineMs: number | undefined): string[] {
   return [
     result.fault,
     `${result.churn.sent} (${result.churn.refused} refused) in ${result.churn.seconds.toFixed(0)} s`,
-    result.convergeMs === null ? '**not converged**' : `${formatValue(result.convergeMs, 'ms')}${baselineMs !== undefined && result.fault !== NO_FAULT ? ` (${formatRatio(result.convergeMs, baselineMs)})` : ''}`,
+    result.convergeMs === null
+      ? '**not converged**'
+      : `${formatValue(result.convergeMs, 'ms')}${baselineMs !== undefined && result.fault !== NO_FAULT ? ` (${formatRatio(result.convergeMs, baselineMs)})` : ''}`,
     count(result.orphans),
     count(result.duplicates),
     count(result.lostUpdates),
@@ -62,9 +85,30 @@ function row(result: FaultResult, baselineMs: number | undefined): string[] {
 
 function details(result: FaultResult): string[] {
   const findings = (title: string, list: readonly Finding[]) =>
-    list.length ? [`${title} (${list.length}${list.length > 10 ? ', the first 10' : ''}):`, '', ...list.slice(0, 10).map((f) => `- ${f.what}: ${f.detail}`), ''] : [];
+    list.length
+      ? [
+          `${title} (${list.length}${list.length > 10 ? ', the first 10' : ''}):`,
+          '',
+          ...list.slice(0, 10).map((f) => `- ${f.what}: ${f.detail}`),
+          '',
+        ]
+      : [];
   const groups = (title: string, list: readonly Group[]) =>
-    list.length ? [`${title}:`, '', markdownTable(['count', 'kind', 'example'], list.map((g) => [String(g.count), g.key, g.example.length > 400 ? `${g.example.slice(0, 400)}…` : g.example])), ''] : [`${title}: none.`, ''];
+    list.length
+      ? [
+          `${title}:`,
+          '',
+          markdownTable(
+            ['count', 'kind', 'example'],
+            list.map((g) => [
+              String(g.count),
+              g.key,
+              g.example.length > 400 ? `${g.example.slice(0, 400)}…` : g.example,
+            ]),
+          ),
+          '',
+        ]
+      : [`${title}: none.`, ''];
   return [
     `### ${result.fault}: ${FAULT_TITLES[result.fault]}`,
     '',
@@ -97,7 +141,9 @@ async function main(): Promise<void> {
   const chosen = values.only?.split(',').map((f) => f.trim()) ?? [NO_FAULT, ...FAULTS, TRACE];
   for (const fault of chosen) {
     if (fault !== NO_FAULT && fault !== TRACE && !(FAULTS as readonly string[]).includes(fault)) {
-      throw new Error(`--only takes faults separated by commas (${[NO_FAULT, ...FAULTS, TRACE].join(', ')}), got ${JSON.stringify(fault)}`);
+      throw new Error(
+        `--only takes faults separated by commas (${[NO_FAULT, ...FAULTS, TRACE].join(', ')}), got ${JSON.stringify(fault)}`,
+      );
     }
   }
   const faults = chosen.filter((f) => f !== TRACE) as Scenario[];
@@ -114,7 +160,14 @@ async function main(): Promise<void> {
     prefix: 'chaos',
   };
   const began = Date.now();
-  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? 'unknown', memoryBytes: totalmem(), kernel: `Linux ${release()}`, node: process.version, loadAverageAtStart: loadavg()[0] };
+  const machine = {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    memoryBytes: totalmem(),
+    kernel: `Linux ${release()}`,
+    node: process.version,
+    loadAverageAtStart: loadavg()[0],
+  };
   const machineText = `${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, ${machine.kernel}, Node ${machine.node}, load average ${machine.loadAverageAtStart.toFixed(1)} at the start`;
   log(`machine: ${machineText}`);
   log(`plan: ${JSON.stringify(plan)}; faults: ${faults.join(', ')}`);
@@ -125,7 +178,11 @@ async function main(): Promise<void> {
   if (faults.length > 0) {
     await operatorBundle();
     // Room for every Website at 2 replicas (the churn's edits), and the creates of the churn.
-    const cluster = await clusterUp({ pods: 2 * (n + plan.churnRate * plan.churnSeconds) + 50, extraArgs: CLUSTER_ARGS, log });
+    const cluster = await clusterUp({
+      pods: 2 * (n + plan.churnRate * plan.churnSeconds) + 50,
+      extraArgs: CLUSTER_ARGS,
+      log,
+    });
     clusterDescription = cluster.description;
     const chaos = new Chaos({ ...cluster, auditLog: AUDIT_LOG, env: clusterEnv() }, plan, log);
     const hold = holdCluster(values['keep-cluster'] ?? false, killOperators, log);
@@ -148,7 +205,6 @@ async function main(): Promise<void> {
     } finally {
       await hold.release();
     }
-
   }
 
   let trace: { markdown: string; json: unknown } | undefined;
@@ -171,23 +227,33 @@ async function main(): Promise<void> {
     ...(faults.length === 0
       ? ['']
       : [
-        `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (bench/audit-policy.yaml).`,
-        '',
-        `- The operator: the bundle operator/build/operator.mjs as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on at its defaults (Lease 15 s, renew deadline 10 s, retry 2 s), LOG_LEVEL=info, WEBHOOK_ENABLED=false; one replica, two for the failover.`,
-        `- Before the faults, ${n} Websites were created (32 at once) and converged in ${formatValue(populateMs, 'ms')}.`,
-        `- Each fault: the operator starts, the Websites are checked converged, then ${plan.churnRate} changes/s for ${plan.churnSeconds} s (edit, create, edit, delete, repeating: edits set title, replicas 1 or 2, and colour; creates and deletes keep the population at ${n}); the fault happens at a random moment of the churn.`,
-        '- **Time to converge**: from the churn stop until every Website matches its final spec (its Deployment and Service carry every field renderWorkload renders for it: replicas, the page with title and colour, owner; status Ready for its generation with every replica available), no Website is stuck deleting, and no orphan or duplicate remains (polled every second).',
-        "- **Orphans**: Deployments and Services of the operator whose owner Website is gone, at convergence (or at the give-up time); **duplicates**: more than one Deployment or Service for a Website, or a child with two owners; **lost updates**: Websites not matching their final spec then.",
-        "- **Writes by a non-leader**: writes (not the Lease) by an operator replica, told apart by its user agent (`website-operator/<POD_NAME>`), received while another replica held the Lease it had renewed less than its duration before (audit log); of all the operator's writes during the fault.",
-        '',
-        markdownTable(
-          ['fault', 'changes sent', 'time to converge (× no fault)', 'orphans', 'duplicates', 'lost updates', 'writes by a non-leader', 'Warning events', 'error log lines'],
-          results.map((r) => row(r, results.find((b) => b.fault === NO_FAULT)?.convergeMs ?? undefined)),
-        ),
-        '',
-        '## Each fault',
-        '',
-        ...results.flatMap(details),
+          `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (bench/audit-policy.yaml).`,
+          '',
+          `- The operator: the bundle operator/build/operator.mjs as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on at its defaults (Lease 15 s, renew deadline 10 s, retry 2 s), LOG_LEVEL=info, WEBHOOK_ENABLED=false; one replica, two for the failover.`,
+          `- Before the faults, ${n} Websites were created (32 at once) and converged in ${formatValue(populateMs, 'ms')}.`,
+          `- Each fault: the operator starts, the Websites are checked converged, then ${plan.churnRate} changes/s for ${plan.churnSeconds} s (edit, create, edit, delete, repeating: edits set title, replicas 1 or 2, and colour; creates and deletes keep the population at ${n}); the fault happens at a random moment of the churn.`,
+          '- **Time to converge**: from the churn stop until every Website matches its final spec (its Deployment and Service carry every field renderWorkload renders for it: replicas, the page with title and colour, owner; status Ready for its generation with every replica available), no Website is stuck deleting, and no orphan or duplicate remains (polled every second).',
+          '- **Orphans**: Deployments and Services of the operator whose owner Website is gone, at convergence (or at the give-up time); **duplicates**: more than one Deployment or Service for a Website, or a child with two owners; **lost updates**: Websites not matching their final spec then.',
+          "- **Writes by a non-leader**: writes (not the Lease) by an operator replica, told apart by its user agent (`website-operator/<POD_NAME>`), received while another replica held the Lease it had renewed less than its duration before (audit log); of all the operator's writes during the fault.",
+          '',
+          markdownTable(
+            [
+              'fault',
+              'changes sent',
+              'time to converge (× no fault)',
+              'orphans',
+              'duplicates',
+              'lost updates',
+              'writes by a non-leader',
+              'Warning events',
+              'error log lines',
+            ],
+            results.map((r) => row(r, results.find((b) => b.fault === NO_FAULT)?.convergeMs ?? undefined)),
+          ),
+          '',
+          '## Each fault',
+          '',
+          ...results.flatMap(details),
         ]),
     ...(trace ? ['## The trace stack under faults', '', trace.markdown] : []),
     ...(failures.length ? ['**Faults that could not be measured:**', '', ...failures.map((f) => `- ${f}`), ''] : []),
@@ -196,10 +262,28 @@ async function main(): Promise<void> {
   const dir = join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'chaos-latest.md'), `${report}\n`);
-  const json = { schemaVersion: 1, date, durationMinutes: Number(minutes.toFixed(2)), machine, settings: { short, faults, ...plan, cluster: clusterDescription, populateMs }, failures, results, trace: trace?.json };
+  const json = {
+    schemaVersion: 1,
+    date,
+    durationMinutes: Number(minutes.toFixed(2)),
+    machine,
+    settings: { short, faults, ...plan, cluster: clusterDescription, populateMs },
+    failures,
+    results,
+    trace: trace?.json,
+  };
   await writeFile(join(dir, 'chaos-latest.json'), `${JSON.stringify(json, null, 2)}\n`);
   log(`written to bench/results/chaos-latest.md and chaos-latest.json (${minutes.toFixed(1)} min)`);
-  const bad = results.filter((r) => r.convergeMs === null || r.orphans.length || r.duplicates.length || r.lostUpdates.length || r.nonLeaderWrites.length).map((r) => r.fault as string);
+  const bad = results
+    .filter(
+      (r) =>
+        r.convergeMs === null ||
+        r.orphans.length ||
+        r.duplicates.length ||
+        r.lostUpdates.length ||
+        r.nonLeaderWrites.length,
+    )
+    .map((r) => r.fault as string);
   if (trace && !traceClean(trace.json as TraceChaosResult)) bad.push(TRACE);
   if (failures.length || bad.length) {
     log(`not clean: ${[...failures.map((f) => f.split(':')[0]), ...bad].join(', ')}`);

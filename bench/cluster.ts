@@ -6,10 +6,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Informer } from '../operator/src/controller/informer.ts';
-import { DEPLOYMENTS, EVENTS, KubeClient, type KubeObject, type ResourceType, SERVICES, isNotFound } from '../operator/src/controller/kube-client.ts';
+import {
+  DEPLOYMENTS,
+  EVENTS,
+  isNotFound,
+  KubeClient,
+  type KubeObject,
+  type ResourceType,
+  SERVICES,
+} from '../operator/src/controller/kube-client.ts';
 import { type ClusterAccess, kubectlOk } from '../test/support/kubectl.ts';
-import { eventually } from '../test/support/poll.ts';
 import { operatorRbacManifests } from '../test/support/operator-manifests.ts';
+import { eventually } from '../test/support/poll.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -83,7 +91,8 @@ export async function clusterUp(options: ClusterOptions): Promise<BenchCluster> 
   let admin = adminClient(access.kubeconfig);
   const capacity = async () =>
     (await admin.list<KubeObject>({ group: '', version: 'v1', resource: 'nodes' }, undefined)).items.reduce(
-      (sum, node) => sum + Number((node.status as { allocatable?: { pods?: string } } | undefined)?.allocatable?.pods ?? 0),
+      (sum, node) =>
+        sum + Number((node.status as { allocatable?: { pods?: string } } | undefined)?.allocatable?.pods ?? 0),
       0,
     );
   if ((await capacity()) < options.pods) {
@@ -92,7 +101,11 @@ export async function clusterUp(options: ClusterOptions): Promise<BenchCluster> 
     await clusterScript('up', env);
     admin = adminClient(access.kubeconfig);
   }
-  return { ...access, admin, description: `${nodes} kwok nodes (${await capacity()} pods); ${options.extraArgs.join(', ') || 'stock component flags'}` };
+  return {
+    ...access,
+    admin,
+    description: `${nodes} kwok nodes (${await capacity()} pods); ${options.extraArgs.join(', ') || 'stock component flags'}`,
+  };
 }
 
 export function clusterDown(): Promise<void> {
@@ -104,7 +117,11 @@ export function clusterDown(): Promise<void> {
  * SIGTERM before that, `stopProcesses` runs first (a controller left running would retry against a
  * cluster that is gone), then the cluster stops and the process exits 130.
  */
-export function holdCluster(keep: boolean, stopProcesses: () => Promise<unknown>, log: (message: string) => void): { release(): Promise<void> } {
+export function holdCluster(
+  keep: boolean,
+  stopProcesses: () => Promise<unknown>,
+  log: (message: string) => void,
+): { release(): Promise<void> } {
   let stopCluster = !keep;
   const interrupted = () => {
     log('interrupted');
@@ -132,7 +149,9 @@ export async function installOperatorObjects(cluster: BenchCluster): Promise<voi
   await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', crd]);
   await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
   const rbac = operatorRbacManifests();
-  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: rbac.map((m) => JSON.stringify(m)).join('\n') });
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+    input: rbac.map((m) => JSON.stringify(m)).join('\n'),
+  });
 }
 
 /**
@@ -143,19 +162,34 @@ export async function installOperatorObjects(cluster: BenchCluster): Promise<voi
  */
 export async function ensureServiceCidr(cluster: BenchCluster): Promise<void> {
   const type: ResourceType = { group: 'networking.k8s.io', version: 'v1', resource: 'servicecidrs' };
-  await cluster.admin.apply(type, { apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'website-stack-bench' }, spec: { cidrs: ['10.96.0.0/16'] } }, 'website-stack-bench');
+  await cluster.admin.apply(
+    type,
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'ServiceCIDR',
+      metadata: { name: 'website-stack-bench' },
+      spec: { cidrs: ['10.96.0.0/16'] },
+    },
+    'website-stack-bench',
+  );
   await eventually(
     'the benchmark ServiceCIDR to be ready',
     async () => {
       const cidr = await cluster.admin.get<KubeObject>(type, { name: 'website-stack-bench' });
-      return ((cidr?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+      return ((cidr?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some(
+        (c) => c.type === 'Ready' && c.status === 'True',
+      );
     },
     { timeoutMs: 30_000, intervalMs: 100, stopOnError: true },
   );
 }
 
 /** Runs `task` for every item, at most `limit` at once. */
-export async function inPool<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function inPool<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) {
@@ -177,7 +211,12 @@ export class Watcher<T extends KubeObject = KubeObject> {
   private readonly stopping = new AbortController();
   private readonly running: Promise<void>;
 
-  constructor(client: KubeClient, type: ResourceType, namespace: string, { labelSelector, reached }: { labelSelector?: string; reached?: (object: T) => boolean } = {}) {
+  constructor(
+    client: KubeClient,
+    type: ResourceType,
+    namespace: string,
+    { labelSelector, reached }: { labelSelector?: string; reached?: (object: T) => boolean } = {},
+  ) {
     this.informer = new Informer<T>({ client, type, namespace, labelSelector, resyncMs: Number.POSITIVE_INFINITY });
     this.informer.on((event, object) => {
       if (event === 'delete') return;
@@ -206,13 +245,29 @@ export class Watcher<T extends KubeObject = KubeObject> {
 /** A Deployment that has rolled out its template with every replica available. */
 export function deploymentAvailable(deployment: KubeObject): boolean {
   const spec = deployment.spec as { replicas?: number } | undefined;
-  const status = (deployment.status ?? {}) as { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number };
+  const status = (deployment.status ?? {}) as {
+    observedGeneration?: number;
+    availableReplicas?: number;
+    updatedReplicas?: number;
+  };
   const wanted = spec?.replicas ?? 1;
-  return (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 1) && (status.availableReplicas ?? 0) >= wanted && (status.updatedReplicas ?? 0) >= wanted;
+  return (
+    (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 1) &&
+    (status.availableReplicas ?? 0) >= wanted &&
+    (status.updatedReplicas ?? 0) >= wanted
+  );
 }
 
-export async function ensureNamespace(cluster: BenchCluster, name: string, labels: Record<string, string> = {}): Promise<void> {
-  await cluster.admin.apply(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } }, 'website-stack-bench');
+export async function ensureNamespace(
+  cluster: BenchCluster,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<void> {
+  await cluster.admin.apply(
+    NAMESPACES,
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } },
+    'website-stack-bench',
+  );
 }
 
 /** Label of everything a run creates: Websites' children and their pods carry it, and so do the baselines' objects. */
@@ -223,12 +278,19 @@ export const BENCH_SELECTOR = 'app.kubernetes.io/name=website';
  * children and pods (labelled BENCH_SELECTOR, or `everything`), the baselines' objects, events), deleting directly rather than through the
  * garbage collector, until the lists are empty, so the next run starts from nothing.
  */
-export async function emptyNamespace(cluster: BenchCluster, namespace: string, websites?: ResourceType, { everything = false }: { everything?: boolean } = {}): Promise<void> {
+export async function emptyNamespace(
+  cluster: BenchCluster,
+  namespace: string,
+  websites?: ResourceType,
+  { everything = false }: { everything?: boolean } = {},
+): Promise<void> {
   const { admin } = cluster;
   // A namespace of a controller under test holds nothing else: its children go whatever their labels.
   const labelSelector = everything ? undefined : BENCH_SELECTOR;
   // Not every ConfigMap of a controller's namespace: kube-root-ca.crt comes back as soon as it goes.
-  const collections = everything ? [DEPLOYMENTS, REPLICASETS, SERVICES, PODS] : [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
+  const collections = everything
+    ? [DEPLOYMENTS, REPLICASETS, SERVICES, PODS]
+    : [DEPLOYMENTS, REPLICASETS, SERVICES, CONFIGMAPS, PODS];
   // A controller that defines its Website API itself (kro, from its ResourceGraphDefinition) may not be serving it yet: then there are none.
   const listWebsites = async (query: { limit?: number } = {}) => {
     try {
@@ -240,7 +302,8 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
   };
   const remaining = async () => {
     let count = (await listWebsites({ limit: 1 })).length;
-    for (const type of collections) count += (await admin.list(type, namespace, { labelSelector, limit: 1 })).items.length;
+    for (const type of collections)
+      count += (await admin.list(type, namespace, { labelSelector, limit: 1 })).items.length;
     return count;
   };
   // Deleting thousands of objects can outlast the API server's 60 s request timeout (504): the
@@ -254,7 +317,9 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
     if (websites && items.length) {
       await inPool(items, 16, async (website) => {
         if (!website.metadata?.finalizers?.length) return;
-        await admin.patch(websites, { namespace, name: website.metadata.name }, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+        await admin
+          .patch(websites, { namespace, name: website.metadata.name }, 'merge', { metadata: { finalizers: null } })
+          .catch(() => undefined);
       });
       await deleteCollection(websites, {});
     }
@@ -265,7 +330,11 @@ export async function emptyNamespace(cluster: BenchCluster, namespace: string, w
     await deleteCollection(EVENTS, {});
     try {
       // A controller acting on what it saw just before may create one more object: delete again.
-      await eventually(`namespace ${namespace} to be empty`, async () => (await remaining()) === 0, { timeoutMs: 15_000, intervalMs: 100, stopOnError: true });
+      await eventually(`namespace ${namespace} to be empty`, async () => (await remaining()) === 0, {
+        timeoutMs: 15_000,
+        intervalMs: 100,
+        stopOnError: true,
+      });
       return;
     } catch (error) {
       if (attempt === 20) throw error;

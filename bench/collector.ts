@@ -10,10 +10,11 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { sumMetric } from '../test/support/metrics.ts';
 import { builtBinaries, chartManifests, startLocalStack } from '../test/support/local-stack.ts';
+import { sumMetric } from '../test/support/metrics.ts';
 
-const log = (message: string) => process.stderr.write(`[bench:collector] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
+const log = (message: string) =>
+  process.stderr.write(`[bench:collector] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
 
 /** A counter's total over all label sets, named with or without `_total` (Jaeger adds it, the Collector does not). */
 const counter = (text: string, name: string) => sumMetric(text, name) + sumMetric(text, `${name}_total`);
@@ -46,8 +47,29 @@ function tracegen(binary: string, endpoint: string, workers: number, seconds: nu
   return new Promise((resolve, reject) => {
     execFile(
       binary,
-      ['-workers', String(workers), '-duration', `${seconds}s`, '-spans', String(spans), '-pause', '0s', '-trace-exporter', 'otlp-grpc', '-service', 'bench'],
-      { env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_MAX_QUEUE_SIZE: '100000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '1024' }, maxBuffer: 64 << 20 },
+      [
+        '-workers',
+        String(workers),
+        '-duration',
+        `${seconds}s`,
+        '-spans',
+        String(spans),
+        '-pause',
+        '0s',
+        '-trace-exporter',
+        'otlp-grpc',
+        '-service',
+        'bench',
+      ],
+      {
+        env: {
+          ...process.env,
+          OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+          OTEL_BSP_MAX_QUEUE_SIZE: '100000',
+          OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '1024',
+        },
+        maxBuffer: 64 << 20,
+      },
       (error, _stdout, stderr) => {
         if (error) return reject(new Error(`tracegen failed: ${stderr.split('\n').slice(-5).join('\n')}`));
         // "Worker N generated M traces": each trace is a root plus `spans` children.
@@ -67,7 +89,13 @@ interface Step {
   spansPerSecond: number;
 }
 
-async function measure(target: string, metricsPort: number, endpoint: string, workers: number, options: { seconds: number; spans: number; tracegen: string }): Promise<Step> {
+async function measure(
+  target: string,
+  metricsPort: number,
+  endpoint: string,
+  workers: number,
+  options: { seconds: number; spans: number; tracegen: string },
+): Promise<Step> {
   const before = await counts(metricsPort);
   const start = performance.now();
   const generated = await tracegen(options.tracegen, endpoint, workers, options.seconds, options.spans);
@@ -83,35 +111,67 @@ async function measure(target: string, metricsPort: number, endpoint: string, wo
   const accepted = after.accepted - before.accepted;
   const sent = after.sent - before.sent;
   // Dropped: generated but not accepted, refused, accepted but not exported, failed or not queued.
-  const dropped = generated - accepted + (after.refused - before.refused) + (accepted - sent) + (after.failed - before.failed) + (after.enqueueFailed - before.enqueueFailed);
+  const dropped =
+    generated -
+    accepted +
+    (after.refused - before.refused) +
+    (accepted - sent) +
+    (after.failed - before.failed) +
+    (after.enqueueFailed - before.enqueueFailed);
   return { target, workers, generated, accepted, dropped, spansPerSecond: sent / elapsed };
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { seconds: { type: 'string', default: '10' }, workers: { type: 'string', default: '1,2,4' }, spans: { type: 'string', default: '10' } },
+    options: {
+      seconds: { type: 'string', default: '10' },
+      workers: { type: 'string', default: '1,2,4' },
+      spans: { type: 'string', default: '10' },
+    },
   });
   const seconds = Number(values.seconds);
   const spans = Number(values.spans);
   const workerCounts = values.workers.split(',').map(Number);
-  if (!(seconds >= 1) || !(spans >= 0) || workerCounts.some((w) => !Number.isInteger(w) || w < 1)) throw new Error('--seconds >= 1, --spans >= 0, --workers positive whole numbers separated by commas');
+  if (!(seconds >= 1) || !(spans >= 0) || workerCounts.some((w) => !Number.isInteger(w) || w < 1))
+    throw new Error('--seconds >= 1, --spans >= 0, --workers positive whole numbers separated by commas');
 
   const { tracegen: tracegenBinary } = builtBinaries('tracegen');
-  const stack = await startLocalStack(chartManifests('tracing-dev'), { dir: mkdtempSync(join(tmpdir(), 'bench-collector-')), only: ['jaeger', 'otel-collector'], order: ['jaeger'] });
+  const stack = await startLocalStack(chartManifests('tracing-dev'), {
+    dir: mkdtempSync(join(tmpdir(), 'bench-collector-')),
+    only: ['jaeger', 'otel-collector'],
+    order: ['jaeger'],
+  });
   const steps: Step[] = [];
   try {
     const options = { seconds, spans, tracegen: tracegenBinary };
     for (const workers of workerCounts) {
       log(`${workers} worker(s): straight to Jaeger (baseline)`);
-      steps.push(await measure('jaeger (baseline)', stack.port('jaeger', 'metrics'), `http://127.0.0.1:${stack.port('jaeger', 'otlp-grpc')}`, workers, options));
+      steps.push(
+        await measure(
+          'jaeger (baseline)',
+          stack.port('jaeger', 'metrics'),
+          `http://127.0.0.1:${stack.port('jaeger', 'otlp-grpc')}`,
+          workers,
+          options,
+        ),
+      );
       log(`${workers} worker(s): through the collector`);
-      steps.push(await measure('collector → jaeger', stack.port('otel-collector', 'metrics'), `http://127.0.0.1:${stack.port('otel-collector', 'otlp-grpc')}`, workers, options));
+      steps.push(
+        await measure(
+          'collector → jaeger',
+          stack.port('otel-collector', 'metrics'),
+          `http://127.0.0.1:${stack.port('otel-collector', 'otlp-grpc')}`,
+          workers,
+          options,
+        ),
+      );
     }
   } finally {
     await stack.stop();
   }
 
-  const best = (target: string) => Math.max(0, ...steps.filter((s) => s.target === target && s.dropped === 0).map((s) => s.spansPerSecond));
+  const best = (target: string) =>
+    Math.max(0, ...steps.filter((s) => s.target === target && s.dropped === 0).map((s) => s.spansPerSecond));
   const collector = best('collector → jaeger');
   const baseline = best('jaeger (baseline)');
   const lines = [
@@ -121,7 +181,10 @@ async function main(): Promise<void> {
     '',
     '| target | workers | spans generated | accepted | dropped | spans/s exported |',
     '|---|---|---|---|---|---|',
-    ...steps.map((s) => `| ${s.target} | ${s.workers} | ${s.generated} | ${s.accepted} | ${s.dropped} | ${Math.round(s.spansPerSecond)} |`),
+    ...steps.map(
+      (s) =>
+        `| ${s.target} | ${s.workers} | ${s.generated} | ${s.accepted} | ${s.dropped} | ${Math.round(s.spansPerSecond)} |`,
+    ),
     '',
     `Sustained with nothing dropped: collector ${Math.round(collector)} spans/s, ${baseline > 0 ? `${(collector / baseline).toFixed(2)}× of` : 'baseline'} Jaeger alone (${Math.round(baseline)} spans/s, same run).`,
     '',

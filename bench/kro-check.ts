@@ -8,19 +8,20 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { parseArgs } from 'node:util';
+import { DEFAULT_COLOR } from '../lib/website/schema.ts';
 import { DEPLOYMENTS, type KubeObject, SERVICES } from '../operator/src/controller/kube-client.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { DEFAULT_COLOR } from '../lib/website/schema.ts';
-import { AUDIT_LOG, type BenchCluster, clusterDown, clusterUp, emptyNamespace } from './cluster.ts';
-import { eventually } from '../test/support/poll.ts';
 import { KRO_WEBSITES, KRO_WEBSITES_NS } from '../test/support/kro.ts';
-import { type KroProcess, kroPeer } from './kro.ts';
-import type { WebsiteSpec } from '../test/support/website.ts';
-import type { PeerProcess } from './peer.ts';
 import { sumMetric } from '../test/support/metrics.ts';
+import { eventually } from '../test/support/poll.ts';
+import type { WebsiteSpec } from '../test/support/website.ts';
+import { AUDIT_LOG, type BenchCluster, clusterDown, clusterUp, emptyNamespace } from './cluster.ts';
+import { type KroProcess, kroPeer } from './kro.ts';
+import type { PeerProcess } from './peer.ts';
 
 const { values } = parseArgs({ options: { 'keep-cluster': { type: 'boolean', default: false } } });
-const log = (message: string) => process.stderr.write(`[kro-check] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
+const log = (message: string) =>
+  process.stderr.write(`[kro-check] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
 const peer = kroPeer();
 const ns = KRO_WEBSITES_NS;
 
@@ -30,18 +31,37 @@ let kro: PeerProcess;
 const get = (type: typeof DEPLOYMENTS, name: string) => cluster.admin.get<KubeObject>(type, { namespace: ns, name });
 
 /** The object as the API returns it, once `done` holds for it; fails with what was last seen. */
-async function objectOnce(type: typeof DEPLOYMENTS, name: string, what: string, done: (object: KubeObject | undefined) => boolean): Promise<KubeObject | undefined> {
+async function objectOnce(
+  type: typeof DEPLOYMENTS,
+  name: string,
+  what: string,
+  done: (object: KubeObject | undefined) => boolean,
+): Promise<KubeObject | undefined> {
   let last: KubeObject | undefined;
-  await eventually(what, async () => {
-    last = await get(type, name);
-    return done(last);
-  }, { timeoutMs: 120_000, intervalMs: 100, progress: () => `last seen: ${JSON.stringify(last?.status ?? last ?? 'nothing')}`, stopOnError: true });
+  await eventually(
+    what,
+    async () => {
+      last = await get(type, name);
+      return done(last);
+    },
+    {
+      timeoutMs: 120_000,
+      intervalMs: 100,
+      progress: () => `last seen: ${JSON.stringify(last?.status ?? last ?? 'nothing')}`,
+      stopOnError: true,
+    },
+  );
   return last;
 }
 
 /** What our operator renders for a Website of `spec`, to compare kro's children with. */
 function ours(name: string, spec: WebsiteSpec) {
-  return renderWorkload({ apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name, namespace: ns, uid: 'ours', generation: 1 }, spec: { ...spec } });
+  return renderWorkload({
+    apiVersion: 'web.example.com/v1',
+    kind: 'Website',
+    metadata: { name, namespace: ns, uid: 'ours', generation: 1 },
+    spec: { ...spec },
+  });
 }
 
 /** The Deployment's and Service's fields our renderer sets, minus the two kro sets its own way (bench/kro.ts kroTemplates). */
@@ -62,10 +82,14 @@ function assertContains(actual: unknown, wanted: unknown, path = ''): void {
   if (wanted && typeof wanted === 'object') {
     assert.ok(actual && typeof actual === 'object', `${path || 'the object'} is missing`);
     if (Array.isArray(wanted)) {
-      assert.ok(Array.isArray(actual) && actual.length === wanted.length, `${path} has ${Array.isArray(actual) ? actual.length : 'no'} items, wanted ${wanted.length}`);
+      assert.ok(
+        Array.isArray(actual) && actual.length === wanted.length,
+        `${path} has ${Array.isArray(actual) ? actual.length : 'no'} items, wanted ${wanted.length}`,
+      );
       for (const [i, item] of wanted.entries()) assertContains((actual as unknown[])[i], item, `${path}[${i}]`);
     } else {
-      for (const [key, value] of Object.entries(wanted)) assertContains((actual as Record<string, unknown>)[key], value, `${path}.${key}`);
+      for (const [key, value] of Object.entries(wanted))
+        assertContains((actual as Record<string, unknown>)[key], value, `${path}.${key}`);
     }
   } else {
     assert.deepEqual(actual, wanted, `${path}: ${JSON.stringify(actual)} instead of ${JSON.stringify(wanted)}`);
@@ -92,10 +116,19 @@ interface KroWebsiteStatus {
 
 async function ready(name: string): Promise<KubeObject & { status?: KroWebsiteStatus }> {
   let last: KubeObject | undefined;
-  await eventually(`kro Website ${name} to be Ready`, async () => {
-    last = await websiteGet(name);
-    return peer.ready(last ?? {});
-  }, { timeoutMs: 120_000, intervalMs: 100, progress: () => `status: ${JSON.stringify(last?.status)}`, stopOnError: true });
+  await eventually(
+    `kro Website ${name} to be Ready`,
+    async () => {
+      last = await websiteGet(name);
+      return peer.ready(last ?? {});
+    },
+    {
+      timeoutMs: 120_000,
+      intervalMs: 100,
+      progress: () => `status: ${JSON.stringify(last?.status)}`,
+      stopOnError: true,
+    },
+  );
   return last!;
 }
 
@@ -130,7 +163,10 @@ test('a Website gets the Deployment and Service our operator renders, and turns 
 test('colour defaults to #2196F3, and the text colour kro computes in CEL matches ours on every kind of colour', async () => {
   // Short and long forms, both cases, and greys either side of the black/white threshold.
   const colors = [undefined, '#fff', '#000000', '#767676', '#757575', '#aBc', '#FFEB3B', '#3F51B5'];
-  const specs = colors.map((color, i) => ({ name: `colour-${i}`, spec: { title: `Colour ${color ?? 'default'}`, replicas: 1, color: color ?? DEFAULT_COLOR } }));
+  const specs = colors.map((color, i) => ({
+    name: `colour-${i}`,
+    spec: { title: `Colour ${color ?? 'default'}`, replicas: 1, color: color ?? DEFAULT_COLOR },
+  }));
   for (const [i, { name, spec }] of specs.entries()) {
     const object = peer.website(name, spec);
     if (colors[i] === undefined) delete (object.spec as { color?: string }).color;
@@ -145,19 +181,31 @@ test('colour defaults to #2196F3, and the text colour kro computes in CEL matche
 test('an edit of title, replicas and colour reaches the Deployment, and Ready follows the new generation', async () => {
   const spec: WebsiteSpec = { title: 'Edited', replicas: 4, color: '#4CAF50' };
   await cluster.admin.patch(KRO_WEBSITES, { namespace: ns, name: 'hello' }, 'merge', peer.edit(spec));
-  await objectOnce(DEPLOYMENTS, 'website-hello', 'Deployment website-hello at 4 replicas', (d) => (d?.spec as { replicas?: number } | undefined)?.replicas === 4);
+  await objectOnce(
+    DEPLOYMENTS,
+    'website-hello',
+    'Deployment website-hello at 4 replicas',
+    (d) => (d?.spec as { replicas?: number } | undefined)?.replicas === 4,
+  );
   await assertChildren('hello', spec);
   const website = await ready('hello');
   // During the rollout a surge pod can be available beside the four: Ready (kro's rule and ours)
   // asks for at least spec.replicas.
-  assert.ok((website.status?.availableReplicas ?? 0) >= 4, `availableReplicas ${website.status?.availableReplicas}, expected at least 4`);
+  assert.ok(
+    (website.status?.availableReplicas ?? 0) >= 4,
+    `availableReplicas ${website.status?.availableReplicas}, expected at least 4`,
+  );
 });
 
 test('a delete removes the Website and its Deployment and Service', async () => {
   await cluster.admin.delete(KRO_WEBSITES, { namespace: ns, name: 'hello' });
   await objectOnce(DEPLOYMENTS, 'website-hello', 'Deployment website-hello to be deleted', (d) => d === undefined);
   await objectOnce(SERVICES, 'website-hello', 'Service website-hello to be deleted', (s) => s === undefined);
-  await eventually('kro Website hello to be gone', async () => (await websiteGet('hello')) === undefined, { timeoutMs: 120_000, intervalMs: 100, stopOnError: true });
+  await eventually('kro Website hello to be gone', async () => (await websiteGet('hello')) === undefined, {
+    timeoutMs: 120_000,
+    intervalMs: 100,
+    stopOnError: true,
+  });
 });
 
 test('kro created the children as its ServiceAccount, and its queue metrics count the instances', async () => {
@@ -165,13 +213,30 @@ test('kro created the children as its ServiceAccount, and its queue metrics coun
   const events = (await readFile(AUDIT_LOG, 'utf8'))
     .split('\n')
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as { user?: { username?: string }; verb?: string; objectRef?: { resource?: string; namespace?: string; name?: string } });
-  const creates = events.filter((e) => e.verb === 'create' || e.verb === 'patch').filter((e) => e.objectRef?.namespace === ns && e.objectRef?.name === 'website-hello');
+    .map(
+      (line) =>
+        JSON.parse(line) as {
+          user?: { username?: string };
+          verb?: string;
+          objectRef?: { resource?: string; namespace?: string; name?: string };
+        },
+    );
+  const creates = events
+    .filter((e) => e.verb === 'create' || e.verb === 'patch')
+    .filter((e) => e.objectRef?.namespace === ns && e.objectRef?.name === 'website-hello');
   assert.ok(creates.length > 0, `the audit log has no write of website-hello in ${ns}`);
   assert.deepEqual([...new Set(creates.map((e) => e.user?.username))], [peer.user]);
   const text = await (kro as KroProcess).metrics();
-  assert.ok(sumMetric(text, 'workqueue_queue_duration_seconds_count', peer.queueWait.labels) >= 10, 'the dynamic controller queue handed out at least one item per Website');
+  assert.ok(
+    sumMetric(text, 'workqueue_queue_duration_seconds_count', peer.queueWait.labels) >= 10,
+    'the dynamic controller queue handed out at least one item per Website',
+  );
   // For the reader of the benchmark: what the RGD's expressions (the page's escaping and colour among them) cost kro.
-  const cel = { count: sumMetric(text, 'cel_expr_eval_duration_seconds_count'), seconds: sumMetric(text, 'cel_expr_eval_duration_seconds_sum') };
-  log(`kro evaluated ${cel.count} CEL expressions in ${(cel.seconds * 1000).toFixed(1)} ms (${((cel.seconds * 1e6) / Math.max(cel.count, 1)).toFixed(0)} µs each); process CPU ${sumMetric(text, 'process_cpu_seconds_total')} s`);
+  const cel = {
+    count: sumMetric(text, 'cel_expr_eval_duration_seconds_count'),
+    seconds: sumMetric(text, 'cel_expr_eval_duration_seconds_sum'),
+  };
+  log(
+    `kro evaluated ${cel.count} CEL expressions in ${(cel.seconds * 1000).toFixed(1)} ms (${((cel.seconds * 1e6) / Math.max(cel.count, 1)).toFixed(0)} µs each); process CPU ${sumMetric(text, 'process_cpu_seconds_total')} s`,
+  );
 });

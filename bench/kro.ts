@@ -14,14 +14,30 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { LEASES, type KubeObject } from '../operator/src/controller/kube-client.ts';
-import { type Condition, KRO_LEASE, KRO_MODULE, KRO_NS, KRO_SERVICE_ACCOUNT, KRO_VERSION, KRO_WEBSITES, KRO_WEBSITES_NS, RGD_NAME, RGD_TYPE, kroRbacManifests, kroStaticRules, kroWebsite, kroWebsiteReady, websiteRgd } from '../test/support/kro.ts';
 import { workloadName } from '../lib/workload/website-workload.ts';
-import { freePort } from '../test/support/ports.ts';
+import { type KubeObject, LEASES } from '../operator/src/controller/kube-client.ts';
+import {
+  type Condition,
+  KRO_LEASE,
+  KRO_MODULE,
+  KRO_NS,
+  KRO_SERVICE_ACCOUNT,
+  KRO_VERSION,
+  KRO_WEBSITES,
+  KRO_WEBSITES_NS,
+  kroRbacManifests,
+  kroStaticRules,
+  kroWebsite,
+  kroWebsiteReady,
+  RGD_NAME,
+  RGD_TYPE,
+  websiteRgd,
+} from '../test/support/kro.ts';
 import { kubectlOk, serviceAccountKubeconfig } from '../test/support/kubectl.ts';
 import { sumMetric } from '../test/support/metrics.ts';
-import { ROOT, ensureNamespace } from './cluster.ts';
 import { eventually } from '../test/support/poll.ts';
+import { freePort } from '../test/support/ports.ts';
+import { ensureNamespace, ROOT } from './cluster.ts';
 import { type Peer, type PeerContext, type PeerProcess, serviceAccountUser } from './peer.ts';
 
 /** How kro runs. Its Helm chart's defaults unless said otherwise. */
@@ -62,15 +78,21 @@ export async function kroBinary(log: (message: string) => void = () => undefined
  */
 export async function kroModuleDir(): Promise<string> {
   // From /, so that a go.mod or go.work around the caller's directory plays no part.
-  const out = await run('go', ['mod', 'download', '-json', `${KRO_MODULE}@${KRO_VERSION}`], { cwd: '/' }).catch((error: Error) => {
-    throw new Error(`cannot find kro's module ${KRO_MODULE}@${KRO_VERSION} (needs Go and the module proxy, or a warm module cache): ${error.message}`);
-  });
+  const out = await run('go', ['mod', 'download', '-json', `${KRO_MODULE}@${KRO_VERSION}`], { cwd: '/' }).catch(
+    (error: Error) => {
+      throw new Error(
+        `cannot find kro's module ${KRO_MODULE}@${KRO_VERSION} (needs Go and the module proxy, or a warm module cache): ${error.message}`,
+      );
+    },
+  );
   return (JSON.parse(out) as { Dir: string }).Dir;
 }
 
 /** kro's CRDs (ResourceGraphDefinition, GraphRevision), as its chart installs them. */
 export async function kroCrdFiles(moduleDir: string): Promise<string[]> {
-  return ['kro.run_resourcegraphdefinitions.yaml', 'internal.kro.run_graphrevisions.yaml'].map((file) => join(moduleDir, 'helm/crds', file));
+  return ['kro.run_resourcegraphdefinitions.yaml', 'internal.kro.run_graphrevisions.yaml'].map((file) =>
+    join(moduleDir, 'helm/crds', file),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,7 +107,11 @@ export async function installKro({ cluster, log }: PeerContext): Promise<string>
     await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crd]);
   }
   const rules = kroStaticRules(await readFile(join(dir, 'helm/templates/cluster-role.yaml'), 'utf8'));
-  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: kroRbacManifests(rules).map((m) => JSON.stringify(m)).join('\n') });
+  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+    input: kroRbacManifests(rules)
+      .map((m) => JSON.stringify(m))
+      .join('\n'),
+  });
   await ensureNamespace(cluster, KRO_WEBSITES_NS);
   // Server-side apply with force: a changed RGD replaces the previous one's fields.
   await cluster.admin.apply(RGD_TYPE, websiteRgd(), 'website-stack-bench');
@@ -96,14 +122,23 @@ export async function installKro({ cluster, log }: PeerContext): Promise<string>
 function rgdActive(rgd: KubeObject | undefined): boolean {
   const status = (rgd?.status ?? {}) as { state?: string; conditions?: Condition[] };
   const ready = status.conditions?.find((c) => c.type === 'Ready');
-  return status.state === 'Active' && ready?.status === 'True' && (ready.observedGeneration === undefined || ready.observedGeneration === rgd!.metadata?.generation);
+  return (
+    status.state === 'Active' &&
+    ready?.status === 'True' &&
+    (ready.observedGeneration === undefined || ready.observedGeneration === rgd!.metadata?.generation)
+  );
 }
 
 /** The RGD's state and conditions, for a message. */
 function rgdStatus(rgd: KubeObject | undefined): string {
   if (!rgd) return 'absent';
-  const status = (rgd.status ?? {}) as { state?: string; conditions?: Array<Condition & { reason?: string; message?: string }> };
-  const failing = (status.conditions ?? []).filter((c) => c.status !== 'True').map((c) => `${c.type}: ${c.reason ?? ''} ${c.message ?? ''}`.trim());
+  const status = (rgd.status ?? {}) as {
+    state?: string;
+    conditions?: Array<Condition & { reason?: string; message?: string }>;
+  };
+  const failing = (status.conditions ?? [])
+    .filter((c) => c.status !== 'True')
+    .map((c) => `${c.type}: ${c.reason ?? ''} ${c.message ?? ''}`.trim());
   return `state ${status.state ?? 'unset'}${failing.length ? `; ${failing.join('; ')}` : ''}`;
 }
 
@@ -171,21 +206,37 @@ export class KroProcess implements PeerProcess {
     await eventually(
       what,
       async () => {
-        if (!this.running) throw new Error(`kro exited (${this.child.exitCode ?? this.child.signalCode}):\n${this.log.slice(-30).join('\n')}`);
+        if (!this.running)
+          throw new Error(
+            `kro exited (${this.child.exitCode ?? this.child.signalCode}):\n${this.log.slice(-30).join('\n')}`,
+          );
         return done(await this.metrics().catch(() => ''));
       },
-      { timeoutMs, intervalMs: 250, progress: () => `last log lines:\n${this.log.slice(-10).join('\n')}`, stopOnError: true },
+      {
+        timeoutMs,
+        intervalMs: 250,
+        progress: () => `last log lines:\n${this.log.slice(-10).join('\n')}`,
+        stopOnError: true,
+      },
     );
   }
 
   /** Resolves once kro holds its Lease (it reconciles nothing before). */
   leading(timeoutMs = 60_000): Promise<void> {
-    return this.until('kro to lead', (text) => sumMetric(text, 'leader_election_master_status', { name: KRO_LEASE }) === 1, timeoutMs);
+    return this.until(
+      'kro to lead',
+      (text) => sumMetric(text, 'leader_election_master_status', { name: KRO_LEASE }) === 1,
+      timeoutMs,
+    );
   }
 
   /** Resolves once the dynamic controller serves an RGD's API (its informer synced): from then on it reconciles instances. */
   serving(timeoutMs = 60_000): Promise<void> {
-    return this.until('kro to serve websites.kro.run', (text) => sumMetric(text, 'dynamic_controller_gvr_count') >= 1, timeoutMs);
+    return this.until(
+      'kro to serve websites.kro.run',
+      (text) => sumMetric(text, 'dynamic_controller_gvr_count') >= 1,
+      timeoutMs,
+    );
   }
 
   /** SIGTERM, then SIGKILL if it has not exited after `graceMs` (kro itself allows 60 s for a graceful shutdown). */
@@ -216,7 +267,10 @@ export function kroPeer(settings: KroSettings = {}): Peer {
     try {
       await kro.leading();
       const rgd = () => cluster.admin.get<KubeObject>(RGD_TYPE, { name: RGD_NAME });
-      await eventually(`the ResourceGraphDefinition "${RGD_NAME}" to be Active`, async () => rgdActive(await rgd()), { timeoutMs: 120_000, stopOnError: true }).catch(async (error: Error) => {
+      await eventually(`the ResourceGraphDefinition "${RGD_NAME}" to be Active`, async () => rgdActive(await rgd()), {
+        timeoutMs: 120_000,
+        stopOnError: true,
+      }).catch(async (error: Error) => {
         throw new Error(`${error.message} (${rgdStatus(await rgd())}); kro's log:\n${kro.log.slice(-20).join('\n')}`);
       });
       await kro.serving();

@@ -3,19 +3,19 @@
 // NODE_ENV=production, as its ServiceAccount under dist/'s Role, at its defaults; and the cost of
 // rendering one Website through the construct.
 import { App, Chart } from 'cdk8s';
-import { LEASES, type KubeObject } from '../operator/src/controller/kube-client.ts';
-import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { websitesType } from '../operator/src/reconciler/website.ts';
-import type { WebsiteV1 } from '../lib/website/types.ts';
-import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import { LEASE_NAME } from '../lib/operator/names.ts';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
-import { OPERATOR_NS } from '../test/support/operator-manifests.ts';
-import { OperatorProcess, operatorBundle } from '../test/support/operator-process.ts';
+import { DEFAULT_GROUP } from '../lib/website/schema.ts';
+import type { WebsiteV1 } from '../lib/website/types.ts';
+import { type KubeObject, LEASES } from '../operator/src/controller/kube-client.ts';
+import { renderWorkload } from '../operator/src/reconciler/render.ts';
+import { websitesType } from '../operator/src/reconciler/website.ts';
 import { serviceAccountKubeconfig } from '../test/support/kubectl.ts';
 import { sumMetric } from '../test/support/metrics.ts';
-import { installOperatorObjects } from './cluster.ts';
+import { OPERATOR_NS } from '../test/support/operator-manifests.ts';
+import { OperatorProcess, operatorBundle } from '../test/support/operator-process.ts';
 import { eventually } from '../test/support/poll.ts';
+import { installOperatorObjects } from './cluster.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
 import { median } from './report.ts';
 
@@ -24,12 +24,24 @@ import { median } from './report.ts';
  * CONCURRENCY, KUBE_API_QPS or KUBE_API_BURST), the webhook off (the benchmark creates v1 only),
  * `env` added (e.g. `{ KUBE_API_QPS: '20', KUBE_API_BURST: '30' }` for another column).
  */
-export function websiteOperatorPeer({ title = 'website-operator', env = {} }: { title?: string; env?: Record<string, string> } = {}): Peer {
+export function websiteOperatorPeer({
+  title = 'website-operator',
+  env = {},
+}: {
+  title?: string;
+  env?: Record<string, string>;
+} = {}): Peer {
   const websites = websitesType(DEFAULT_GROUP);
   let kubeconfig: string | undefined;
   return {
     title,
-    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${Object.keys(env).length ? `, ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ', every other setting at its default'}`,
+    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${
+      Object.keys(env).length
+        ? `, ${Object.entries(env)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ')}`
+        : ', every other setting at its default'
+    }`,
     websites,
     namespace: OPERATOR_NS,
     user: serviceAccountUser(OPERATOR_NS, 'website-operator'),
@@ -44,13 +56,20 @@ export function websiteOperatorPeer({ title = 'website-operator', env = {} }: { 
       await cluster.admin.delete(LEASES, { namespace: OPERATOR_NS, name: LEASE_NAME }).catch(() => undefined);
       kubeconfig ??= await serviceAccountKubeconfig(cluster);
       // The environment the operator Deployment of dist/ gives it (its V8 heap cap among it).
-      const deployment = { NODE_ENV: 'production', NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit) };
+      const deployment = {
+        NODE_ENV: 'production',
+        NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
+      };
       const operator = await OperatorProcess.start('bench', kubeconfig, { ...deployment, LOG_LEVEL: 'info', ...env });
       try {
-        await eventually('the operator to lead', async () => {
-          if (!operator.running) throw new Error(`the operator exited:\n${operator.stderr.slice(-20).join('\n')}`);
-          return sumMetric((await operator.get('/metrics')).body, 'leader_election_master_status') === 1;
-        }, { timeoutMs: 60_000, stopOnError: true });
+        await eventually(
+          'the operator to lead',
+          async () => {
+            if (!operator.running) throw new Error(`the operator exited:\n${operator.stderr.slice(-20).join('\n')}`);
+            return sumMetric((await operator.get('/metrics')).body, 'leader_election_master_status') === 1;
+          },
+          { timeoutMs: 60_000, stopOnError: true },
+        );
       } catch (error) {
         await operator.kill();
         throw error;
@@ -65,12 +84,21 @@ export function websiteOperatorPeer({ title = 'website-operator', env = {} }: { 
         },
       };
     },
-    website: (name, spec) => ({ apiVersion: `${DEFAULT_GROUP}/v1`, kind: 'Website', metadata: { name, namespace: OPERATOR_NS }, spec: { title: spec.title, replicas: spec.replicas, color: spec.color } }),
+    website: (name, spec) => ({
+      apiVersion: `${DEFAULT_GROUP}/v1`,
+      kind: 'Website',
+      metadata: { name, namespace: OPERATOR_NS },
+      spec: { title: spec.title, replicas: spec.replicas, color: spec.color },
+    }),
     edit: (spec) => ({ spec: { title: spec.title, replicas: spec.replicas, color: spec.color } }),
     deploymentName: (name) => `website-${name}`,
     ready: (website: KubeObject) => {
       const w = website as WebsiteV1 & KubeObject;
-      return w.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True' && c.observedGeneration === w.metadata.generation) ?? false;
+      return (
+        w.status?.conditions?.some(
+          (c) => c.type === 'Ready' && c.status === 'True' && c.observedGeneration === w.metadata.generation,
+        ) ?? false
+      );
     },
   };
 }
@@ -93,7 +121,12 @@ export function measureRender(iterations = 500, rounds = 7): RenderTiming {
   const website = (i: number): WebsiteV1 => ({
     apiVersion: `${DEFAULT_GROUP}/v1`,
     kind: 'Website',
-    metadata: { name: `w-${i}`, namespace: OPERATOR_NS, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`, generation: 1 },
+    metadata: {
+      name: `w-${i}`,
+      namespace: OPERATOR_NS,
+      uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`,
+      generation: 1,
+    },
     spec: { title: `Website ${i}`, replicas: 1, color: '#2196F3' },
   });
   const inputs = Array.from({ length: iterations }, (_, i) => website(i));
@@ -111,7 +144,7 @@ export function measureRender(iterations = 500, rounds = 7): RenderTiming {
     sink += new Chart(new App({ outdir: '/dev/null' }), 'website').toJson().length;
   };
   const json = (i: number) => {
-    sink += (JSON.parse(JSON.stringify(outputs[i])) as typeof outputs[number]).service.metadata!.name!.length;
+    sink += (JSON.parse(JSON.stringify(outputs[i])) as (typeof outputs)[number]).service.metadata!.name!.length;
   };
   // Warm up: JIT and cdk8s's lazy initialisation.
   time(render);
@@ -124,5 +157,10 @@ export function measureRender(iterations = 500, rounds = 7): RenderTiming {
     results.json.push(time(json));
   }
   if (sink === 0) throw new Error('nothing was rendered');
-  return { renderUs: median(results.render), emptyChartUs: median(results.empty), jsonRoundTripUs: median(results.json), iterations: iterations * rounds };
+  return {
+    renderUs: median(results.render),
+    emptyChartUs: median(results.empty),
+    jsonRoundTripUs: median(results.json),
+    iterations: iterations * rounds,
+  };
 }

@@ -6,29 +6,29 @@ import { execFileSync } from 'node:child_process';
 import { open, readFile, stat } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
-import { CREATE_CONCURRENCY } from './baselines.ts';
-import { AUDIT_LOG, type BenchCluster, Watcher, emptyNamespace, inPool } from './cluster.ts';
-import { eventually } from '../test/support/poll.ts';
 import { pacedChanges } from '../test/support/churn.ts';
+import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
+import { eventually } from '../test/support/poll.ts';
 import type { WebsiteSpec } from '../test/support/website.ts';
+import { CREATE_CONCURRENCY } from './baselines.ts';
+import { AUDIT_LOG, type BenchCluster, emptyNamespace, inPool, Watcher } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
   type AuditEvent,
   type ChurnStep,
-  type FigureRecord,
-  type LatencySummary,
   countRequests,
+  type FigureRecord,
   formatValue,
   fractionWithin,
   histogramDelta,
   histogramQuantile,
+  type LatencySummary,
   latencySummary,
   median,
   requestsPerWebsite,
   stepHeld,
   sustainedRate,
 } from './report.ts';
-import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 
 /** The sizes of one run (bench/run.ts picks them; --quick makes them smaller). */
 export interface Plan {
@@ -86,13 +86,24 @@ export function specFor(i: number, replicas: number): WebsiteSpec {
  * until the queue has drained (no new queue wait for 2 s, at most 30 s). Stops after the first
  * step whose queue wait p99 is 1 s or more.
  */
-export async function churn(target: ChurnTarget, population: readonly string[], rates: readonly number[], stepSeconds: number, replicas: number, log: (message: string) => void): Promise<ChurnStep[]> {
+export async function churn(
+  target: ChurnTarget,
+  population: readonly string[],
+  rates: readonly number[],
+  stepSeconds: number,
+  replicas: number,
+  log: (message: string) => void,
+): Promise<ChurnStep[]> {
   const live = [...population];
   const steps: ChurnStep[] = [];
   let created = 0;
   for (const rate of rates) {
     const before = await target.queueWait();
-    const { sent, refused: failed, seconds } = await pacedChanges(rate, stepSeconds, (i) => {
+    const {
+      sent,
+      refused: failed,
+      seconds,
+    } = await pacedChanges(rate, stepSeconds, (i) => {
       const kind = i % 4;
       if (kind === 1) {
         const name = `churn-${String(created++).padStart(5, '0')}`;
@@ -101,12 +112,19 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
       }
       if (kind === 3) return target.remove(live.shift()!);
       const name = live[(i * 7919) % live.length];
-      return target.edit(name, { title: `Edited ${i}`, replicas: Math.min(5, replicas + ((i >> 1) % 2)), color: COLORS[(i >> 1) % COLORS.length] });
+      return target.edit(name, {
+        title: `Edited ${i}`,
+        replicas: Math.min(5, replicas + ((i >> 1) % 2)),
+        color: COLORS[(i >> 1) % COLORS.length],
+      });
     });
     const sentRate = sent / seconds;
     let after = await target.queueWait();
     const drainDeadline = performance.now() + 30_000;
-    for (let quietSince = performance.now(); performance.now() - quietSince < 2000 && performance.now() < drainDeadline; ) {
+    for (
+      let quietSince = performance.now();
+      performance.now() - quietSince < 2000 && performance.now() < drainDeadline;
+    ) {
       await sleep(500);
       const next = await target.queueWait();
       if (next.count !== after.count) quietSince = performance.now();
@@ -117,17 +135,32 @@ export async function churn(target: ChurnTarget, population: readonly string[], 
     const within1s = waits.buckets.some(([le]) => Math.abs(le - 1) <= 1e-9) ? fractionWithin(waits, 1) : Number.NaN;
     const step: ChurnStep = { rate, sentRate, failed, waitP99Seconds: histogramQuantile(waits, 0.99), within1s };
     steps.push(step);
-    log(`churn ${rate}/s: sent ${sentRate.toFixed(1)}/s (${failed} failed), ${waits.count} queue waits, p99 ${step.waitP99Seconds.toFixed(3)} s, ${(step.within1s * 100).toFixed(1)} % within 1 s`);
+    log(
+      `churn ${rate}/s: sent ${sentRate.toFixed(1)}/s (${failed} failed), ${waits.count} queue waits, p99 ${step.waitP99Seconds.toFixed(3)} s, ${(step.within1s * 100).toFixed(1)} % within 1 s`,
+    );
     if (!stepHeld(step)) break;
   }
   return steps;
 }
 
 /** The records of a churn against the echo controller's. */
-export function churnRecords(subject: string, n: number, steps: readonly ChurnStep[], echo: readonly ChurnStep[], rates: readonly number[]): FigureRecord[] {
+export function churnRecords(
+  subject: string,
+  n: number,
+  steps: readonly ChurnStep[],
+  echo: readonly ChurnStep[],
+  rates: readonly number[],
+): FigureRecord[] {
   // Held at every rate tried: the true figure is higher, and the table says so.
-  const ceiling = (s: readonly ChurnStep[]) => (s.length === rates.length && s.every(stepHeld) ? ', held at every rate tried (a lower bound)' : '');
-  const shown = (s: readonly ChurnStep[]) => s.map((step) => `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}${step.failed ? ` (${step.failed} changes refused)` : ''}`).join(', ') + ceiling(s);
+  const ceiling = (s: readonly ChurnStep[]) =>
+    s.length === rates.length && s.every(stepHeld) ? ', held at every rate tried (a lower bound)' : '';
+  const shown = (s: readonly ChurnStep[]) =>
+    s
+      .map(
+        (step) =>
+          `${step.rate}/s: p99 ${formatValue(step.waitP99Seconds * 1000, 'ms')}${step.failed ? ` (${step.failed} changes refused)` : ''}`,
+      )
+      .join(', ') + ceiling(s);
   return [
     {
       subject,
@@ -251,7 +284,11 @@ export interface PeerRunOptions {
  * - memory: RSS holding `plan.memoryN` Websites and their children (vs idle).
  * Records go to `output` as each is measured.
  */
-export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunOptions, { records, diagnostics }: SubjectOutput): Promise<void> {
+export async function runPeer(
+  peer: Peer,
+  { plan, baselines, context }: PeerRunOptions,
+  { records, diagnostics }: SubjectOutput,
+): Promise<void> {
   const { cluster, log } = context;
   const subject = peer.title;
   const say = (message: string) => log(`${subject}: ${message}`);
@@ -268,14 +305,32 @@ export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunO
         // Idle: the first reading after start includes start-up garbage; give V8 or Go a moment.
         await sleep(5000);
         idleRss = await steadyRss(process.pid);
-        records.push({ subject, phase: 'idle', n: 0, figure: 'rssIdle', label: 'RSS, idle (no Website)', unit: 'bytes', value: idleRss, baseline: baselines.idleNodeRss, baselineLabel: 'an idle Node process' });
+        records.push({
+          subject,
+          phase: 'idle',
+          n: 0,
+          figure: 'rssIdle',
+          label: 'RSS, idle (no Website)',
+          unit: 'bytes',
+          value: idleRss,
+          baseline: baselines.idleNodeRss,
+          baselineLabel: 'an idle Node process',
+        });
       }
       say(`N=${n}: creating ${n} Websites`);
       const burst = await createAll(peer, cluster, watchers, process, names('w', n), plan.replicas, say);
       const base = baselines.burst.get(n)!;
       const echo = base.echo;
       const counts = burst.requests;
-      const b = (figure: string, label: string, unit: FigureRecord['unit'], value: number, baseline?: number, baselineLabel?: string, detail?: string): FigureRecord => ({
+      const b = (
+        figure: string,
+        label: string,
+        unit: FigureRecord['unit'],
+        value: number,
+        baseline?: number,
+        baselineLabel?: string,
+        detail?: string,
+      ): FigureRecord => ({
         subject,
         phase: 'burst',
         n,
@@ -288,21 +343,90 @@ export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunO
         detail,
       });
       records.push(
-        b('createToDeploymentP50', 'create → Deployment seen, p50', 'ms', burst.latencyMs.p50, echo.latencyMs.p50, 'echo controller, p50'),
-        b('createToDeploymentP99', 'create → Deployment seen, p99', 'ms', burst.latencyMs.p99, echo.latencyMs.p99, 'echo controller, p99'),
-        b('createToDeploymentMax', 'create → Deployment seen, max', 'ms', burst.latencyMs.max, echo.latencyMs.max, 'echo controller, max'),
-        b('allDeployments', 'all N Deployments seen', 'ms', burst.allDeploymentsMs, echo.allChildrenMs, 'echo controller, all N children'),
-        b('allReady', 'all N Websites Ready', 'ms', burst.allReadyMs, base.directAllAvailableMs, 'N rendered Deployments created directly, all available'),
-        b('cpuPerWebsite', 'CPU per new Website', 'ms', burst.cpuMs / n, baselines.renderUs / 1000, 'renderWorkload per Website'),
-        b('requestsPerWebsite', 'API requests per new Website until Ready', 'count', requestsPerWebsite(counts) / n, echo.requestsPerSource, 'echo controller, per source', `writes ${(counts.writes / n).toFixed(2)}, GETs answering 404 ${(counts.notFoundGets / n).toFixed(2)}, other GETs ${(counts.gets / n).toFixed(2)}, Events ${(counts.events / n).toFixed(2)}`),
-        b('writesPerWebsite', '… of which writes', 'count', counts.writes / n, echo.requestsPerSource, 'echo controller, per source'),
+        b(
+          'createToDeploymentP50',
+          'create → Deployment seen, p50',
+          'ms',
+          burst.latencyMs.p50,
+          echo.latencyMs.p50,
+          'echo controller, p50',
+        ),
+        b(
+          'createToDeploymentP99',
+          'create → Deployment seen, p99',
+          'ms',
+          burst.latencyMs.p99,
+          echo.latencyMs.p99,
+          'echo controller, p99',
+        ),
+        b(
+          'createToDeploymentMax',
+          'create → Deployment seen, max',
+          'ms',
+          burst.latencyMs.max,
+          echo.latencyMs.max,
+          'echo controller, max',
+        ),
+        b(
+          'allDeployments',
+          'all N Deployments seen',
+          'ms',
+          burst.allDeploymentsMs,
+          echo.allChildrenMs,
+          'echo controller, all N children',
+        ),
+        b(
+          'allReady',
+          'all N Websites Ready',
+          'ms',
+          burst.allReadyMs,
+          base.directAllAvailableMs,
+          'N rendered Deployments created directly, all available',
+        ),
+        b(
+          'cpuPerWebsite',
+          'CPU per new Website',
+          'ms',
+          burst.cpuMs / n,
+          baselines.renderUs / 1000,
+          'renderWorkload per Website',
+        ),
+        b(
+          'requestsPerWebsite',
+          'API requests per new Website until Ready',
+          'count',
+          requestsPerWebsite(counts) / n,
+          echo.requestsPerSource,
+          'echo controller, per source',
+          `writes ${(counts.writes / n).toFixed(2)}, GETs answering 404 ${(counts.notFoundGets / n).toFixed(2)}, other GETs ${(counts.gets / n).toFixed(2)}, Events ${(counts.events / n).toFixed(2)}`,
+        ),
+        b(
+          'writesPerWebsite',
+          '… of which writes',
+          'count',
+          counts.writes / n,
+          echo.requestsPerSource,
+          'echo controller, per source',
+        ),
         b('notFoundGetsPerWebsite', '… of which GETs answering 404 (goal 0)', 'count', counts.notFoundGets / n),
         b('eventsPerWebsite', '… of which Events', 'count', counts.events / n),
         b('rssHoldingN', 'RSS holding N Websites', 'bytes', burst.rss, idleRss, 'same process, idle'),
       );
-      diagnostics.push(`N=${n}: ${(counts.background / n).toFixed(2)} background requests per Website (leases, lists, watches) until Ready; ${burst.failures}`);
+      diagnostics.push(
+        `N=${n}: ${(counts.background / n).toFixed(2)} background requests per Website (leases, lists, watches) until Ready; ${burst.failures}`,
+      );
       if (last && plan.memoryN === undefined) {
-        records.push({ subject, phase: 'memory', n, figure: 'rssHoldingN', label: 'RSS holding N Websites and their children', unit: 'bytes', value: burst.rss, baseline: idleRss, baselineLabel: 'same process, idle' });
+        records.push({
+          subject,
+          phase: 'memory',
+          n,
+          figure: 'rssHoldingN',
+          label: 'RSS holding N Websites and their children',
+          unit: 'bytes',
+          value: burst.rss,
+          baseline: idleRss,
+          baselineLabel: 'same process, idle',
+        });
       }
       if (!last) continue;
 
@@ -312,10 +436,28 @@ export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunO
         (name) => watchers.deployments.firstSeen.get(peer.deploymentName(name)),
         names('s', plan.steadyCreates),
       );
-      records.push({ subject, phase: 'steady', n, figure: 'createToDeploymentP99', label: `create → Deployment seen, p99 of ${plan.steadyCreates} one at a time`, unit: 'ms', value: steady.p99, baseline: baselines.steady.p99, baselineLabel: `echo controller over ${n} sources`, detail: `p50 ${steady.p50.toFixed(0)} ms` });
+      records.push({
+        subject,
+        phase: 'steady',
+        n,
+        figure: 'createToDeploymentP99',
+        label: `create → Deployment seen, p99 of ${plan.steadyCreates} one at a time`,
+        unit: 'ms',
+        value: steady.p99,
+        baseline: baselines.steady.p99,
+        baselineLabel: `echo controller over ${n} sources`,
+        detail: `p50 ${steady.p50.toFixed(0)} ms`,
+      });
 
       say(`churn over ${n}: ${plan.churnRates.join(', ')} changes/s, ${plan.stepSeconds} s each`);
-      const steps = await churn(peerChurnTarget(peer, cluster, process), [...names('w', n), ...names('s', plan.steadyCreates)], plan.churnRates, plan.stepSeconds, plan.replicas, say);
+      const steps = await churn(
+        peerChurnTarget(peer, cluster, process),
+        [...names('w', n), ...names('s', plan.steadyCreates)],
+        plan.churnRates,
+        plan.stepSeconds,
+        plan.replicas,
+        say,
+      );
       records.push(...churnRecords(subject, n, steps, baselines.churn, plan.churnRates));
     } finally {
       await process.stop();
@@ -332,7 +474,18 @@ export async function runPeer(peer: Peer, { plan, baselines, context }: PeerRunO
       await watchers.synced();
       say(`memory: creating ${n} Websites`);
       const burst = await createAll(peer, cluster, watchers, process, names('m', n), plan.replicas, say);
-      records.push({ subject, phase: 'memory', n, figure: 'rssHoldingN', label: 'RSS holding N Websites and their children', unit: 'bytes', value: burst.rss, baseline: idleRss, baselineLabel: 'same process, idle', detail: `all Ready after ${(burst.allReadyMs / 1000).toFixed(0)} s` });
+      records.push({
+        subject,
+        phase: 'memory',
+        n,
+        figure: 'rssHoldingN',
+        label: 'RSS holding N Websites and their children',
+        unit: 'bytes',
+        value: burst.rss,
+        baseline: idleRss,
+        baselineLabel: 'same process, idle',
+        detail: `all Ready after ${(burst.allReadyMs / 1000).toFixed(0)} s`,
+      });
     } finally {
       await process.stop();
       await watchers.stop();
@@ -354,7 +507,9 @@ interface Watchers {
 
 function watchWebsites(cluster: BenchCluster, peer: Peer): Watchers {
   const deployments = new Watcher(cluster.admin, DEPLOYMENTS, peer.namespace);
-  const websites = new Watcher<KubeObject>(cluster.admin, peer.websites, peer.namespace, { reached: (w) => peer.ready(w) });
+  const websites = new Watcher<KubeObject>(cluster.admin, peer.websites, peer.namespace, {
+    reached: (w) => peer.ready(w),
+  });
   return {
     deployments,
     websites,
@@ -378,7 +533,15 @@ interface Burst {
 }
 
 /** Creates `websites` at CREATE_CONCURRENCY and waits until every one has its Deployment and is Ready. */
-async function createAll(peer: Peer, cluster: BenchCluster, watchers: Watchers, process: PeerProcess, websites: readonly string[], replicas: number, say: (message: string) => void): Promise<Burst> {
+async function createAll(
+  peer: Peer,
+  cluster: BenchCluster,
+  watchers: Watchers,
+  process: PeerProcess,
+  websites: readonly string[],
+  replicas: number,
+  say: (message: string) => void,
+): Promise<Burst> {
   const n = websites.length;
   const sentAt = new Map<string, number>();
   const auditFrom = await auditLog.offset();
@@ -398,7 +561,11 @@ async function createAll(peer: Peer, cluster: BenchCluster, watchers: Watchers, 
   try {
     await eventually('every Deployment', () => deployed() === n, { timeoutMs: budgetMs, intervalMs: 100, progress });
     allDeploymentsAt = performance.now();
-    await eventually('every Website to be Ready', () => ready() === n, { timeoutMs: budgetMs, intervalMs: 100, progress });
+    await eventually('every Website to be Ready', () => ready() === n, {
+      timeoutMs: budgetMs,
+      intervalMs: 100,
+      progress,
+    });
   } finally {
     clearInterval(ticker);
   }
@@ -410,28 +577,43 @@ async function createAll(peer: Peer, cluster: BenchCluster, watchers: Watchers, 
   const codes = new Map<string, number>();
   for (const event of events) {
     const code = event.responseStatus?.code ?? 0;
-    if (code >= 400) codes.set(`${event.verb} ${event.objectRef?.resource ?? ''} → ${code}`, (codes.get(`${event.verb} ${event.objectRef?.resource ?? ''} → ${code}`) ?? 0) + 1);
+    if (code >= 400)
+      codes.set(
+        `${event.verb} ${event.objectRef?.resource ?? ''} → ${code}`,
+        (codes.get(`${event.verb} ${event.objectRef?.resource ?? ''} → ${code}`) ?? 0) + 1,
+      );
   }
   say(`all Ready after ${((performance.now() - start) / 1000).toFixed(1)} s`);
   await sleep(2000);
   return {
-    latencyMs: latencySummary(websites.map((w) => watchers.deployments.firstSeen.get(peer.deploymentName(w))! - sentAt.get(w)!)),
+    latencyMs: latencySummary(
+      websites.map((w) => watchers.deployments.firstSeen.get(peer.deploymentName(w))! - sentAt.get(w)!),
+    ),
     allDeploymentsMs: allDeploymentsAt - start,
     allReadyMs: Math.max(...websites.map((w) => watchers.websites.reachedAt.get(w)!)) - start,
     cpuMs: cpu,
     requests,
     rss: await steadyRss(process.pid),
-    failures: codes.size ? `responses ≥ 400: ${[...codes].map(([k, v]) => `${k} ×${v}`).join(', ')}` : 'no response ≥ 400',
+    failures: codes.size
+      ? `responses ≥ 400: ${[...codes].map(([k, v]) => `${k} ×${v}`).join(', ')}`
+      : 'no response ≥ 400',
   };
 }
 
 /** Creates each of `websites` and waits for its child before the next; create sent → child seen. */
-export async function oneAtATime(create: (name: string, index: number) => Promise<unknown>, childSeenAt: (name: string) => number | undefined, websites: readonly string[]): Promise<LatencySummary> {
+export async function oneAtATime(
+  create: (name: string, index: number) => Promise<unknown>,
+  childSeenAt: (name: string) => number | undefined,
+  websites: readonly string[],
+): Promise<LatencySummary> {
   const latencies: number[] = [];
   for (const [i, name] of websites.entries()) {
     const sent = performance.now();
     await create(name, i);
-    await eventually(`the child of ${name}`, () => childSeenAt(name) !== undefined, { timeoutMs: 120_000, intervalMs: 10 });
+    await eventually(`the child of ${name}`, () => childSeenAt(name) !== undefined, {
+      timeoutMs: 120_000,
+      intervalMs: 10,
+    });
     latencies.push(childSeenAt(name)! - sent);
   }
   return latencySummary(latencies);

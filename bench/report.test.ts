@@ -1,11 +1,13 @@
 // The benchmark's pure parts: percentiles, histograms, request counts from the audit log, the churn's
 // rate search, formatting, the markdown tables and latest.json. (Its figures are measured by
 // `npm run bench`, never asserted here.)
+
+import { parseHistogram } from '../test/support/metrics.ts';
 import {
   type AuditEvent,
   type ChurnStep,
-  type FigureRecord,
   countRequests,
+  type FigureRecord,
   formatRatio,
   formatRecord,
   formatValue,
@@ -23,7 +25,6 @@ import {
   stepHeld,
   sustainedRate,
 } from './report.ts';
-import { parseHistogram } from '../test/support/metrics.ts';
 
 describe('percentile', () => {
   test('nearest rank, whatever the input order', () => {
@@ -42,7 +43,12 @@ describe('percentile', () => {
     expect(percentile(hundred, 99)).toBe(99);
     expect(percentile(thousand, 99)).toBe(990);
     expect(percentile(thousand, 50)).toBe(500);
-    expect(percentile(Array.from({ length: 20 }, (_, i) => i + 1), 99)).toBe(20);
+    expect(
+      percentile(
+        Array.from({ length: 20 }, (_, i) => i + 1),
+        99,
+      ),
+    ).toBe(20);
   });
 
   test('one value is every percentile; none is NaN', () => {
@@ -70,41 +76,132 @@ describe('histograms (the queue wait)', () => {
     ].join('\n');
 
   test('reads the buckets of the selected queue only, in order, +Inf last', () => {
-    const h = parseHistogram(scrape([['0.1', 50], ['1', 90], ['+Inf', 100]]), 'workqueue_queue_duration_seconds', { name: 'website' });
-    expect(h).toEqual({ buckets: [[0.1, 50], [1, 90], [Number.POSITIVE_INFINITY, 100]], count: 100, sum: 12.5 });
+    const h = parseHistogram(
+      scrape([
+        ['0.1', 50],
+        ['1', 90],
+        ['+Inf', 100],
+      ]),
+      'workqueue_queue_duration_seconds',
+      { name: 'website' },
+    );
+    expect(h).toEqual({
+      buckets: [
+        [0.1, 50],
+        [1, 90],
+        [Number.POSITIVE_INFINITY, 100],
+      ],
+      count: 100,
+      sum: 12.5,
+    });
     // Without labels, queues add up (controller-runtime labels by controller name too).
-    expect(parseHistogram(scrape([['0.1', 50], ['1', 90], ['+Inf', 100]]), 'workqueue_queue_duration_seconds').buckets.at(-1)).toEqual([Number.POSITIVE_INFINITY, 1100]);
+    expect(
+      parseHistogram(
+        scrape([
+          ['0.1', 50],
+          ['1', 90],
+          ['+Inf', 100],
+        ]),
+        'workqueue_queue_duration_seconds',
+      ).buckets.at(-1),
+    ).toEqual([Number.POSITIVE_INFINITY, 1100]);
   });
 
   test("quantiles interpolate within the bucket, as Prometheus's histogram_quantile does", () => {
-    const h = parseHistogram(scrape([['0.1', 50], ['1', 90], ['+Inf', 100]]), 'workqueue_queue_duration_seconds', { name: 'website' });
+    const h = parseHistogram(
+      scrape([
+        ['0.1', 50],
+        ['1', 90],
+        ['+Inf', 100],
+      ]),
+      'workqueue_queue_duration_seconds',
+      { name: 'website' },
+    );
     expect(histogramQuantile(h, 0.5)).toBeCloseTo(0.1);
     expect(histogramQuantile(h, 0.7)).toBeCloseTo(0.1 + 0.9 * (20 / 40));
     // Falling in +Inf: the largest finite bound, as Prometheus answers.
     expect(histogramQuantile(h, 0.99)).toBe(1);
     expect(fractionWithin(h, 1)).toBe(0.9);
-    expect(histogramQuantile({ buckets: [[1, 0], [Number.POSITIVE_INFINITY, 0]], count: 0, sum: 0 }, 0.99)).toBeNaN();
+    expect(
+      histogramQuantile(
+        {
+          buckets: [
+            [1, 0],
+            [Number.POSITIVE_INFINITY, 0],
+          ],
+          count: 0,
+          sum: 0,
+        },
+        0.99,
+      ),
+    ).toBeNaN();
   });
 
   test('what a step observed is the difference of two readings', () => {
-    const before = parseHistogram(scrape([['0.1', 50], ['1', 90], ['+Inf', 100]]), 'workqueue_queue_duration_seconds', { name: 'website' });
-    const after = parseHistogram(scrape([['0.1', 1040], ['1', 1089], ['+Inf', 1100]]), 'workqueue_queue_duration_seconds', { name: 'website' });
+    const before = parseHistogram(
+      scrape([
+        ['0.1', 50],
+        ['1', 90],
+        ['+Inf', 100],
+      ]),
+      'workqueue_queue_duration_seconds',
+      { name: 'website' },
+    );
+    const after = parseHistogram(
+      scrape([
+        ['0.1', 1040],
+        ['1', 1089],
+        ['+Inf', 1100],
+      ]),
+      'workqueue_queue_duration_seconds',
+      { name: 'website' },
+    );
     const step = histogramDelta(before, after);
-    expect(step.buckets).toEqual([[0.1, 990], [1, 999], [Number.POSITIVE_INFINITY, 1000]]);
+    expect(step.buckets).toEqual([
+      [0.1, 990],
+      [1, 999],
+      [Number.POSITIVE_INFINITY, 1000],
+    ]);
     expect(step.count).toBe(1000);
     expect(fractionWithin(step, 1)).toBe(0.999);
     expect(histogramQuantile(step, 0.99)).toBeCloseTo(0.1);
   });
 
   test('the 1 s bound must be one of the buckets, as exactly as exponential buckets print it', () => {
-    expect(fractionWithin({ buckets: [[0.09999999999999999, 3], [0.9999999999999999, 9], [Number.POSITIVE_INFINITY, 10]], count: 10, sum: 2 }, 1)).toBe(0.9);
-    const h = { buckets: [[0.5, 1], [2, 2], [Number.POSITIVE_INFINITY, 2]] as const, count: 2, sum: 1 };
+    expect(
+      fractionWithin(
+        {
+          buckets: [
+            [0.09999999999999999, 3],
+            [0.9999999999999999, 9],
+            [Number.POSITIVE_INFINITY, 10],
+          ],
+          count: 10,
+          sum: 2,
+        },
+        1,
+      ),
+    ).toBe(0.9);
+    const h = {
+      buckets: [
+        [0.5, 1],
+        [2, 2],
+        [Number.POSITIVE_INFINITY, 2],
+      ] as const,
+      count: 2,
+      sum: 1,
+    };
     expect(() => fractionWithin(h, 1)).toThrow('the histogram has no bucket le="1" (its bounds: 0.5, 2, Infinity)');
   });
 });
 
 describe('API requests from the audit log', () => {
-  const event = (verb: string, resource: string, code = 200, stage = 'ResponseComplete'): AuditEvent => ({ stage, verb, objectRef: { resource }, responseStatus: { code } });
+  const event = (verb: string, resource: string, code = 200, stage = 'ResponseComplete'): AuditEvent => ({
+    stage,
+    verb,
+    objectRef: { resource },
+    responseStatus: { code },
+  });
 
   test('writes, GETs answering 404, other GETs, Events, and the background (leases, lists, watches)', () => {
     const counts = countRequests([
@@ -129,7 +226,13 @@ describe('API requests from the audit log', () => {
 });
 
 describe('the churn rate search', () => {
-  const step = (rate: number, within1s: number, sentRate = rate): ChurnStep => ({ rate, sentRate, failed: 0, waitP99Seconds: within1s >= 0.99 ? 0.2 : 3, within1s });
+  const step = (rate: number, within1s: number, sentRate = rate): ChurnStep => ({
+    rate,
+    sentRate,
+    failed: 0,
+    waitP99Seconds: within1s >= 0.99 ? 0.2 : 3,
+    within1s,
+  });
 
   test('a step holds when 99 % of queue waits are within 1 s', () => {
     expect(stepHeld(step(10, 0.99))).toBe(true);
@@ -181,9 +284,20 @@ describe('formatting', () => {
   });
 
   test('a cell is the value, then its ratio to the baseline and the baseline, then the detail', () => {
-    const record: FigureRecord = { subject: 's', phase: 'burst', n: 1, figure: 'f', label: 'f', unit: 'ms', value: 2310, baseline: 105 };
+    const record: FigureRecord = {
+      subject: 's',
+      phase: 'burst',
+      n: 1,
+      figure: 'f',
+      label: 'f',
+      unit: 'ms',
+      value: 2310,
+      baseline: 105,
+    };
     expect(formatRecord(record)).toBe('2.31 s (22× of 105 ms)');
-    expect(formatRecord({ ...record, unit: 'count', value: 0, baseline: 100, detail: 'writes 0' })).toBe('0 (0× of 100; writes 0)');
+    expect(formatRecord({ ...record, unit: 'count', value: 0, baseline: 100, detail: 'writes 0' })).toBe(
+      '0 (0× of 100; writes 0)',
+    );
     expect(formatRecord({ ...record, unit: 'per_s', value: 7.84, baseline: 31.5 })).toBe('7.8/s (0.25× of 32/s)');
     expect(formatRecord({ ...record, unit: 'count', value: 40, baseline: undefined })).toBe('40');
     expect(formatRecord(undefined)).toBe('–');
@@ -197,33 +311,122 @@ describe('the report: markdown tables and latest.json', () => {
   });
 
   const records: FigureRecord[] = [
-    { subject: 'website-operator', phase: 'idle', n: 0, figure: 'rssIdle', label: 'RSS, idle (no Website)', unit: 'bytes', value: 100 * 2 ** 20, baseline: 50 * 2 ** 20, baselineLabel: 'an idle Node process' },
-    { subject: 'website-operator', phase: 'burst', n: 10, figure: 'createToDeploymentP99', label: 'create → Deployment seen, p99', unit: 'ms', value: 300, baseline: 100, baselineLabel: 'echo controller, p99' },
-    { subject: 'website-operator', phase: 'burst', n: 100, figure: 'createToDeploymentP99', label: 'create → Deployment seen, p99', unit: 'ms', value: 900, baseline: 150, baselineLabel: 'echo controller, p99' },
-    { subject: 'website-operator', phase: 'burst', n: 100, figure: 'notFoundGetsPerWebsite', label: '… of which GETs answering 404 (goal 0)', unit: 'count', value: 0 },
-    { subject: 'kro', phase: 'burst', n: 100, figure: 'createToDeploymentP99', label: 'create → Deployment seen, p99', unit: 'ms', value: 1500, baseline: 150, baselineLabel: 'echo controller, p99' },
-    { subject: 'kro', phase: 'churn', n: 100, figure: 'sustainedChangesPerSecond', label: 'changes/s sustained with queue wait p99 < 1 s', unit: 'per_s', value: 8, baseline: 32, baselineLabel: 'echo controller, same churn' },
+    {
+      subject: 'website-operator',
+      phase: 'idle',
+      n: 0,
+      figure: 'rssIdle',
+      label: 'RSS, idle (no Website)',
+      unit: 'bytes',
+      value: 100 * 2 ** 20,
+      baseline: 50 * 2 ** 20,
+      baselineLabel: 'an idle Node process',
+    },
+    {
+      subject: 'website-operator',
+      phase: 'burst',
+      n: 10,
+      figure: 'createToDeploymentP99',
+      label: 'create → Deployment seen, p99',
+      unit: 'ms',
+      value: 300,
+      baseline: 100,
+      baselineLabel: 'echo controller, p99',
+    },
+    {
+      subject: 'website-operator',
+      phase: 'burst',
+      n: 100,
+      figure: 'createToDeploymentP99',
+      label: 'create → Deployment seen, p99',
+      unit: 'ms',
+      value: 900,
+      baseline: 150,
+      baselineLabel: 'echo controller, p99',
+    },
+    {
+      subject: 'website-operator',
+      phase: 'burst',
+      n: 100,
+      figure: 'notFoundGetsPerWebsite',
+      label: '… of which GETs answering 404 (goal 0)',
+      unit: 'count',
+      value: 0,
+    },
+    {
+      subject: 'kro',
+      phase: 'burst',
+      n: 100,
+      figure: 'createToDeploymentP99',
+      label: 'create → Deployment seen, p99',
+      unit: 'ms',
+      value: 1500,
+      baseline: 150,
+      baselineLabel: 'echo controller, p99',
+    },
+    {
+      subject: 'kro',
+      phase: 'churn',
+      n: 100,
+      figure: 'sustainedChangesPerSecond',
+      label: 'changes/s sustained with queue wait p99 < 1 s',
+      unit: 'per_s',
+      value: 8,
+      baseline: 32,
+      baselineLabel: 'echo controller, same churn',
+    },
   ];
 
   test('one table per phase, in phase order; a column per subject and N; a figure a subject lacks stays empty', () => {
     const text = phaseTables(records);
     const headings = text.split('\n').filter((l) => l.startsWith('### '));
-    expect(headings).toEqual(['### Idle (no Website), and per Website', '### Burst: N Websites created at once', '### Sustained churn: creates, edits and deletes at stepped rates']);
-    const burst = text.split('### Burst')[1].split('\n').filter((l) => l.startsWith('|'));
-    expect(burst[0]).toBe('| figure | baseline (same run) | website-operator, N=10 | website-operator, N=100 | kro, N=100 |');
-    expect(burst[2]).toBe('| create → Deployment seen, p99 | echo controller, p99 | 300 ms (3.00× of 100 ms) | 900 ms (6.00× of 150 ms) | 1.50 s (10× of 150 ms) |');
+    expect(headings).toEqual([
+      '### Idle (no Website), and per Website',
+      '### Burst: N Websites created at once',
+      '### Sustained churn: creates, edits and deletes at stepped rates',
+    ]);
+    const burst = text
+      .split('### Burst')[1]
+      .split('\n')
+      .filter((l) => l.startsWith('|'));
+    expect(burst[0]).toBe(
+      '| figure | baseline (same run) | website-operator, N=10 | website-operator, N=100 | kro, N=100 |',
+    );
+    expect(burst[2]).toBe(
+      '| create → Deployment seen, p99 | echo controller, p99 | 300 ms (3.00× of 100 ms) | 900 ms (6.00× of 150 ms) | 1.50 s (10× of 150 ms) |',
+    );
     expect(burst[3]).toBe('| … of which GETs answering 404 (goal 0) | – | – | 0 | – |');
-    expect(text).toContain('| changes/s sustained with queue wait p99 < 1 s | echo controller, same churn | 8.0/s (0.25× of 32/s) |');
+    expect(text).toContain(
+      '| changes/s sustained with queue wait p99 < 1 s | echo controller, same churn | 8.0/s (0.25× of 32/s) |',
+    );
   });
 
   test('latest.json: schema version, meta, and every record with its ratio (null without a usable baseline or value)', () => {
     const json = JSON.parse(
-      resultsJson({ date: '2026-11-23T19:00:00.000Z', durationMinutes: 9.5, machine: { cpus: 2 }, settings: { quick: true } }, [
-        ...records,
-        { subject: 'kro', phase: 'steady', n: 100, figure: 'createToDeploymentP99', label: 'p99', unit: 'ms', value: Number.NaN, baseline: 10 },
-      ]),
+      resultsJson(
+        { date: '2026-11-23T19:00:00.000Z', durationMinutes: 9.5, machine: { cpus: 2 }, settings: { quick: true } },
+        [
+          ...records,
+          {
+            subject: 'kro',
+            phase: 'steady',
+            n: 100,
+            figure: 'createToDeploymentP99',
+            label: 'p99',
+            unit: 'ms',
+            value: Number.NaN,
+            baseline: 10,
+          },
+        ],
+      ),
     );
-    expect(json).toMatchObject({ schemaVersion: 1, date: '2026-11-23T19:00:00.000Z', durationMinutes: 9.5, machine: { cpus: 2 }, settings: { quick: true } });
+    expect(json).toMatchObject({
+      schemaVersion: 1,
+      date: '2026-11-23T19:00:00.000Z',
+      durationMinutes: 9.5,
+      machine: { cpus: 2 },
+      settings: { quick: true },
+    });
     expect(json.figures).toHaveLength(records.length + 1);
     expect(json.figures[1]).toEqual({ ...records[1], ratio: 3 });
     expect(json.figures[3].ratio).toBeNull();

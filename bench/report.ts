@@ -27,7 +27,9 @@ export function latencySummary(values: readonly number[]): LatencySummary {
 export type Unit = 'ms' | 'us' | 'bytes' | 'count';
 
 function thousands(integer: number): string {
-  return Math.round(integer).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+  return Math.round(integer)
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 }
 
 /** A number in its unit, with about three significant digits. */
@@ -69,7 +71,8 @@ const escapeCell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, '
 /** A markdown table; `header` and every row have the same number of cells. */
 export function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   for (const row of rows) {
-    if (row.length !== header.length) throw new Error(`a table row has ${row.length} cells, the header ${header.length}: ${row.join(' | ')}`);
+    if (row.length !== header.length)
+      throw new Error(`a table row has ${row.length} cells, the header ${header.length}: ${row.join(' | ')}`);
   }
   const line = (cells: readonly string[]) => `| ${cells.map(escapeCell).join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
@@ -119,7 +122,10 @@ export function fractionWithin(histogram: Histogram, bound: number): number {
   const total = histogram.buckets.at(-1)?.[1] ?? 0;
   if (total <= 0) return Number.NaN;
   const bucket = histogram.buckets.find(([le]) => Math.abs(le - bound) <= Math.abs(bound) * 1e-9);
-  if (!bucket) throw new Error(`the histogram has no bucket le="${bound}" (its bounds: ${histogram.buckets.map(([le]) => le).join(', ')})`);
+  if (!bucket)
+    throw new Error(
+      `the histogram has no bucket le="${bound}" (its bounds: ${histogram.buckets.map(([le]) => le).join(', ')})`,
+    );
   return bucket[1] / total;
 }
 
@@ -238,7 +244,8 @@ export function ratio(record: FigureRecord): number | null {
 }
 
 function formatRecordValue(value: number, unit: FigureRecord['unit']): string {
-  if (unit === 'per_s') return Number.isFinite(value) ? `${value >= 10 ? value.toFixed(0) : value.toFixed(1)}/s` : 'n/a';
+  if (unit === 'per_s')
+    return Number.isFinite(value) ? `${value >= 10 ? value.toFixed(0) : value.toFixed(1)}/s` : 'n/a';
   return formatValue(value, unit);
 }
 
@@ -246,7 +253,8 @@ function formatRecordValue(value: number, unit: FigureRecord['unit']): string {
 export function formatRecord(record: FigureRecord | undefined): string {
   if (!record) return '–';
   const parts: string[] = [];
-  if (record.baseline !== undefined) parts.push(`${formatRatio(record.value, record.baseline)} of ${formatRecordValue(record.baseline, record.unit)}`);
+  if (record.baseline !== undefined)
+    parts.push(`${formatRatio(record.value, record.baseline)} of ${formatRecordValue(record.baseline, record.unit)}`);
   if (record.detail) parts.push(record.detail);
   const value = formatRecordValue(record.value, record.unit);
   return parts.length ? `${value} (${parts.join('; ')})` : value;
@@ -261,7 +269,9 @@ export function phaseTables(records: readonly FigureRecord[]): string {
   for (const phase of PHASES) {
     const ofPhase = records.filter((r) => r.phase === phase);
     if (!ofPhase.length) continue;
-    const columns = [...new Map(ofPhase.map((r) => [`${r.subject}\u0000${r.n}`, { subject: r.subject, n: r.n }])).values()];
+    const columns = [
+      ...new Map(ofPhase.map((r) => [`${r.subject}\u0000${r.n}`, { subject: r.subject, n: r.n }])).values(),
+    ];
     const figures = [...new Map(ofPhase.map((r) => [r.figure, r])).values()];
     const cell = (figure: string, column: { subject: string; n: number }) =>
       formatRecord(ofPhase.find((r) => r.figure === figure && r.subject === column.subject && r.n === column.n));
@@ -298,7 +308,10 @@ export interface ResultsJson {
 }
 
 /** The records as latest.json: each with its ratio; non-finite numbers become null (JSON has none). */
-export function resultsJson(meta: Omit<ResultsJson, 'schemaVersion' | 'figures'>, records: readonly FigureRecord[]): string {
+export function resultsJson(
+  meta: Omit<ResultsJson, 'schemaVersion' | 'figures'>,
+  records: readonly FigureRecord[],
+): string {
   const json: ResultsJson = { schemaVersion: 1, ...meta, figures: records.map((r) => ({ ...r, ratio: ratio(r) })) };
   return `${JSON.stringify(json, (_key, value) => (typeof value === 'number' && !Number.isFinite(value) ? null : value), 2)}\n`;
 }

@@ -11,14 +11,39 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BASELINE_NS, CREATE_CONCURRENCY, EchoController, directDeploymentsBaseline, idleNodeRss } from './baselines.ts';
-import { CLUSTER_ARGS, ROOT, clusterUp, ensureServiceCidr, holdCluster } from './cluster.ts';
+import { stopTracked } from '../test/support/shell-operator.ts';
+import {
+  BASELINE_NS,
+  CREATE_CONCURRENCY,
+  directDeploymentsBaseline,
+  EchoController,
+  idleNodeRss,
+} from './baselines.ts';
+import { CLUSTER_ARGS, clusterUp, ensureServiceCidr, holdCluster, ROOT } from './cluster.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
-import { type EchoBurst, type Plan, type RunBaselines, type SubjectOutput, churn, oneAtATime, runPeer, specFor, stopPeers } from './phases.ts';
-import { type FigureRecord, formatRatio, formatValue, latencySummary, markdownTable, phaseTables, resultsJson, sustainedRate } from './report.ts';
-import { stopTracked } from '../test/support/shell-operator.ts';
+import {
+  churn,
+  type EchoBurst,
+  oneAtATime,
+  type Plan,
+  type RunBaselines,
+  runPeer,
+  type SubjectOutput,
+  specFor,
+  stopPeers,
+} from './phases.ts';
+import {
+  type FigureRecord,
+  formatRatio,
+  formatValue,
+  latencySummary,
+  markdownTable,
+  phaseTables,
+  resultsJson,
+  sustainedRate,
+} from './report.ts';
 import { benchShellOperator } from './shell-operator.ts';
 
 /** One controller under test: its figures as records, and what is worth a look below the tables, into `output` as it goes. */
@@ -30,7 +55,11 @@ export interface Subject {
 
 /** Any controller described by a bench/peer.ts adapter: every phase. */
 function peerSubject(peer: Peer): Subject {
-  return { title: peer.title, description: peer.description, run: (plan, baselines, context, output) => runPeer(peer, { plan, baselines, context }, output) };
+  return {
+    title: peer.title,
+    description: peer.description,
+    run: (plan, baselines, context, output) => runPeer(peer, { plan, baselines, context }, output),
+  };
 }
 
 /**
@@ -46,18 +75,62 @@ function shellSubject(ns: readonly number[]): Subject {
     description: `${title}: lib/shell-operator/'s script run by scripts/shell-operator.sh, as its ServiceAccount under the ShellOperator construct's Role, in a fresh namespace per N; Websites created in 10 batches across one interval; latency from a watch seeing the Website (one API round trip after its create); burst only, at N = ${ns.join(', ')}`,
     async run(_plan, baselines, { cluster, log }, { records, diagnostics }) {
       for (const n of ns) {
-        const r = await benchShellOperator({ n, cluster, log: (m) => log(`shell operator, ${m}`), replicas: _plan.replicas });
+        const r = await benchShellOperator({
+          n,
+          cluster,
+          log: (m) => log(`shell operator, ${m}`),
+          replicas: _plan.replicas,
+        });
         const echo = baselines.burst.get(n)?.echo;
-        const b = (figure: string, label: string, unit: FigureRecord['unit'], value: number, baseline?: number, baselineLabel?: string): FigureRecord => ({ subject: title, phase: 'burst', n, figure, label, unit, value, baseline, baselineLabel });
+        const b = (
+          figure: string,
+          label: string,
+          unit: FigureRecord['unit'],
+          value: number,
+          baseline?: number,
+          baselineLabel?: string,
+        ): FigureRecord => ({ subject: title, phase: 'burst', n, figure, label, unit, value, baseline, baselineLabel });
         records.push(
-          b('createToDeploymentP50', 'create → Deployment seen, p50', 'ms', r.latencyMs.p50, echo?.latencyMs.p50, 'echo controller, p50'),
-          b('createToDeploymentP99', 'create → Deployment seen, p99', 'ms', r.latencyMs.p99, echo?.latencyMs.p99, 'echo controller, p99'),
-          b('createToDeploymentMax', 'create → Deployment seen, max', 'ms', r.latencyMs.max, echo?.latencyMs.max, 'echo controller, max'),
-          b('allDeployments', 'all N Deployments seen', 'ms', r.allDeploymentsMs, echo?.allChildrenMs, 'echo controller, all N children'),
+          b(
+            'createToDeploymentP50',
+            'create → Deployment seen, p50',
+            'ms',
+            r.latencyMs.p50,
+            echo?.latencyMs.p50,
+            'echo controller, p50',
+          ),
+          b(
+            'createToDeploymentP99',
+            'create → Deployment seen, p99',
+            'ms',
+            r.latencyMs.p99,
+            echo?.latencyMs.p99,
+            'echo controller, p99',
+          ),
+          b(
+            'createToDeploymentMax',
+            'create → Deployment seen, max',
+            'ms',
+            r.latencyMs.max,
+            echo?.latencyMs.max,
+            'echo controller, max',
+          ),
+          b(
+            'allDeployments',
+            'all N Deployments seen',
+            'ms',
+            r.allDeploymentsMs,
+            echo?.allChildrenMs,
+            'echo controller, all N children',
+          ),
           b('requestsPerCycle', 'API requests per cycle, steady state', 'count', r.requestsPerCycle, n, 'N'),
         );
         diagnostics.push(
-          `N=${n}: create → Deployment p90 ${formatValue(r.latencyMs.p90, 'ms')}; requests per cycle by kind: ${Object.entries(r.requestsPerCycleByKind).map(([k, v]) => `${k} ${formatValue(v, 'count')}`).join(', ')}; cycles ${r.cycleMs.map((ms) => formatValue(ms, 'ms')).join(', ')}`,
+          `N=${n}: create → Deployment p90 ${formatValue(r.latencyMs.p90, 'ms')}; requests per cycle by kind: ${Object.entries(
+            r.requestsPerCycleByKind,
+          )
+            .map(([k, v]) => `${k} ${formatValue(v, 'count')}`)
+            .join(', ')}; cycles ${r.cycleMs.map((ms) => formatValue(ms, 'ms')).join(', ')}`,
         );
       }
     },
@@ -71,7 +144,8 @@ const log = (message: string) => process.stderr.write(`[bench] ${new Date().toIS
 
 function numbers(text: string, option: string): number[] {
   const values = text.split(',').map((v) => Number(v.trim()));
-  if (values.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--${option} takes positive whole numbers separated by commas, got ${JSON.stringify(text)}`);
+  if (values.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error(`--${option} takes positive whole numbers separated by commas, got ${JSON.stringify(text)}`);
   return values;
 }
 
@@ -79,9 +153,13 @@ function numbers(text: string, option: string): number[] {
 async function loadPeer(path: string): Promise<Peer> {
   const module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown; peer?: unknown };
   const exported = module.default ?? module.peer;
-  const peer = (typeof exported === 'function' ? await (exported as () => Peer | Promise<Peer>)() : exported) as Peer | undefined;
+  const peer = (typeof exported === 'function' ? await (exported as () => Peer | Promise<Peer>)() : exported) as
+    | Peer
+    | undefined;
   if (!peer || typeof peer.start !== 'function' || typeof peer.website !== 'function') {
-    throw new Error(`${path} exports no Peer (bench/peer.ts): export default the adapter, or a function that returns it`);
+    throw new Error(
+      `${path} exports no Peer (bench/peer.ts): export default the adapter, or a function that returns it`,
+    );
   }
   return peer;
 }
@@ -104,7 +182,10 @@ async function main(): Promise<void> {
   const quick = values.quick;
   const ns = numbers(values.n ?? (quick ? '10,100' : '10,100,1000'), 'n').sort((a, b) => a - b);
   const replicas = Number(values.replicas);
-  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 4) throw new Error(`--replicas takes 1 to 4 (the Website schema allows 5, and the churn's edits add one), got ${JSON.stringify(values.replicas)}`);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 4)
+    throw new Error(
+      `--replicas takes 1 to 4 (the Website schema allows 5, and the churn's edits add one), got ${JSON.stringify(values.replicas)}`,
+    );
   const plan: Plan = {
     ns,
     steadyCreates: 20,
@@ -124,27 +205,47 @@ async function main(): Promise<void> {
     const env = Object.fromEntries(
       list.split(',').map((pair) => {
         const [key, ...value] = pair.split('=');
-        if (!/^[A-Z_][A-Z0-9_]*$/.test(key.trim()) || value.length === 0) throw new Error(`--operator-env takes NAME=VALUE pairs separated by commas, got ${JSON.stringify(list)}`);
+        if (!/^[A-Z_][A-Z0-9_]*$/.test(key.trim()) || value.length === 0)
+          throw new Error(`--operator-env takes NAME=VALUE pairs separated by commas, got ${JSON.stringify(list)}`);
         return [key.trim(), value.join('=').trim()];
       }),
     );
-    return websiteOperatorPeer({ title: `website-operator ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`, env });
+    return websiteOperatorPeer({
+      title: `website-operator ${Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+      env,
+    });
   });
   const peers: Peer[] = [websiteOperator, ...variants, ...(values['no-kro'] ? [] : [kroPeer()])];
   for (const path of values.peer) {
     const peer = await loadPeer(path);
     // Figures are keyed by title: two alike would mix (e.g. --peer bench/kro.ts without --no-kro).
-    if (peers.some((p) => p.title === peer.title)) throw new Error(`${path}: a controller titled "${peer.title}" is already under test; give it another title, or leave the other out (--no-kro)`);
+    if (peers.some((p) => p.title === peer.title))
+      throw new Error(
+        `${path}: a controller titled "${peer.title}" is already under test; give it another title, or leave the other out (--no-kro)`,
+      );
     peers.push(peer);
   }
   const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
-  const subjects: Subject[] = [...peers.map(peerSubject), ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)])].filter(
-    (s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)),
-  );
-  if (!subjects.length) throw new Error(`--only ${values.only} matches no subject (${[...peers.map((p) => p.title), 'shell operator'].join(', ')})`);
+  const subjects: Subject[] = [
+    ...peers.map(peerSubject),
+    ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)]),
+  ].filter((s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)));
+  if (!subjects.length)
+    throw new Error(
+      `--only ${values.only} matches no subject (${[...peers.map((p) => p.title), 'shell operator'].join(', ')})`,
+    );
 
   const began = Date.now();
-  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? 'unknown', memoryBytes: totalmem(), kernel: `Linux ${release()}`, node: process.version, loadAverageAtStart: loadavg()[0] };
+  const machine = {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    memoryBytes: totalmem(),
+    kernel: `Linux ${release()}`,
+    node: process.version,
+    loadAverageAtStart: loadavg()[0],
+  };
   const machineText = `${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, ${machine.kernel}, Node ${machine.node}, load average ${machine.loadAverageAtStart.toFixed(1)} at the start`;
   log(`machine: ${machineText}`);
   log(`plan: ${JSON.stringify(plan)}; subjects: ${subjects.map((s) => s.title).join(', ')}`);
@@ -153,7 +254,8 @@ async function main(): Promise<void> {
   const nodeRss = await idleNodeRss();
 
   const largest = Math.max(...ns);
-  const pods = Math.max(largest * replicas, (largest + plan.steadyCreates) * (replicas + 1), (plan.memoryN ?? 0) * replicas) + 50;
+  const pods =
+    Math.max(largest * replicas, (largest + plan.steadyCreates) * (replicas + 1), (plan.memoryN ?? 0) * replicas) + 50;
   const cluster = await clusterUp({ pods, extraArgs: CLUSTER_ARGS, log });
   const hold = holdCluster(
     values['keep-cluster'] ?? false,
@@ -181,8 +283,14 @@ async function main(): Promise<void> {
       const echo = await EchoController.start(cluster, ECHO_WORKERS);
       try {
         const result = await echo.burst(n);
-        const echoBurst = { latencyMs: latencySummary(result.createToChildMs), allChildrenMs: result.allChildrenMs, requestsPerSource: result.requestsPerSource };
-        log(`baseline N=${n}: echo p50 ${formatValue(echoBurst.latencyMs.p50, 'ms')}, p99 ${formatValue(echoBurst.latencyMs.p99, 'ms')}, all children ${formatValue(result.allChildrenMs, 'ms')}`);
+        const echoBurst = {
+          latencyMs: latencySummary(result.createToChildMs),
+          allChildrenMs: result.allChildrenMs,
+          requestsPerSource: result.requestsPerSource,
+        };
+        log(
+          `baseline N=${n}: echo p50 ${formatValue(echoBurst.latencyMs.p50, 'ms')}, p99 ${formatValue(echoBurst.latencyMs.p99, 'ms')}, all children ${formatValue(result.allChildrenMs, 'ms')}`,
+        );
         // Steady state and churn only for subjects that go through them: the adapters'.
         if (n === largest && subjects.some((s) => peers.some((p) => p.title === s.title))) {
           log(`baseline: echo controller, steady state over ${n} sources`);
@@ -192,8 +300,13 @@ async function main(): Promise<void> {
             Array.from({ length: plan.steadyCreates }, (_, i) => `steady-${String(i).padStart(5, '0')}`),
           );
           log(`baseline: echo controller, churn over ${n} sources`);
-          const population = [...Array.from({ length: n }, (_, i) => `echo-${String(i).padStart(5, '0')}`), ...Array.from({ length: plan.steadyCreates }, (_, i) => `steady-${String(i).padStart(5, '0')}`)];
-          churnSteps = await churn(echo, population, plan.churnRates, plan.stepSeconds, replicas, (m) => log(`echo controller: ${m}`));
+          const population = [
+            ...Array.from({ length: n }, (_, i) => `echo-${String(i).padStart(5, '0')}`),
+            ...Array.from({ length: plan.steadyCreates }, (_, i) => `steady-${String(i).padStart(5, '0')}`),
+          ];
+          churnSteps = await churn(echo, population, plan.churnRates, plan.stepSeconds, replicas, (m) =>
+            log(`echo controller: ${m}`),
+          );
         }
         echoBursts.set(n, echoBurst);
       } finally {
@@ -213,7 +326,9 @@ async function main(): Promise<void> {
       } catch (error) {
         // One controller failing (say, a peer never Ready) costs its remaining figures, not the others'.
         log(`${subject.title}: failed: ${(error as Error).stack ?? error}`);
-        output.diagnostics.push(`**failed**, its remaining figures are missing: ${(error as Error).message.split('\n').slice(0, 5).join(' ')}`);
+        output.diagnostics.push(
+          `**failed**, its remaining figures are missing: ${(error as Error).message.split('\n').slice(0, 5).join(' ')}`,
+        );
         failures.push(subject.title);
       }
       records.push(...output.records);
@@ -226,7 +341,18 @@ async function main(): Promise<void> {
 
   const minutes = (Date.now() - began) / 60_000;
   const operator = subjects.find((s) => s.title === websiteOperator.title);
-  if (operator) records.push({ subject: operator.title, phase: 'idle', n: 0, figure: 'renderPerWebsite', label: 'render per Website (renderWorkload)', unit: 'us', value: render.renderUs, baseline: render.jsonRoundTripUs, baselineLabel: 'JSON round trip of its output' });
+  if (operator)
+    records.push({
+      subject: operator.title,
+      phase: 'idle',
+      n: 0,
+      figure: 'renderPerWebsite',
+      label: 'render per Website (renderWorkload)',
+      unit: 'us',
+      value: render.renderUs,
+      baseline: render.jsonRoundTripUs,
+      baselineLabel: 'JSON round trip of its output',
+    });
   const date = new Date().toISOString();
   const settings = {
     quick,
@@ -249,19 +375,31 @@ async function main(): Promise<void> {
     phaseTables(records),
     'Each cell: the figure (its ratio to the baseline measured in the same run, and that baseline; details). Baselines:',
     `- **echo controller**: ConfigMaps created, edited and deleted exactly like the Websites; a controller in the benchmark process (the operator's own Informer and WorkQueue, ${ECHO_WORKERS} workers, no rate limit, in namespace ${BASELINE_NS}) keeps one child ConfigMap per source (one apply, or one delete); latency is create sent → child seen by a watch, as for Websites; its queue wait is the same histogram. The least any controller can do.`,
-    '- **Deployments created directly**: the N Deployments the website operator renders (renderWorkload, no owner reference), created by the benchmark at the same pace, until each is available: the cluster\'s own time to run them.',
+    "- **Deployments created directly**: the N Deployments the website operator renders (renderWorkload, no owner reference), created by the benchmark at the same pace, until each is available: the cluster's own time to run them.",
     "- **API requests** come from the API server's audit log (the controller's ServiceAccount, completed requests), from the first create until every Website was Ready: writes of anything but Events and Leases, GETs answered 404, other GETs, Events. Leases, lists and watches are left out (they depend on time, not on Websites) and shown below.",
     `- **RSS** is VmRSS from /proc (median of three readings a second apart); **CPU** is user + system time from /proc/<pid>/stat, first create to all Ready. An idle Node ${process.version} process (\`setInterval\`) has ${formatValue(nodeRss, 'bytes')}.`,
-    '- **Churn**: a rate holds when at least 99 % of the controller\'s queue waits (`workqueue_queue_duration_seconds`, over the step and until its queue drains) are within 1 s; the figure is the rate actually sent in the last step that held.',
+    "- **Churn**: a rate holds when at least 99 % of the controller's queue waits (`workqueue_queue_duration_seconds`, over the step and until its queue drains) are within 1 s; the figure is the rate actually sent in the last step that held.",
     '',
     '## Render time per Website (warm, in the benchmark process)',
     '',
     markdownTable(
       ['what', 'per Website', 'vs. JSON round trip of the output'],
       [
-        ['renderWorkload (WebsiteWorkload in a fresh App + Chart, toJson)', formatValue(render.renderUs, 'us'), formatRatio(render.renderUs, render.jsonRoundTripUs)],
-        ['empty App + Chart, toJson (cdk8s fixed cost)', formatValue(render.emptyChartUs, 'us'), formatRatio(render.emptyChartUs, render.jsonRoundTripUs)],
-        ['JSON.parse(JSON.stringify(Deployment + Service)) (baseline)', formatValue(render.jsonRoundTripUs, 'us'), '1×'],
+        [
+          'renderWorkload (WebsiteWorkload in a fresh App + Chart, toJson)',
+          formatValue(render.renderUs, 'us'),
+          formatRatio(render.renderUs, render.jsonRoundTripUs),
+        ],
+        [
+          'empty App + Chart, toJson (cdk8s fixed cost)',
+          formatValue(render.emptyChartUs, 'us'),
+          formatRatio(render.emptyChartUs, render.jsonRoundTripUs),
+        ],
+        [
+          'JSON.parse(JSON.stringify(Deployment + Service)) (baseline)',
+          formatValue(render.jsonRoundTripUs, 'us'),
+          '1×',
+        ],
       ],
     ),
     '',
@@ -275,7 +413,10 @@ async function main(): Promise<void> {
   const dir = join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'latest.md'), `${report}\n`);
-  await writeFile(join(dir, 'latest.json'), resultsJson({ date, durationMinutes: Number(minutes.toFixed(2)), machine, settings }, records));
+  await writeFile(
+    join(dir, 'latest.json'),
+    resultsJson({ date, durationMinutes: Number(minutes.toFixed(2)), machine, settings }, records),
+  );
   log(`written to bench/results/latest.md and latest.json (${minutes.toFixed(1)} min)`);
   if (failures.length) {
     log(`failed: ${failures.join(', ')} (see Diagnostics)`);

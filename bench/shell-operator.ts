@@ -43,11 +43,19 @@ const BENCH_SERVICE_CIDR = {
 };
 
 /** `kubectl get <resource> --watch -o name`, remembering when each object was first seen. */
-function watchFirstSeen(cluster: ClusterAccess, resource: string, namespace: string): { firstSeen: Map<string, number>; process: ChildProcess } {
+function watchFirstSeen(
+  cluster: ClusterAccess,
+  resource: string,
+  namespace: string,
+): { firstSeen: Map<string, number>; process: ChildProcess } {
   const child = tracked(
-    spawn(cluster.kubectl, ['--kubeconfig', cluster.kubeconfig, 'get', resource, '-n', namespace, '--watch', '-o', 'name'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    }),
+    spawn(
+      cluster.kubectl,
+      ['--kubeconfig', cluster.kubeconfig, 'get', resource, '-n', namespace, '--watch', '-o', 'name'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    ),
   );
   const firstSeen = new Map<string, number>();
   createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -74,8 +82,16 @@ function flowSchemas(namespace: string) {
   const schema = (kind: string, precedence: number, rule: Record<string, unknown>) => ({
     apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
     kind: 'FlowSchema',
-    metadata: { name: `${namespace}-${kind.toLowerCase().replace(' ', '-')}`, labels: { 'website-stack/bench': namespace } },
-    spec: { priorityLevelConfiguration: { name: 'workload-low' }, matchingPrecedence: precedence, distinguisherMethod: { type: 'ByUser' }, rules: [{ subjects, ...rule }] },
+    metadata: {
+      name: `${namespace}-${kind.toLowerCase().replace(' ', '-')}`,
+      labels: { 'website-stack/bench': namespace },
+    },
+    spec: {
+      priorityLevelConfiguration: { name: 'workload-low' },
+      matchingPrecedence: precedence,
+      distinguisherMethod: { type: 'ByUser' },
+      rules: [{ subjects, ...rule }],
+    },
   });
   return [
     ...REQUEST_KINDS.map(({ kind, ...rule }) => schema(kind, 500, { resourceRules: [{ ...rule, namespaces: ['*'] }] })),
@@ -97,7 +113,12 @@ async function scrape(cluster: ClusterAccess): Promise<Map<string, number>> {
 }
 
 /** Requests per cycle between two scrapes, by kind and in total. */
-function requestsPerCycle(schemas: ReturnType<typeof flowSchemas>, before: Map<string, number>, after: Map<string, number>, cycles: number) {
+function requestsPerCycle(
+  schemas: ReturnType<typeof flowSchemas>,
+  before: Map<string, number>,
+  after: Map<string, number>,
+  cycles: number,
+) {
   const kinds = [...REQUEST_KINDS.map((k) => k.kind), 'other'];
   const byKind: Record<string, number> = {};
   schemas.forEach((schema, i) => {
@@ -166,24 +187,47 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
   const n = options.n;
   if (!Number.isInteger(n) || n < 1) throw new Error(`n must be a positive whole number of Websites, got ${n}`);
   if (!existsSync(cluster.kubeconfig)) {
-    throw new Error(`no kubeconfig at ${cluster.kubeconfig}: start the local cluster (npm run cluster:up) or set KUBECONFIG`);
+    throw new Error(
+      `no kubeconfig at ${cluster.kubeconfig}: start the local cluster (npm run cluster:up) or set KUBECONFIG`,
+    );
   }
 
-  await kubectlOk(cluster, ['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
+  await kubectlOk(cluster, [
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    '-f',
+    join(ROOT, 'dist/website-operator/website-crd.yaml'),
+  ]);
   await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', `crd/websites.${DEFAULT_GROUP}`]);
   await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], { input: JSON.stringify(BENCH_SERVICE_CIDR) });
-  await kubectlOk(cluster, ['wait', '--for=condition=Ready', '--timeout=60s', `servicecidr/${BENCH_SERVICE_CIDR.metadata.name}`]);
+  await kubectlOk(cluster, [
+    'wait',
+    '--for=condition=Ready',
+    '--timeout=60s',
+    `servicecidr/${BENCH_SERVICE_CIDR.metadata.name}`,
+  ]);
   const ns = `bench-shell-${randomBytes(3).toString('hex')}`;
   await kubectlOk(cluster, ['create', 'namespace', ns]);
   // Everything but the operator's Deployment: its pod would be simulated, the script runs here.
   const chart = new Chart(new App({ outdir: '/nonexistent' }), 'bench');
   new ShellOperator(chart, 'shell', { namespace: ns, createNamespace: false, intervalSeconds: interval });
   const manifests = chart.toJson().filter((m) => m.kind !== 'Deployment');
-  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], { input: manifests.map((m) => JSON.stringify(m)).join('\n') });
+  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], {
+    input: manifests.map((m) => JSON.stringify(m)).join('\n'),
+  });
   const schemas = flowSchemas(ns);
-  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], { input: schemas.map((m) => JSON.stringify(m)).join('\n') });
+  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], {
+    input: schemas.map((m) => JSON.stringify(m)).join('\n'),
+  });
   // The API server has taken a FlowSchema into its configuration once it reports it not dangling.
-  for (const schema of schemas) await kubectlOk(cluster, ['wait', '--for=condition=Dangling=False', '--timeout=60s', `flowschema/${schema.metadata.name}`]);
+  for (const schema of schemas)
+    await kubectlOk(cluster, [
+      'wait',
+      '--for=condition=Dangling=False',
+      '--timeout=60s',
+      `flowschema/${schema.metadata.name}`,
+    ]);
 
   const websitesSeen = watchFirstSeen(cluster, `websites.v1.${DEFAULT_GROUP}`, ns);
   const deploymentsSeen = watchFirstSeen(cluster, 'deployments.apps', ns);
@@ -204,19 +248,37 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
         metadata: { name, namespace: ns },
         spec: { title: `Website ${name}`, replicas },
       }));
-      await kubectlOk(cluster, ['create', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) });
+      await kubectlOk(cluster, ['create', '-f', '-'], {
+        input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }),
+      });
     }
     await eventually(
       `N=${n}: every Deployment`,
       () => {
-        if (!operator.running()) throw new Error(`N=${n}: the shell operator exited; its log ends:\n${operator.lines.slice(-10).map((l) => l.text).join('\n')}`);
+        if (!operator.running())
+          throw new Error(
+            `N=${n}: the shell operator exited; its log ends:\n${operator.lines
+              .slice(-10)
+              .map((l) => l.text)
+              .join('\n')}`,
+          );
         return names.every((name) => deploymentsSeen.firstSeen.has(`website-${name}`));
       },
-      { timeoutMs: 3 * (interval * 1000 + n * 1000) + 60_000, intervalMs: 200, progress: () => `${deploymentsSeen.firstSeen.size} of ${n} appeared`, stopOnError: true },
+      {
+        timeoutMs: 3 * (interval * 1000 + n * 1000) + 60_000,
+        intervalMs: 200,
+        progress: () => `${deploymentsSeen.firstSeen.size} of ${n} appeared`,
+        stopOnError: true,
+      },
     );
-    const allDeploymentsMs = Math.max(...names.map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)!)) - start;
-    const latencies = names.map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)! - websitesSeen.firstSeen.get(name)!).sort((a, b) => a - b);
-    log(`N=${n}: every Deployment after ${(allDeploymentsMs / 1000).toFixed(1)} s; measuring ${steadyCycles} steady cycles`);
+    const allDeploymentsMs =
+      Math.max(...names.map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)!)) - start;
+    const latencies = names
+      .map((name) => deploymentsSeen.firstSeen.get(`website-${name}`)! - websitesSeen.firstSeen.get(name)!)
+      .sort((a, b) => a - b);
+    log(
+      `N=${n}: every Deployment after ${(allDeploymentsMs / 1000).toFixed(1)} s; measuring ${steadyCycles} steady cycles`,
+    );
 
     // Scrapes right after a cycle's log line fall in its sleep: whole cycles between them.
     const first = operator.cycles().length + 1;
@@ -230,8 +292,11 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     const failed = steady.map((l) => Number(/, (\d+) failed, /.exec(l.text)![1]));
     if (failed.some((f) => f > 0)) {
       const since = operator.cycles()[first - 1].at;
-      const firstFailure = operator.lines.find((l) => l.at >= since && / website \S+: (apply failed|skipped): /.test(l.text)) ?? steady[0];
-      throw new Error(`N=${n}: Websites failed to apply in steady cycles (${failed.join(', ')}), so the figures would not be a baseline; first failure: ${firstFailure.text}`);
+      const firstFailure =
+        operator.lines.find((l) => l.at >= since && / website \S+: (apply failed|skipped): /.test(l.text)) ?? steady[0];
+      throw new Error(
+        `N=${n}: Websites failed to apply in steady cycles (${failed.join(', ')}), so the figures would not be a baseline; first failure: ${firstFailure.text}`,
+      );
     }
     const cycleMs = steady.map((l) => Number(/, (\d+) ms$/.exec(l.text)![1]));
     const stopped = await operator.stop();
@@ -240,7 +305,12 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
       operator: 'shell',
       n,
       intervalSeconds: interval,
-      latencyMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+      latencyMs: {
+        p50: percentile(latencies, 50),
+        p90: percentile(latencies, 90),
+        p99: percentile(latencies, 99),
+        max: latencies[latencies.length - 1],
+      },
       allDeploymentsMs,
       requestsPerCycle: requests.total,
       requestsPerCycleByKind: requests.byKind,
@@ -267,15 +337,20 @@ export function formatTable(results: readonly ShellOperatorBenchResult[]): strin
     ['create → Deployment max', (r) => s(r.latencyMs.max)],
     ['all N Deployments after', (r) => s(r.allDeploymentsMs)],
     ['API requests / cycle', (r) => r.requestsPerCycle.toFixed(1)],
-    ...[...new Set(results.flatMap((r) => Object.keys(r.requestsPerCycleByKind)))].sort().map(
-      (kind): [string, (r: ShellOperatorBenchResult) => string] => [`  of which ${kind}`, (r) => (r.requestsPerCycleByKind[kind] ?? 0).toFixed(1)],
-    ),
+    ...[...new Set(results.flatMap((r) => Object.keys(r.requestsPerCycleByKind)))]
+      .sort()
+      .map((kind): [string, (r: ShellOperatorBenchResult) => string] => [
+        `  of which ${kind}`,
+        (r) => (r.requestsPerCycleByKind[kind] ?? 0).toFixed(1),
+      ]),
     ['cycle duration', (r) => r.cycleMs.map(s).join(', ')],
   ];
   const header = ['shell operator', ...results.map((r) => `N=${r.n}`)];
   const table = [header, ...rows.map(([label, cell]) => [label, ...results.map(cell)])];
   const widths = header.map((_, i) => Math.max(...table.map((row) => row[i].length)));
-  return table.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ')).join('\n');
+  return table
+    .map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '))
+    .join('\n');
 }
 
 async function main(): Promise<void> {

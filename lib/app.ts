@@ -7,8 +7,8 @@ import { WebsiteOperator } from './operator/website-operator.ts';
 import { ShellOperator } from './shell-operator/shell-operator.ts';
 import { DevelopmentTracingStack } from './tracing/development-tracing-stack.ts';
 import { ProductionTracingStack, type ProductionTracingStackProps } from './tracing/production-tracing-stack.ts';
-import { WebsiteCrd } from './website/website-crd.ts';
 import { Website } from './website/website.ts';
+import { WebsiteCrd } from './website/website-crd.ts';
 
 /** Argo CD waves: the CRD first, then the operator, then Websites (they need both). */
 export const SYNC_WAVES = { crd: -1, operator: 0, samples: 1 } as const;
@@ -40,7 +40,11 @@ export const DIST_ALTERNATIVES: readonly (readonly string[])[] = [
 export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): Record<string, App> {
   const units: Record<string, App> = {};
   const unit = (name: string): App => {
-    const app = new App({ yamlOutputType: YamlOutputType.FILE_PER_CHART, outputFileExtension: '.yaml', outdir: join(outdir, name) });
+    const app = new App({
+      yamlOutputType: YamlOutputType.FILE_PER_CHART,
+      outputFileExtension: '.yaml',
+      outdir: join(outdir, name),
+    });
     requireSyncWaves(app);
     units[name] = app;
     return app;
@@ -76,25 +80,40 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
   // The trace stack: one of the three per cluster (README: "The trace stack").
   tracingSync(new DevelopmentTracingStack(new Chart(unit('tracing-dev'), 'tracing-dev'), 'Tracing'));
   tracingSync(
-    new ProductionTracingStack(new Chart(unit('tracing-production-elasticsearch'), 'tracing-production-elasticsearch'), 'Tracing', {
-      ...PRODUCTION_TRACING,
-      jaeger: {
-        ...PRODUCTION_TRACING.jaeger,
-        // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
-        storage: {
-          type: 'elasticsearch',
-          serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
-          caSecretName: 'elasticsearch-es-http-certs-public',
-          credentials: { secretName: 'jaeger-elasticsearch' },
+    new ProductionTracingStack(
+      new Chart(unit('tracing-production-elasticsearch'), 'tracing-production-elasticsearch'),
+      'Tracing',
+      {
+        ...PRODUCTION_TRACING,
+        jaeger: {
+          ...PRODUCTION_TRACING.jaeger,
+          // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
+          storage: {
+            type: 'elasticsearch',
+            serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
+            caSecretName: 'elasticsearch-es-http-certs-public',
+            credentials: { secretName: 'jaeger-elasticsearch' },
+          },
         },
       },
-    }),
+    ),
   );
   tracingSync(
-    new ProductionTracingStack(new Chart(unit('tracing-production-cassandra'), 'tracing-production-cassandra'), 'Tracing', {
-      ...PRODUCTION_TRACING,
-      jaeger: { ...PRODUCTION_TRACING.jaeger, storage: { type: 'cassandra', servers: ['cassandra.tracing.svc:9042'], credentials: { secretName: 'jaeger-cassandra' } } },
-    }),
+    new ProductionTracingStack(
+      new Chart(unit('tracing-production-cassandra'), 'tracing-production-cassandra'),
+      'Tracing',
+      {
+        ...PRODUCTION_TRACING,
+        jaeger: {
+          ...PRODUCTION_TRACING.jaeger,
+          storage: {
+            type: 'cassandra',
+            servers: ['cassandra.tracing.svc:9042'],
+            credentials: { secretName: 'jaeger-cassandra' },
+          },
+        },
+      },
+    ),
   );
 
   return units;
@@ -121,7 +140,9 @@ function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): v
       if (within(object, stack.jaeger)) return TRACING_SYNC_WAVES.jaeger;
       if (within(object, stack.collector)) return TRACING_SYNC_WAVES.collector;
       if ('hotrod' in stack && within(object, stack.hotrod)) return TRACING_SYNC_WAVES.hotrod;
-      throw new Error(`${object.node.path}: a ${object.kind} of no known trace-stack component; give it a wave in TRACING_SYNC_WAVES`);
+      throw new Error(
+        `${object.node.path}: a ${object.kind} of no known trace-stack component; give it a wave in TRACING_SYNC_WAVES`,
+      );
     },
   });
 }
@@ -132,7 +153,9 @@ function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): v
  * collectors require mutual TLS or OIDC; OTLP without a client certificate is refused), and
  * between the gateway and Jaeger's collector.
  */
-const PRODUCTION_TRACING: Omit<ProductionTracingStackProps, 'jaeger'> & { jaeger: Omit<ProductionTracingStackProps['jaeger'], 'storage'> } = {
+const PRODUCTION_TRACING: Omit<ProductionTracingStackProps, 'jaeger'> & {
+  jaeger: Omit<ProductionTracingStackProps['jaeger'], 'storage'>;
+} = {
   jaeger: { collectorTls: { secretName: 'jaeger-collector-tls' } },
   collectorClientTlsSecret: 'otel-collector-client-tls',
   receiverSecurity: { tls: { secretName: 'otel-collector-tls' } },

@@ -43,7 +43,15 @@ export function requireSyncWaves(scope: IConstruct): void {
       scope.node
         .findAll()
         .filter((c): c is ApiObject => c instanceof ApiObject)
-        .filter((o) => (o.toJson() as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[SYNC_WAVE_ANNOTATION] === undefined)
-        .map((o) => `${o.kind} '${o.name}' (${o.node.path}) has no ${SYNC_WAVE_ANNOTATION} annotation: call argoSync on its chart`),
+        .filter(
+          (o) =>
+            (o.toJson() as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[
+              SYNC_WAVE_ANNOTATION
+            ] === undefined,
+        )
+        .map(
+          (o) =>
+            `${o.kind} '${o.name}' (${o.node.path}) has no ${SYNC_WAVE_ANNOTATION} annotation: call argoSync on its chart`,
+        ),
   });
 }

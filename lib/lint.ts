@@ -45,9 +45,21 @@ export function lintAnnotations(exemptions: readonly LintExemption[]): Record<st
  *   from starting.
  */
 export const WORKLOAD_LINT_EXEMPTIONS: readonly LintExemption[] = [
-  { polaris: 'cpuLimitsMissing', reason: 'No CPU limit on purpose: CPU is shared by request, and a CFS quota would throttle bursts while protecting nobody.' },
-  { polaris: 'priorityClassNotSet', reason: "PriorityClasses are the cluster's own: none is assumed to exist, and a pod naming a missing one is refused." },
-  { polaris: 'pullPolicyNotAlways', reason: 'Images are pinned to release tags: pulling on every start fetches the same image again and ties pod starts to the registry.' },
+  {
+    polaris: 'cpuLimitsMissing',
+    reason:
+      'No CPU limit on purpose: CPU is shared by request, and a CFS quota would throttle bursts while protecting nobody.',
+  },
+  {
+    polaris: 'priorityClassNotSet',
+    reason:
+      "PriorityClasses are the cluster's own: none is assumed to exist, and a pod naming a missing one is refused.",
+  },
+  {
+    polaris: 'pullPolicyNotAlways',
+    reason:
+      'Images are pinned to release tags: pulling on every start fetches the same image again and ties pod starts to the registry.',
+  },
 ];
 
 /**
@@ -59,6 +71,9 @@ export function singlePodLintExemptions(why: string): LintExemption[] {
   return [
     { polaris: 'deploymentMissingReplicas', reason: why },
     { polaris: 'topologySpreadConstraint', reason: 'One pod: there is nothing to spread over nodes or zones.' },
-    { polaris: 'missingPodDisruptionBudget', reason: 'One pod: a disruption budget could only block every node drain or allow everything.' },
+    {
+      polaris: 'missingPodDisruptionBudget',
+      reason: 'One pod: a disruption budget could only block every node drain or allow everything.',
+    },
   ];
 }

@@ -12,12 +12,18 @@ export type Peers = readonly k8s.NetworkPolicyPeer[] | undefined;
 
 /** The cluster's DNS: CoreDNS (or kube-dns) pods in kube-system, as kubeadm and most distributions label them. */
 export const KUBE_DNS_PEERS: readonly k8s.NetworkPolicyPeer[] = [
-  { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } },
+  {
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+    podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+  },
 ];
 
 /** Prometheus as the Prometheus Operator (kube-prometheus-stack) runs it: pods named `prometheus` in namespace `monitoring`. */
 export const PROMETHEUS_PEERS: readonly k8s.NetworkPolicyPeer[] = [
-  { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } },
+  {
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+    podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+  },
 ];
 
 /** Every pod of the cluster, in any namespace (and nothing outside the cluster). */
@@ -99,7 +105,10 @@ export interface PodNetworkPolicyProps {
 
 /** A NetworkPolicy isolating the selected pods both ways, with exactly the listed flows open. */
 export function podNetworkPolicy(scope: Construct, id: string, props: PodNetworkPolicyProps): k8s.KubeNetworkPolicy {
-  if (Object.keys(props.podSelector).length !== 1) throw new Error(`NetworkPolicy ${props.name}: select the pods by one label (app.kubernetes.io/name), got ${JSON.stringify(props.podSelector)}`);
+  if (Object.keys(props.podSelector).length !== 1)
+    throw new Error(
+      `NetworkPolicy ${props.name}: select the pods by one label (app.kubernetes.io/name), got ${JSON.stringify(props.podSelector)}`,
+    );
   return new k8s.KubeNetworkPolicy(scope, id, {
     metadata: { name: props.name, namespace: props.namespace, labels: { ...props.labels } },
     spec: {
@@ -121,7 +130,12 @@ export const PART_OF = { 'app.kubernetes.io/part-of': 'website-stack' } as const
  * may hold pods of others: Websites (in the operator's namespace), an Elasticsearch or Cassandra
  * beside the trace stack.
  */
-export function defaultDenyPolicy(scope: Construct, id: string, name: string, namespace: string): k8s.KubeNetworkPolicy {
+export function defaultDenyPolicy(
+  scope: Construct,
+  id: string,
+  name: string,
+  namespace: string,
+): k8s.KubeNetworkPolicy {
   return new k8s.KubeNetworkPolicy(scope, id, {
     metadata: { name, namespace, labels: { ...PART_OF } },
     spec: { podSelector: { matchLabels: { ...PART_OF } }, policyTypes: ['Ingress', 'Egress'] },

@@ -37,13 +37,22 @@ const ZONE = 'topology.kubernetes.io/zone';
  * selector, so other workloads' pods never count). `pod-template-hash` keeps a rollout's new pods
  * from being placed against the old ReplicaSet's, which are about to go.
  */
-export function replicaSpread(selector: Readonly<Record<string, string>>, spread: ReplicaSpread = {}): Pick<k8s.PodSpec, 'affinity' | 'topologySpreadConstraints'> {
+export function replicaSpread(
+  selector: Readonly<Record<string, string>>,
+  spread: ReplicaSpread = {},
+): Pick<k8s.PodSpec, 'affinity' | 'topologySpreadConstraints'> {
   const { acrossNodes, acrossZones } = { ...DEFAULT_REPLICA_SPREAD, ...spread };
-  const term: k8s.PodAffinityTerm = { labelSelector: { matchLabels: { ...selector } }, matchLabelKeys: ['pod-template-hash'], topologyKey: HOSTNAME };
+  const term: k8s.PodAffinityTerm = {
+    labelSelector: { matchLabels: { ...selector } },
+    matchLabelKeys: ['pod-template-hash'],
+    topologyKey: HOSTNAME,
+  };
   return {
     affinity: {
       podAntiAffinity:
-        acrossNodes === 'required' ? { requiredDuringSchedulingIgnoredDuringExecution: [term] } : { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: term }] },
+        acrossNodes === 'required'
+          ? { requiredDuringSchedulingIgnoredDuringExecution: [term] }
+          : { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: term }] },
     },
     topologySpreadConstraints: [
       {

@@ -15,7 +15,7 @@
 // Idempotent and safe to run while an operator runs from the same folder (the test projects may
 // build in parallel): a file is written only when its content changed (to a temporary name, then
 // renamed), and chunk names carry a content hash, so an unchanged build touches nothing.
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -49,11 +49,19 @@ function sideEffectFreePackages(packages: readonly string[]): esbuild.Plugin {
       // The packages by name (esbuild resolves them as usual)...
       build.onResolve({ filter: new RegExp(`^(${escaped})(/|$)`) }, async (args) => {
         if (args.pluginData === 'resolving') return undefined;
-        const resolved = await build.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, with: args.with, pluginData: 'resolving' });
+        const resolved = await build.resolve(args.path, {
+          kind: args.kind,
+          importer: args.importer,
+          resolveDir: args.resolveDir,
+          with: args.with,
+          pluginData: 'resolving',
+        });
         return resolved.errors.length > 0 ? undefined : { ...resolved, sideEffects: false };
       });
       // ...and the relative imports between their files, which name the file itself ('./gen/index.js').
-      build.onResolve({ filter: /^\.\.?\// }, (args) => (inPackage.test(args.importer) ? { path: join(args.resolveDir, args.path), sideEffects: false } : undefined));
+      build.onResolve({ filter: /^\.\.?\// }, (args) =>
+        inPackage.test(args.importer) ? { path: join(args.resolveDir, args.path), sideEffects: false } : undefined,
+      );
     },
   };
 }
@@ -81,7 +89,9 @@ export async function buildOperator(dir = OPERATOR_BUILD_DIR): Promise<OperatorB
     target: 'node22',
     // The CommonJS packages (cdk8s, prom-client, pino, undici, ...) call require() for Node's
     // built-in modules; an ES module has no `require`, so every chunk gets one.
-    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': '.mjs' },
     // No source maps: V8 would keep an inline one in memory for the life of the process (cdk8s-plus-34

@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compile, type JSONSchema } from 'json-schema-to-typescript';
-import { type JsonSchema, websiteStatusSchema, websiteV1Schema, websiteV1beta1Schema } from '../lib/website/schema.ts';
+import { type JsonSchema, websiteStatusSchema, websiteV1beta1Schema, websiteV1Schema } from '../lib/website/schema.ts';
 
 const out = join(import.meta.dirname, '..', 'imports');
 
@@ -45,7 +45,10 @@ await generate(
   'websiteStatusSchema',
   {
     ...titled(websiteStatusSchema, 'WebsiteStatus'),
-    properties: { ...websiteStatusSchema.properties, conditions: { ...conditions, items: titled(conditions.items!, 'WebsiteCondition') } },
+    properties: {
+      ...websiteStatusSchema.properties,
+      conditions: { ...conditions, items: titled(conditions.items!, 'WebsiteCondition') },
+    },
   } as JSONSchema,
   'WebsiteStatus',
 );

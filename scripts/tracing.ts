@@ -51,7 +51,8 @@ async function down(): Promise<void> {
 async function up(): Promise<void> {
   if (existsSync(PIDS)) {
     const pids: Record<string, number> = JSON.parse(readFileSync(PIDS, 'utf8'));
-    if (Object.values(pids).some(alive)) throw new Error('the trace stack is already running: `npm run tracing:down` first');
+    if (Object.values(pids).some(alive))
+      throw new Error('the trace stack is already running: `npm run tracing:down` first');
   }
   rmSync(join(STATE, 'run'), { recursive: true, force: true });
   mkdirSync(STATE, { recursive: true });
@@ -72,10 +73,14 @@ async function up(): Promise<void> {
     JAEGER_QUERY: stack.url('jaeger', 'query'),
     HOTROD: stack.url('hotrod', 'frontend'),
   };
-  const text = Object.entries(endpoints).map(([k, v]) => `${k}=${v}`).join('\n');
+  const text = Object.entries(endpoints)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
   writeFileSync(join(STATE, 'endpoints.env'), `${text}\n`);
   process.stdout.write(`${text}\n`);
-  log(`written to ${join(STATE, 'endpoints.env')}; point an application at it with OTEL_EXPORTER_OTLP_ENDPOINT=${endpoints.COLLECTOR_OTLP_HTTP}`);
+  log(
+    `written to ${join(STATE, 'endpoints.env')}; point an application at it with OTEL_EXPORTER_OTLP_ENDPOINT=${endpoints.COLLECTOR_OTLP_HTTP}`,
+  );
 }
 
 const command = process.argv[2];

@@ -1,6 +1,12 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
-import { WEBHOOK_CERTIFICATE_NAME, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, operatorLabels, webhookDnsNames } from './names.ts';
+import {
+  operatorLabels,
+  WEBHOOK_CERTIFICATE_NAME,
+  WEBHOOK_SECRET_NAME,
+  WEBHOOK_SERVICE_NAME,
+  webhookDnsNames,
+} from './names.ts';
 
 export interface CertManagerWebhookCertificateProps {
   /** Namespace of the operator and its webhook Service; the Issuers and Certificates live there too. */
@@ -52,7 +58,11 @@ export class CertManagerWebhookCertificate extends Construct {
     const caName = `${name}-ca`;
     const bootstrapName = `${name}-selfsigned`;
     this.secretName = props.secretName ?? WEBHOOK_SECRET_NAME;
-    const metadata = (objectName: string) => ({ name: objectName, namespace: props.namespace, labels: operatorLabels('webhook') });
+    const metadata = (objectName: string) => ({
+      name: objectName,
+      namespace: props.namespace,
+      labels: operatorLabels('webhook'),
+    });
 
     new ApiObject(this, 'SelfSignedIssuer', {
       apiVersion: CERT_MANAGER_API,

@@ -31,7 +31,12 @@ export type WebhookCertificateMode = 'operator' | 'cert-manager';
  * and verifies the certificate against that name; the others cover in-cluster clients and tools.
  */
 export function webhookDnsNames(service: string, namespace: string, clusterDomain = 'cluster.local'): string[] {
-  return [service, `${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.${clusterDomain}`];
+  return [
+    service,
+    `${service}.${namespace}`,
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.${clusterDomain}`,
+  ];
 }
 
 /**

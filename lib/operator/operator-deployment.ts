@@ -1,6 +1,6 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
-import { type LintExemption, WORKLOAD_LINT_EXEMPTIONS, lintAnnotations, singlePodLintExemptions } from '../lint.ts';
+import { type LintExemption, lintAnnotations, singlePodLintExemptions, WORKLOAD_LINT_EXEMPTIONS } from '../lint.ts';
 import { replicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
@@ -8,11 +8,11 @@ import {
   LEASE_NAME,
   OPERATOR_NAME,
   OPERATOR_PORTS,
+  operatorLabels,
   WEBHOOK_CERT_DIR,
   WEBHOOK_SECRET_NAME,
   WEBHOOK_SERVICE_NAME,
   type WebhookCertificateMode,
-  operatorLabels,
 } from './names.ts';
 import type { WatchNamespaces } from './watch-namespaces.ts';
 
@@ -87,8 +87,12 @@ const OPERATOR_NON_HEAP_MIB = 128;
 /** Mebibytes in a Kubernetes memory quantity ('384Mi', '1Gi', '500M', '400000000'). */
 function quantityMebibytes(quantity: string): number {
   const match = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity.trim());
-  if (!match) throw new Error(`'${quantity}' is not a memory quantity this construct reads: use a number with Ki, Mi, Gi, Ti, k, M, G or T, e.g. '384Mi'`);
-  const unit = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 }[match[2] ?? ''] ?? 1;
+  if (!match)
+    throw new Error(
+      `'${quantity}' is not a memory quantity this construct reads: use a number with Ki, Mi, Gi, Ti, k, M, G or T, e.g. '384Mi'`,
+    );
+  const unit =
+    { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 }[match[2] ?? ''] ?? 1;
   return (Number(match[1]) * unit) / 2 ** 20;
 }
 
@@ -101,7 +105,9 @@ function quantityMebibytes(quantity: string): number {
 export function nodeOptionsFor(memoryLimit: string): string {
   const heap = Math.floor(quantityMebibytes(memoryLimit) - OPERATOR_NON_HEAP_MIB);
   if (heap < 64) {
-    throw new Error(`the operator's memory limit ${memoryLimit} is too small: it idles at about 90 MiB; give it at least ${OPERATOR_NON_HEAP_MIB + 64}Mi (default ${DEFAULT_OPERATOR_RESOURCES.memoryLimit})`);
+    throw new Error(
+      `the operator's memory limit ${memoryLimit} is too small: it idles at about 90 MiB; give it at least ${OPERATOR_NON_HEAP_MIB + 64}Mi (default ${DEFAULT_OPERATOR_RESOURCES.memoryLimit})`,
+    );
   }
   return `--max-old-space-size=${heap}`;
 }
@@ -191,7 +197,9 @@ export class OperatorDeployment extends Construct {
     const replicas = props.replicas ?? 1;
     const leaderElection = props.leaderElection ?? true;
     if (!Number.isInteger(replicas) || replicas < 1) {
-      throw new Error(`OperatorDeployment at '${this.node.path}': replicas must be a positive integer, got ${replicas}`);
+      throw new Error(
+        `OperatorDeployment at '${this.node.path}': replicas must be a positive integer, got ${replicas}`,
+      );
     }
     if (replicas > 1 && !leaderElection) {
       throw new Error(
@@ -235,15 +243,40 @@ export class OperatorDeployment extends Construct {
     // A whole-Secret volume (not subPath, which the kubelet never refreshes), so renewals reach
     // the files; group-readable by the pod's fsGroup, not world-readable.
     const volumes: k8s.Volume[] = fromFiles
-      ? [{ name: 'webhook-tls', secret: { secretName: webhookSecretName, defaultMode: 0o440, items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] } }]
+      ? [
+          {
+            name: 'webhook-tls',
+            secret: {
+              secretName: webhookSecretName,
+              defaultMode: 0o440,
+              items: [
+                { key: 'tls.crt', path: 'tls.crt' },
+                { key: 'tls.key', path: 'tls.key' },
+              ],
+            },
+          },
+        ]
       : [];
-    const volumeMounts: k8s.VolumeMount[] = fromFiles ? [{ name: 'webhook-tls', mountPath: WEBHOOK_CERT_DIR, readOnly: true }] : [];
+    const volumeMounts: k8s.VolumeMount[] = fromFiles
+      ? [{ name: 'webhook-tls', mountPath: WEBHOOK_CERT_DIR, readOnly: true }]
+      : [];
 
     const lint: LintExemption[] = [
       ...WORKLOAD_LINT_EXEMPTIONS,
-      { polaris: 'automountServiceAccountToken', reason: 'The operator calls the API server as its ServiceAccount: the token is what it authenticates with.' },
-      { kubeLinter: 'env-var-secret', polaris: 'sensitiveContainerEnvVar', reason: 'WEBHOOK_SECRET_NAME holds the name of the Secret with the webhook certificate, not a secret.' },
-      ...(replicas === 1 ? singlePodLintExemptions('One replica (spec: the operator runs as one pod); with leader election, more replicas are stand-bys.') : []),
+      {
+        polaris: 'automountServiceAccountToken',
+        reason: 'The operator calls the API server as its ServiceAccount: the token is what it authenticates with.',
+      },
+      {
+        kubeLinter: 'env-var-secret',
+        polaris: 'sensitiveContainerEnvVar',
+        reason: 'WEBHOOK_SECRET_NAME holds the name of the Secret with the webhook certificate, not a secret.',
+      },
+      ...(replicas === 1
+        ? singlePodLintExemptions(
+            'One replica (spec: the operator runs as one pod); with leader election, more replicas are stand-bys.',
+          )
+        : []),
     ];
 
     this.deployment = new k8s.KubeDeployment(this, 'Resource', {
@@ -267,9 +300,21 @@ export class OperatorDeployment extends Construct {
                 image: props.image ?? DEFAULT_OPERATOR_IMAGE,
                 imagePullPolicy: 'IfNotPresent',
                 env,
-                ports: Object.entries(OPERATOR_PORTS).map(([name, containerPort]) => ({ name, containerPort, protocol: 'TCP' })),
-                livenessProbe: { httpGet: { path: '/healthz', port: port('health') }, periodSeconds: 10, failureThreshold: 3 },
-                readinessProbe: { httpGet: { path: '/readyz', port: port('health') }, periodSeconds: 5, failureThreshold: 3 },
+                ports: Object.entries(OPERATOR_PORTS).map(([name, containerPort]) => ({
+                  name,
+                  containerPort,
+                  protocol: 'TCP',
+                })),
+                livenessProbe: {
+                  httpGet: { path: '/healthz', port: port('health') },
+                  periodSeconds: 10,
+                  failureThreshold: 3,
+                },
+                readinessProbe: {
+                  httpGet: { path: '/readyz', port: port('health') },
+                  periodSeconds: 5,
+                  failureThreshold: 3,
+                },
                 resources: {
                   requests: { cpu: q(resources.cpuRequest), memory: q(resources.memoryRequest) },
                   limits: { memory: q(resources.memoryLimit) },

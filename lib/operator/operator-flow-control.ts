@@ -115,19 +115,38 @@ export class OperatorFlowControl extends Construct {
 
     const problems: string[] = [];
     const integer = (field: string, value: number, min: number, max: number, why: string) => {
-      if (!Number.isInteger(value) || value < min || value > max) problems.push(`${field} must be a whole number from ${min} to ${max} (${why}), got ${value}`);
+      if (!Number.isInteger(value) || value < min || value > max)
+        problems.push(`${field} must be a whole number from ${min} to ${max} (${why}), got ${value}`);
     };
-    if (!serviceAccount.name || !serviceAccount.namespace) problems.push('serviceAccount needs both name and namespace');
-    if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) problems.push(`name must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253 characters), got '${name}'`);
-    integer('matchingPrecedence', matchingPrecedence, 2, SERVICE_ACCOUNTS_PRECEDENCE - 1, `1 is reserved for 'exempt', and from ${SERVICE_ACCOUNTS_PRECEDENCE} on the built-in 'service-accounts' schema matches first`);
-    integer('nominalConcurrencyShares', nominalConcurrencyShares, 1, 2 ** 31 - 1, '0 would leave the operator only borrowed seats');
+    if (!serviceAccount.name || !serviceAccount.namespace)
+      problems.push('serviceAccount needs both name and namespace');
+    if (name.length > 253 || !DNS_SUBDOMAIN.test(name))
+      problems.push(
+        `name must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253 characters), got '${name}'`,
+      );
+    integer(
+      'matchingPrecedence',
+      matchingPrecedence,
+      2,
+      SERVICE_ACCOUNTS_PRECEDENCE - 1,
+      `1 is reserved for 'exempt', and from ${SERVICE_ACCOUNTS_PRECEDENCE} on the built-in 'service-accounts' schema matches first`,
+    );
+    integer(
+      'nominalConcurrencyShares',
+      nominalConcurrencyShares,
+      1,
+      2 ** 31 - 1,
+      '0 would leave the operator only borrowed seats',
+    );
     integer('lendablePercent', lendablePercent, 0, 100, 'a percentage');
     integer('queuing.queues', queues, 1, 10_000_000, 'the API server allows up to 10^7');
     integer('queuing.handSize', handSize, 1, queues, 'at most queues');
     integer('queuing.queueLengthLimit', queueLengthLimit, 1, 2 ** 31 - 1, 'a positive number');
     // The API server's shuffle-sharding limit: dealing handSize of queues may use 60 bits of hash.
     if (problems.length === 0 && Math.ceil(Math.log2(queues) * handSize) > 60) {
-      problems.push(`queuing.handSize ${handSize} is too large for ${queues} queues: ceil(log2(queues) * handSize) must be at most 60`);
+      problems.push(
+        `queuing.handSize ${handSize} is too large for ${queues} queues: ceil(log2(queues) * handSize) must be at most 60`,
+      );
     }
     if (problems.length > 0) throw new Error(`${where}: ${problems.join('; ')}`);
 
@@ -161,9 +180,16 @@ export class OperatorFlowControl extends Construct {
         distinguisherMethod: { type: 'ByUser' },
         rules: [
           {
-            subjects: [{ kind: 'ServiceAccount', serviceAccount: { name: serviceAccount.name, namespace: serviceAccount.namespace } }],
+            subjects: [
+              {
+                kind: 'ServiceAccount',
+                serviceAccount: { name: serviceAccount.name, namespace: serviceAccount.namespace },
+              },
+            ],
             // Everything the ServiceAccount asks, as the built-in service-accounts schema matches it.
-            resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }],
+            resourceRules: [
+              { verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true },
+            ],
             nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
           },
         ],
@@ -171,7 +197,8 @@ export class OperatorFlowControl extends Construct {
     });
     // Both are cluster-scoped: a namespace cdk8s takes from a namespaced chart would be wrong on them.
     if (Chart.of(this).namespace !== undefined) {
-      for (const object of [this.priorityLevel, this.flowSchema]) object.addJsonPatch(JsonPatch.remove('/metadata/namespace'));
+      for (const object of [this.priorityLevel, this.flowSchema])
+        object.addJsonPatch(JsonPatch.remove('/metadata/namespace'));
     }
   }
 }

@@ -3,11 +3,11 @@ import { Construct } from 'constructs';
 import {
   type ClusterPeers,
   DEFAULT_API_SERVER_PORTS,
-  PROMETHEUS_PEERS,
   defaultDenyPolicy,
   dnsEgress,
   egressTo,
   ingressFrom,
+  PROMETHEUS_PEERS,
   podNetworkPolicy,
   ports,
   urlPort,
@@ -84,9 +84,17 @@ export class OperatorNetworkPolicy extends Construct {
     this.defaultDeny = defaultDenyPolicy(this, 'DefaultDeny', 'website-stack-default-deny', props.namespace);
     const ingress: k8s.NetworkPolicyIngressRule[] = [];
     if (props.webhookPort !== undefined) ingress.push(ingressFrom(props.webhookFrom, ports('TCP', props.webhookPort)));
-    if (props.metricsPort !== undefined) ingress.push(ingressFrom(props.prometheus ?? PROMETHEUS_PEERS, ports('TCP', props.metricsPort)));
+    if (props.metricsPort !== undefined)
+      ingress.push(ingressFrom(props.prometheus ?? PROMETHEUS_PEERS, ports('TCP', props.metricsPort)));
     const egress = [apiServerEgress(props.apiServer), dnsEgress(props.dns)];
     if (props.otlpEndpoint) egress.push(egressTo(props.otlpTo, ports('TCP', urlPort(props.otlpEndpoint))));
-    this.policy = podNetworkPolicy(this, 'Resource', { name: props.name, namespace: props.namespace, labels: props.labels, podSelector: props.podSelector, ingress, egress });
+    this.policy = podNetworkPolicy(this, 'Resource', {
+      name: props.name,
+      namespace: props.namespace,
+      labels: props.labels,
+      podSelector: props.podSelector,
+      ingress,
+      egress,
+    });
   }
 }

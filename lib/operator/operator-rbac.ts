@@ -1,7 +1,13 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { DEFAULT_GROUP } from '../website/schema.ts';
-import { LEASE_NAME, OPERATOR_NAME, WEBHOOK_SECRET_NAME, type WebhookCertificateMode, operatorLabels } from './names.ts';
+import {
+  LEASE_NAME,
+  OPERATOR_NAME,
+  operatorLabels,
+  WEBHOOK_SECRET_NAME,
+  type WebhookCertificateMode,
+} from './names.ts';
 import type { WatchNamespaces } from './watch-namespaces.ts';
 
 export interface OperatorRbacProps {
@@ -55,9 +61,21 @@ export interface OperatorRbacProps {
  */
 export function websiteRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {
   return [
-    { apiGroups: [group], resources: ['websites', 'websites/status'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-    { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-    { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+    {
+      apiGroups: [group],
+      resources: ['websites', 'websites/status'],
+      verbs: ['get', 'list', 'watch', 'update', 'patch'],
+    },
+    {
+      apiGroups: ['apps'],
+      resources: ['deployments'],
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+    },
+    {
+      apiGroups: [''],
+      resources: ['services'],
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+    },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
 }
@@ -149,7 +167,11 @@ export class OperatorRbac extends Construct {
     const operatorCertificates = (props.webhookCertificates ?? 'operator') === 'operator';
     const subjects = [{ kind: 'ServiceAccount', name, namespace: props.namespace }];
     const watched = props.watchNamespaces ? props.watchNamespaces.namespaces : [props.namespace];
-    const bind = (kind: 'Role' | 'ClusterRole', roleName: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind, name: roleName });
+    const bind = (kind: 'Role' | 'ClusterRole', roleName: string) => ({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind,
+      name: roleName,
+    });
 
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata });
     const rules = [
@@ -159,23 +181,49 @@ export class OperatorRbac extends Construct {
     ];
     if (rules.length > 0) {
       this.role = new k8s.KubeRole(this, 'Role', { metadata, rules });
-      this.roleBinding = new k8s.KubeRoleBinding(this, 'RoleBinding', { metadata, roleRef: bind('Role', name), subjects });
+      this.roleBinding = new k8s.KubeRoleBinding(this, 'RoleBinding', {
+        metadata,
+        roleRef: bind('Role', name),
+        subjects,
+      });
     }
     for (const namespace of watched ?? []) {
       if (namespace === props.namespace) continue;
       const watchMetadata = { name: `${name}-${props.namespace}`, namespace, labels: operatorLabels('rbac') };
-      this.watchRoles.push(new k8s.KubeRole(this, `Role-${namespace}`, { metadata: watchMetadata, rules: websiteRules(props.group) }));
-      this.watchRoleBindings.push(new k8s.KubeRoleBinding(this, `RoleBinding-${namespace}`, { metadata: watchMetadata, roleRef: bind('Role', watchMetadata.name), subjects }));
+      this.watchRoles.push(
+        new k8s.KubeRole(this, `Role-${namespace}`, { metadata: watchMetadata, rules: websiteRules(props.group) }),
+      );
+      this.watchRoleBindings.push(
+        new k8s.KubeRoleBinding(this, `RoleBinding-${namespace}`, {
+          metadata: watchMetadata,
+          roleRef: bind('Role', watchMetadata.name),
+          subjects,
+        }),
+      );
     }
     if (!watched) {
       const clusterMetadata = { name: `${name}-${props.namespace}`, labels: operatorLabels('rbac') };
-      this.watchClusterRole = new k8s.KubeClusterRole(this, 'WatchClusterRole', { metadata: clusterMetadata, rules: websiteRules(props.group) });
-      this.watchClusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'WatchClusterRoleBinding', { metadata: clusterMetadata, roleRef: bind('ClusterRole', clusterMetadata.name), subjects });
+      this.watchClusterRole = new k8s.KubeClusterRole(this, 'WatchClusterRole', {
+        metadata: clusterMetadata,
+        rules: websiteRules(props.group),
+      });
+      this.watchClusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'WatchClusterRoleBinding', {
+        metadata: clusterMetadata,
+        roleRef: bind('ClusterRole', clusterMetadata.name),
+        subjects,
+      });
     }
     if (operatorCertificates) {
       const clusterMetadata = { name: `${name}-webhook-${props.namespace}`, labels: operatorLabels('rbac') };
-      this.clusterRole = new k8s.KubeClusterRole(this, 'ClusterRole', { metadata: clusterMetadata, rules: webhookCrdRules(props.group) });
-      this.clusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'ClusterRoleBinding', { metadata: clusterMetadata, roleRef: bind('ClusterRole', clusterMetadata.name), subjects });
+      this.clusterRole = new k8s.KubeClusterRole(this, 'ClusterRole', {
+        metadata: clusterMetadata,
+        rules: webhookCrdRules(props.group),
+      });
+      this.clusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'ClusterRoleBinding', {
+        metadata: clusterMetadata,
+        roleRef: bind('ClusterRole', clusterMetadata.name),
+        subjects,
+      });
     }
   }
 }

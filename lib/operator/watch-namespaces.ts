@@ -29,7 +29,8 @@ export function watchNamespacesProblem(names: readonly string[]): string | undef
     return `${invalid.map((name) => JSON.stringify(name)).join(', ')} ${invalid.length > 1 ? 'are not namespace names' : 'is not a namespace name'}: a namespace name is at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit`;
   }
   const duplicates = [...new Set(names.filter((name, index) => names.indexOf(name) !== index))];
-  if (duplicates.length > 0) return `${duplicates.map((name) => JSON.stringify(name)).join(', ')} listed more than once`;
+  if (duplicates.length > 0)
+    return `${duplicates.map((name) => JSON.stringify(name)).join(', ')} listed more than once`;
   return undefined;
 }
 
@@ -50,7 +51,8 @@ export class WatchNamespaces {
    */
   static of(...namespaces: string[]): WatchNamespaces {
     const problem = watchNamespacesProblem(namespaces);
-    if (problem) throw new Error(`WatchNamespaces.of(${namespaces.map((name) => JSON.stringify(name)).join(', ')}): ${problem}`);
+    if (problem)
+      throw new Error(`WatchNamespaces.of(${namespaces.map((name) => JSON.stringify(name)).join(', ')}): ${problem}`);
     return new WatchNamespaces(namespaces);
   }
 

@@ -19,11 +19,22 @@ export class WebhookService extends Construct {
   constructor(scope: Construct, id: string, props: WebhookServiceProps) {
     super(scope, id);
     this.service = new k8s.KubeService(this, 'Resource', {
-      metadata: { name: props.name ?? WEBHOOK_SERVICE_NAME, namespace: props.namespace, labels: operatorLabels('webhook') },
+      metadata: {
+        name: props.name ?? WEBHOOK_SERVICE_NAME,
+        namespace: props.namespace,
+        labels: operatorLabels('webhook'),
+      },
       spec: {
         type: 'ClusterIP',
         selector: { 'app.kubernetes.io/name': OPERATOR_NAME, 'app.kubernetes.io/component': 'controller' },
-        ports: [{ name: 'webhook', port: WEBHOOK_SERVICE_PORT, targetPort: k8s.IntOrString.fromString('webhook'), protocol: 'TCP' }],
+        ports: [
+          {
+            name: 'webhook',
+            port: WEBHOOK_SERVICE_PORT,
+            targetPort: k8s.IntOrString.fromString('webhook'),
+            protocol: 'TCP',
+          },
+        ],
       },
     });
   }

@@ -4,11 +4,22 @@ import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
 import type { ConversionWebhookService, WebsiteCrdOperator } from '../website/website-crd.ts';
 import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
-import { type OperatorResources, OperatorDeployment } from './operator-deployment.ts';
+import {
+  LEASE_NAME,
+  OPERATOR_NAME,
+  OPERATOR_NAMESPACE,
+  OPERATOR_PORTS,
+  operatorLabels,
+  WEBHOOK_PATH,
+  WEBHOOK_SECRET_NAME,
+  WEBHOOK_SERVICE_NAME,
+  WEBHOOK_SERVICE_PORT,
+  type WebhookCertificateMode,
+} from './names.ts';
+import { OperatorDeployment, type OperatorResources } from './operator-deployment.ts';
 import { OperatorFlowControl, type OperatorFlowControlOptions } from './operator-flow-control.ts';
 import { OperatorNetworkPolicy, type OperatorNetworkPolicyOptions } from './operator-network-policy.ts';
 import { OperatorRbac } from './operator-rbac.ts';
-import { LEASE_NAME, OPERATOR_NAME, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_PATH, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT, type WebhookCertificateMode, operatorLabels } from './names.ts';
 import type { WatchNamespaces } from './watch-namespaces.ts';
 import { WebhookService } from './webhook-service.ts';
 
@@ -173,8 +184,16 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       webhookSecretName: WEBHOOK_SECRET_NAME,
       webhookServiceName: WEBHOOK_SERVICE_NAME,
     });
-    this.webhookService = new WebhookService(this, 'WebhookService', { namespace: this.namespace, name: WEBHOOK_SERVICE_NAME });
-    this.conversionWebhook = { name: WEBHOOK_SERVICE_NAME, namespace: this.namespace, port: WEBHOOK_SERVICE_PORT, path: WEBHOOK_PATH };
+    this.webhookService = new WebhookService(this, 'WebhookService', {
+      namespace: this.namespace,
+      name: WEBHOOK_SERVICE_NAME,
+    });
+    this.conversionWebhook = {
+      name: WEBHOOK_SERVICE_NAME,
+      namespace: this.namespace,
+      port: WEBHOOK_SERVICE_PORT,
+      path: WEBHOOK_PATH,
+    };
     if (webhookCertificates === 'cert-manager') {
       this.webhookCertificate = new CertManagerWebhookCertificate(this, 'WebhookCertificate', {
         namespace: this.namespace,

@@ -3,11 +3,15 @@ import { App, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { SHELL_OPERATOR_SCRIPT } from '../../imports/shell-operator-script.ts';
-import { WORKLOAD_LINT_EXEMPTIONS, lintAnnotations, singlePodLintExemptions } from '../lint.ts';
+import { lintAnnotations, singlePodLintExemptions, WORKLOAD_LINT_EXEMPTIONS } from '../lint.ts';
 import { OPERATOR_NAMESPACE } from '../operator/names.ts';
 import type { OperatorResources } from '../operator/operator-deployment.ts';
 import { type ApiServerPeers, OperatorNetworkPolicy } from '../operator/operator-network-policy.ts';
-import { RESTRICTED_NAMESPACE_LABELS, restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
+import {
+  RESTRICTED_NAMESPACE_LABELS,
+  restrictedContainerSecurityContext,
+  restrictedPodSecurityContext,
+} from '../security.ts';
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
 import { linearChannel, pageHtml } from '../workload/page.ts';
 import { WebsiteWorkload } from '../workload/website-workload.ts';
@@ -17,7 +21,10 @@ export const SHELL_OPERATOR_NAME = 'website-shell-operator';
 /** Field manager of its server-side applies (the real operator's is `website-operator`). */
 export const SHELL_OPERATOR_FIELD_MANAGER = 'website-shell-operator';
 /** ConfigMap keys, and file names where the pod mounts them. */
-export const SHELL_OPERATOR_FILES = { script: 'website-shell-operator.sh', template: 'children-template.json' } as const;
+export const SHELL_OPERATOR_FILES = {
+  script: 'website-shell-operator.sh',
+  template: 'children-template.json',
+} as const;
 /** Where the pod mounts the ConfigMap. */
 export const SHELL_OPERATOR_CONFIG_DIR = '/etc/website-shell-operator';
 
@@ -180,7 +187,9 @@ export interface ShellOperatorProps {
    * where the API server and DNS are (see OperatorNetworkPolicy's `apiServer`).
    * @default true
    */
-  readonly networkPolicy?: boolean | { readonly apiServer?: ApiServerPeers; readonly dns?: readonly k8s.NetworkPolicyPeer[] };
+  readonly networkPolicy?:
+    | boolean
+    | { readonly apiServer?: ApiServerPeers; readonly dns?: readonly k8s.NetworkPolicyPeer[] };
 }
 
 /**
@@ -203,7 +212,9 @@ export class ShellOperator extends Construct {
     super(scope, id);
     const interval = props.intervalSeconds ?? DEFAULT_SHELL_OPERATOR_INTERVAL_SECONDS;
     if (!Number.isInteger(interval) || interval < 1) {
-      throw new Error(`ShellOperator at '${this.node.path}': intervalSeconds must be a whole number of seconds >= 1, got ${interval}`);
+      throw new Error(
+        `ShellOperator at '${this.node.path}': intervalSeconds must be a whole number of seconds >= 1, got ${interval}`,
+      );
     }
     this.namespace = props.namespace ?? OPERATOR_NAMESPACE;
     const group = props.group ?? DEFAULT_GROUP;
@@ -217,7 +228,9 @@ export class ShellOperator extends Construct {
     const metadata = { name: SHELL_OPERATOR_NAME, namespace: this.namespace, labels };
 
     if (props.createNamespace ?? true) {
-      new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: this.namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } } });
+      new k8s.KubeNamespace(this, 'Namespace', {
+        metadata: { name: this.namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } },
+      });
     }
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata });
     this.role = new k8s.KubeRole(this, 'Role', { metadata, rules: shellOperatorRoleRules(group) });
@@ -238,14 +251,31 @@ export class ShellOperator extends Construct {
     // Liveness: restart a loop that stopped writing its heartbeat (stuck, or stopped). Readiness:
     // the same check, so the Deployment is available (kubectl rollout status, Argo CD's health)
     // once the loop runs. Every 10 s; three failures in a row count.
-    const heartbeat: k8s.Probe = { exec: { command: [...HEARTBEAT_CHECK] }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 5 };
+    const heartbeat: k8s.Probe = {
+      exec: { command: [...HEARTBEAT_CHECK] },
+      periodSeconds: 10,
+      failureThreshold: 3,
+      timeoutSeconds: 5,
+    };
     const lint = [
       ...WORKLOAD_LINT_EXEMPTIONS,
-      { polaris: 'automountServiceAccountToken', reason: 'The script calls the API server (kubectl) as its ServiceAccount: the token is what it authenticates with.' },
-      ...singlePodLintExemptions('One loop: a second would apply every Website again, doubling the API load for nothing.'),
+      {
+        polaris: 'automountServiceAccountToken',
+        reason:
+          'The script calls the API server (kubectl) as its ServiceAccount: the token is what it authenticates with.',
+      },
+      ...singlePodLintExemptions(
+        'One loop: a second would apply every Website again, doubling the API load for nothing.',
+      ),
       ...(props.networkPolicy === false
         ? []
-        : [{ polaris: 'missingNetworkPolicy', reason: 'Its NetworkPolicy has no ingress rule on purpose: the pod serves nothing, so no traffic may reach it.' }]),
+        : [
+            {
+              polaris: 'missingNetworkPolicy',
+              reason:
+                'Its NetworkPolicy has no ingress rule on purpose: the pod serves nothing, so no traffic may reach it.',
+            },
+          ]),
     ];
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', {
       metadata: { ...metadata, annotations: lintAnnotations(lint) },
@@ -257,7 +287,9 @@ export class ShellOperator extends Construct {
           metadata: {
             labels,
             // bash reads the script once at start: a changed ConfigMap must restart the pod.
-            annotations: { 'website-stack/config-sha256': createHash('sha256').update(JSON.stringify(data)).digest('hex') },
+            annotations: {
+              'website-stack/config-sha256': createHash('sha256').update(JSON.stringify(data)).digest('hex'),
+            },
           },
           spec: {
             serviceAccountName: SHELL_OPERATOR_NAME,

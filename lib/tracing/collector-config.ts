@@ -61,18 +61,39 @@ export interface ProbabilisticSamplerConfig {
 /** A tail_sampling policy that decides on its own (allowed inside `drop`). */
 export type TailSamplingLeafPolicy =
   | { readonly name: string; readonly type: 'always_sample' }
-  | { readonly name: string; readonly type: 'status_code'; readonly status_code: { readonly status_codes: readonly ('ERROR' | 'OK' | 'UNSET')[] } }
+  | {
+      readonly name: string;
+      readonly type: 'status_code';
+      readonly status_code: { readonly status_codes: readonly ('ERROR' | 'OK' | 'UNSET')[] };
+    }
   | { readonly name: string; readonly type: 'latency'; readonly latency: { readonly threshold_ms: number } }
-  | { readonly name: string; readonly type: 'probabilistic'; readonly probabilistic: { readonly sampling_percentage: number } }
+  | {
+      readonly name: string;
+      readonly type: 'probabilistic';
+      readonly probabilistic: { readonly sampling_percentage: number };
+    }
   /** Matches a trace when any of its spans meets one of the OTTL conditions. */
-  | { readonly name: string; readonly type: 'ottl_condition'; readonly ottl_condition: { readonly error_mode: 'ignore' | 'silent' | 'propagate'; readonly span: readonly string[] } };
+  | {
+      readonly name: string;
+      readonly type: 'ottl_condition';
+      readonly ottl_condition: {
+        readonly error_mode: 'ignore' | 'silent' | 'propagate';
+        readonly span: readonly string[];
+      };
+    };
 
 /**
  * tail_sampling policies this package writes. A trace is dropped when a `drop` policy matches it
  * (every one of its sub-policies does), whatever the others say; otherwise it is kept when any
  * other policy keeps it.
  */
-export type TailSamplingPolicy = TailSamplingLeafPolicy | { readonly name: string; readonly type: 'drop'; readonly drop: { readonly drop_sub_policy: readonly TailSamplingLeafPolicy[] } };
+export type TailSamplingPolicy =
+  | TailSamplingLeafPolicy
+  | {
+      readonly name: string;
+      readonly type: 'drop';
+      readonly drop: { readonly drop_sub_policy: readonly TailSamplingLeafPolicy[] };
+    };
 
 export interface TailSamplingConfig {
   /** How long after a trace's first span the decision is made. */
@@ -91,7 +112,11 @@ export interface TailSamplingConfig {
 }
 
 export interface AttributesConfig {
-  readonly actions: readonly { readonly key: string; readonly action: 'insert' | 'update' | 'upsert' | 'delete'; readonly value?: string }[];
+  readonly actions: readonly {
+    readonly key: string;
+    readonly action: 'insert' | 'update' | 'upsert' | 'delete';
+    readonly value?: string;
+  }[];
 }
 
 /** otlp_grpc (endpoint host:port) and otlp_http (endpoint a base URL). */
@@ -100,9 +125,19 @@ export interface OtlpExporterConfig {
   readonly tls?: ClientTlsConfig;
   readonly auth?: { readonly authenticator: ComponentId };
   /** In memory; `sizer` is what queue_size counts (requests, spans or bytes). */
-  readonly sending_queue?: { readonly enabled?: boolean; readonly sizer?: 'requests' | 'items' | 'bytes'; readonly queue_size?: number; readonly num_consumers?: number };
+  readonly sending_queue?: {
+    readonly enabled?: boolean;
+    readonly sizer?: 'requests' | 'items' | 'bytes';
+    readonly queue_size?: number;
+    readonly num_consumers?: number;
+  };
   /** Exponential backoff from initial_interval to max_interval; dropped after max_elapsed_time. */
-  readonly retry_on_failure?: { readonly enabled?: boolean; readonly initial_interval?: string; readonly max_interval?: string; readonly max_elapsed_time?: string };
+  readonly retry_on_failure?: {
+    readonly enabled?: boolean;
+    readonly initial_interval?: string;
+    readonly max_interval?: string;
+    readonly max_elapsed_time?: string;
+  };
 }
 
 export interface DebugExporterConfig {
@@ -157,15 +192,28 @@ export interface TelemetryConfig {
   readonly logs?: { readonly level?: 'debug' | 'info' | 'warn' | 'error'; readonly encoding?: 'json' | 'console' };
   readonly metrics?: {
     readonly level?: 'none' | 'basic' | 'normal' | 'detailed';
-    readonly readers?: readonly { readonly pull: { readonly exporter: { readonly prometheus: { readonly host: string; readonly port: number } } } }[];
+    readonly readers?: readonly {
+      readonly pull: { readonly exporter: { readonly prometheus: { readonly host: string; readonly port: number } } };
+    }[];
   };
   readonly resource?: Readonly<Record<string, string>>;
 }
 
 export type ReceiverConfig = OtlpReceiverConfig;
-export type ProcessorConfig = MemoryLimiterConfig | BatchConfig | FilterConfig | ProbabilisticSamplerConfig | TailSamplingConfig | AttributesConfig;
+export type ProcessorConfig =
+  | MemoryLimiterConfig
+  | BatchConfig
+  | FilterConfig
+  | ProbabilisticSamplerConfig
+  | TailSamplingConfig
+  | AttributesConfig;
 export type ExporterConfig = OtlpExporterConfig | DebugExporterConfig;
-export type ExtensionConfig = HealthCheckConfig | BearerTokenAuthConfig | BasicAuthConfig | OAuth2ClientConfig | OidcConfig;
+export type ExtensionConfig =
+  | HealthCheckConfig
+  | BearerTokenAuthConfig
+  | BasicAuthConfig
+  | OAuth2ClientConfig
+  | OidcConfig;
 
 /** One configuration document, as `otelcol --config` reads it. */
 export interface CollectorConfig {
@@ -217,8 +265,12 @@ export function collectorConfigProblems(config: CollectorConfig): string[] {
   for (const [section, components] of Object.entries(sections) as [Section, Record<string, unknown>][]) {
     const known: readonly string[] = COLLECTOR_COMPONENT_TYPES[section];
     for (const id of Object.keys(components)) {
-      if (!/^[a-z0-9_]+(\/[A-Za-z0-9_.-]+)?$/.test(id)) problems.push(`${section}: '${id}' is not a component id (type or type/name, e.g. otlp_grpc/jaeger)`);
-      else if (!known.includes(componentType(id))) problems.push(`${section}: '${id}' is of type '${componentType(id)}', which this collector does not have (it has ${known.join(', ')})`);
+      if (!/^[a-z0-9_]+(\/[A-Za-z0-9_.-]+)?$/.test(id))
+        problems.push(`${section}: '${id}' is not a component id (type or type/name, e.g. otlp_grpc/jaeger)`);
+      else if (!known.includes(componentType(id)))
+        problems.push(
+          `${section}: '${id}' is of type '${componentType(id)}', which this collector does not have (it has ${known.join(', ')})`,
+        );
     }
   }
 
@@ -226,10 +278,14 @@ export function collectorConfigProblems(config: CollectorConfig): string[] {
   if (pipelines.length === 0) problems.push('service.pipelines: define at least one pipeline');
   const used = { receivers: new Set<string>(), processors: new Set<string>(), exporters: new Set<string>() };
   for (const [name, pipeline] of pipelines) {
-    if (componentType(name) !== 'traces') problems.push(`service.pipelines: '${name}' is not a traces pipeline (traces or traces/<name>); this collector only handles traces`);
+    if (componentType(name) !== 'traces')
+      problems.push(
+        `service.pipelines: '${name}' is not a traces pipeline (traces or traces/<name>); this collector only handles traces`,
+      );
     for (const section of ['receivers', 'processors', 'exporters'] as const) {
       const ids = pipeline[section] ?? [];
-      if (section !== 'processors' && ids.length === 0) problems.push(`service.pipelines.${name}.${section}: name at least one`);
+      if (section !== 'processors' && ids.length === 0)
+        problems.push(`service.pipelines.${name}.${section}: name at least one`);
       const seen = new Set<string>();
       for (const id of ids) {
         used[section].add(id);
@@ -237,7 +293,9 @@ export function collectorConfigProblems(config: CollectorConfig): string[] {
         seen.add(id);
         if (!(id in sections[section])) {
           const defined = Object.keys(sections[section]);
-          problems.push(`service.pipelines.${name}.${section}: '${id}' is not defined under ${section} (defined: ${defined.length ? defined.join(', ') : 'none'})`);
+          problems.push(
+            `service.pipelines.${name}.${section}: '${id}' is not defined under ${section} (defined: ${defined.length ? defined.join(', ') : 'none'})`,
+          );
         }
       }
     }
@@ -247,14 +305,23 @@ export function collectorConfigProblems(config: CollectorConfig): string[] {
   }
 
   for (const [id, receiver] of Object.entries(config.receivers)) {
-    const protocols = Object.entries(receiver.protocols ?? {}).filter(([, server]) => server !== undefined) as [string, OtlpServerConfig][];
+    const protocols = Object.entries(receiver.protocols ?? {}).filter(([, server]) => server !== undefined) as [
+      string,
+      OtlpServerConfig,
+    ][];
     if (protocols.length === 0) problems.push(`receivers.${id}: enable protocols.grpc, protocols.http or both`);
     for (const [protocol, server] of protocols) {
       const at = `receivers.${id}.protocols.${protocol}`;
-      if (!HOST_PORT.test(server.endpoint)) problems.push(`${at}.endpoint: '${server.endpoint}' is not host:port (a pod needs 0.0.0.0:<port>)`);
-      if (server.auth && !(server.auth.authenticator in sections.extensions)) problems.push(`${at}.auth.authenticator: '${server.auth.authenticator}' is not defined under extensions`);
-      if (server.auth && !(config.service.extensions ?? []).includes(server.auth.authenticator)) problems.push(`${at}.auth.authenticator: '${server.auth.authenticator}' must also be listed in service.extensions`);
-      if (server.tls?.client_ca_file !== undefined && !server.tls.cert_file) problems.push(`${at}.tls: client_ca_file (mutual TLS) needs the server's cert_file and key_file`);
+      if (!HOST_PORT.test(server.endpoint))
+        problems.push(`${at}.endpoint: '${server.endpoint}' is not host:port (a pod needs 0.0.0.0:<port>)`);
+      if (server.auth && !(server.auth.authenticator in sections.extensions))
+        problems.push(`${at}.auth.authenticator: '${server.auth.authenticator}' is not defined under extensions`);
+      if (server.auth && !(config.service.extensions ?? []).includes(server.auth.authenticator))
+        problems.push(
+          `${at}.auth.authenticator: '${server.auth.authenticator}' must also be listed in service.extensions`,
+        );
+      if (server.tls?.client_ca_file !== undefined && !server.tls.cert_file)
+        problems.push(`${at}.tls: client_ca_file (mutual TLS) needs the server's cert_file and key_file`);
     }
   }
 
@@ -262,45 +329,74 @@ export function collectorConfigProblems(config: CollectorConfig): string[] {
     const type = componentType(id);
     const at = `processors.${id}`;
     const percentage = (value: number, key: string) => {
-      if (!(Number.isFinite(value) && value >= 0 && value <= 100)) problems.push(`${at}.${key}: ${value} is outside 0..100 (a percentage of traces kept)`);
+      if (!(Number.isFinite(value) && value >= 0 && value <= 100))
+        problems.push(`${at}.${key}: ${value} is outside 0..100 (a percentage of traces kept)`);
     };
-    if (type === 'probabilistic_sampler') percentage((processor as ProbabilisticSamplerConfig).sampling_percentage, 'sampling_percentage');
+    if (type === 'probabilistic_sampler')
+      percentage((processor as ProbabilisticSamplerConfig).sampling_percentage, 'sampling_percentage');
     if (type === 'memory_limiter') {
       const m = processor as MemoryLimiterConfig;
       percentage(m.limit_percentage, 'limit_percentage');
       percentage(m.spike_limit_percentage, 'spike_limit_percentage');
-      if (m.spike_limit_percentage >= m.limit_percentage) problems.push(`${at}: spike_limit_percentage (${m.spike_limit_percentage}) must be below limit_percentage (${m.limit_percentage})`);
-      if (!DURATION.test(m.check_interval)) problems.push(`${at}.check_interval: '${m.check_interval}' is not a duration such as 1s`);
+      if (m.spike_limit_percentage >= m.limit_percentage)
+        problems.push(
+          `${at}: spike_limit_percentage (${m.spike_limit_percentage}) must be below limit_percentage (${m.limit_percentage})`,
+        );
+      if (!DURATION.test(m.check_interval))
+        problems.push(`${at}.check_interval: '${m.check_interval}' is not a duration such as 1s`);
     }
     if (type === 'batch') {
       const b = processor as BatchConfig;
-      if (!DURATION.test(b.timeout)) problems.push(`${at}.timeout: '${b.timeout}' is not a duration such as 1s or 200ms`);
-      if (!(Number.isInteger(b.send_batch_size) && b.send_batch_size > 0)) problems.push(`${at}.send_batch_size: ${b.send_batch_size} is not a positive whole number`);
-      if (b.send_batch_max_size !== undefined && b.send_batch_max_size < b.send_batch_size) problems.push(`${at}.send_batch_max_size: ${b.send_batch_max_size} is below send_batch_size (${b.send_batch_size})`);
+      if (!DURATION.test(b.timeout))
+        problems.push(`${at}.timeout: '${b.timeout}' is not a duration such as 1s or 200ms`);
+      if (!(Number.isInteger(b.send_batch_size) && b.send_batch_size > 0))
+        problems.push(`${at}.send_batch_size: ${b.send_batch_size} is not a positive whole number`);
+      if (b.send_batch_max_size !== undefined && b.send_batch_max_size < b.send_batch_size)
+        problems.push(
+          `${at}.send_batch_max_size: ${b.send_batch_max_size} is below send_batch_size (${b.send_batch_size})`,
+        );
     }
     if (type === 'tail_sampling') {
       const t = processor as TailSamplingConfig;
-      if (!DURATION.test(t.decision_wait)) problems.push(`${at}.decision_wait: '${t.decision_wait}' is not a duration such as 10s`);
-      if (t.decision_wait_after_root_received !== undefined && !/^[1-9]\d*s$/.test(t.decision_wait_after_root_received)) {
-        problems.push(`${at}.decision_wait_after_root_received: '${t.decision_wait_after_root_received}' is not a whole number of seconds such as 1s (the processor decides in 1 s ticks)`);
+      if (!DURATION.test(t.decision_wait))
+        problems.push(`${at}.decision_wait: '${t.decision_wait}' is not a duration such as 10s`);
+      if (
+        t.decision_wait_after_root_received !== undefined &&
+        !/^[1-9]\d*s$/.test(t.decision_wait_after_root_received)
+      ) {
+        problems.push(
+          `${at}.decision_wait_after_root_received: '${t.decision_wait_after_root_received}' is not a whole number of seconds such as 1s (the processor decides in 1 s ticks)`,
+        );
       }
-      if (!(Number.isInteger(t.num_traces) && t.num_traces > 0)) problems.push(`${at}.num_traces: ${t.num_traces} is not a positive whole number`);
+      if (!(Number.isInteger(t.num_traces) && t.num_traces > 0))
+        problems.push(`${at}.num_traces: ${t.num_traces} is not a positive whole number`);
       for (const [key, size] of Object.entries(t.decision_cache ?? {})) {
-        if (!(Number.isInteger(size) && size > 0)) problems.push(`${at}.decision_cache.${key}: ${size} is not a positive whole number`);
+        if (!(Number.isInteger(size) && size > 0))
+          problems.push(`${at}.decision_cache.${key}: ${size} is not a positive whole number`);
       }
-      if (!t.policies.some((policy) => policy.type !== 'drop')) problems.push(`${at}.policies: name at least one policy that keeps traces (drop policies only discard), or every trace is dropped`);
+      if (!t.policies.some((policy) => policy.type !== 'drop'))
+        problems.push(
+          `${at}.policies: name at least one policy that keeps traces (drop policies only discard), or every trace is dropped`,
+        );
       const leaf = (policy: TailSamplingLeafPolicy, path: string) => {
-        if (policy.type === 'probabilistic') percentage(policy.probabilistic.sampling_percentage, `${path}.probabilistic.sampling_percentage`);
-        if (policy.type === 'latency' && !(policy.latency.threshold_ms > 0)) problems.push(`${at}.${path}.latency.threshold_ms: ${policy.latency.threshold_ms} must be above 0`);
-        if (policy.type === 'ottl_condition' && policy.ottl_condition.span.length === 0) problems.push(`${at}.${path}.ottl_condition.span: name at least one condition`);
+        if (policy.type === 'probabilistic')
+          percentage(policy.probabilistic.sampling_percentage, `${path}.probabilistic.sampling_percentage`);
+        if (policy.type === 'latency' && !(policy.latency.threshold_ms > 0))
+          problems.push(`${at}.${path}.latency.threshold_ms: ${policy.latency.threshold_ms} must be above 0`);
+        if (policy.type === 'ottl_condition' && policy.ottl_condition.span.length === 0)
+          problems.push(`${at}.${path}.ottl_condition.span: name at least one condition`);
       };
       for (const policy of t.policies) {
         if (policy.type !== 'drop') leaf(policy, `policies.${policy.name}`);
-        else if (policy.drop.drop_sub_policy.length === 0) problems.push(`${at}.policies.${policy.name}.drop.drop_sub_policy: name at least one policy (the trace is dropped when all of them match)`);
+        else if (policy.drop.drop_sub_policy.length === 0)
+          problems.push(
+            `${at}.policies.${policy.name}.drop.drop_sub_policy: name at least one policy (the trace is dropped when all of them match)`,
+          );
         else for (const sub of policy.drop.drop_sub_policy) leaf(sub, `policies.${policy.name}.drop.${sub.name}`);
       }
     }
-    if (type === 'filter' && (processor as FilterConfig).traces.span.length === 0) problems.push(`${at}.traces.span: name at least one condition`);
+    if (type === 'filter' && (processor as FilterConfig).traces.span.length === 0)
+      problems.push(`${at}.traces.span: name at least one condition`);
   }
   for (const [section, ids] of Object.entries(used)) {
     for (const id of Object.keys(sections[section as Section])) {
@@ -311,11 +407,17 @@ export function collectorConfigProblems(config: CollectorConfig): string[] {
   for (const [id, exporter] of Object.entries(config.exporters)) {
     const type = componentType(id);
     const e = exporter as OtlpExporterConfig;
-    if (type === 'otlp_grpc' && !HOST_PORT.test(e.endpoint)) problems.push(`exporters.${id}.endpoint: '${e.endpoint}' is not host:port (gRPC exporters take no scheme)`);
-    if (type === 'otlp_http' && !/^https?:\/\/[^/]+/.test(e.endpoint)) problems.push(`exporters.${id}.endpoint: '${e.endpoint}' is not an http(s):// base URL`);
+    if (type === 'otlp_grpc' && !HOST_PORT.test(e.endpoint))
+      problems.push(`exporters.${id}.endpoint: '${e.endpoint}' is not host:port (gRPC exporters take no scheme)`);
+    if (type === 'otlp_http' && !/^https?:\/\/[^/]+/.test(e.endpoint))
+      problems.push(`exporters.${id}.endpoint: '${e.endpoint}' is not an http(s):// base URL`);
     if ((type === 'otlp_grpc' || type === 'otlp_http') && e.auth) {
-      if (!(e.auth.authenticator in sections.extensions)) problems.push(`exporters.${id}.auth.authenticator: '${e.auth.authenticator}' is not defined under extensions`);
-      else if (!(config.service.extensions ?? []).includes(e.auth.authenticator)) problems.push(`exporters.${id}.auth.authenticator: '${e.auth.authenticator}' must also be listed in service.extensions`);
+      if (!(e.auth.authenticator in sections.extensions))
+        problems.push(`exporters.${id}.auth.authenticator: '${e.auth.authenticator}' is not defined under extensions`);
+      else if (!(config.service.extensions ?? []).includes(e.auth.authenticator))
+        problems.push(
+          `exporters.${id}.auth.authenticator: '${e.auth.authenticator}' must also be listed in service.extensions`,
+        );
     }
   }
   return problems;

@@ -5,8 +5,12 @@ import type { CollectorSampling } from './collector/processors.ts';
 import { HotRod } from './hotrod.ts';
 import { JaegerAllInOne, type JaegerAllInOneProps } from './jaeger-all-in-one.ts';
 import { TRACING_NAMESPACE } from './names.ts';
-import { type TracingNetworkPolicy, type TracingNetworkPolicyOptions, stackNetworkPolicy } from './tracing-network-policy.ts';
 import { OtelCollector } from './otel-collector.ts';
+import {
+  stackNetworkPolicy,
+  type TracingNetworkPolicy,
+  type TracingNetworkPolicyOptions,
+} from './tracing-network-policy.ts';
 
 export interface DevelopmentTracingStackProps {
   /** @default 'tracing' */
@@ -46,7 +50,9 @@ export class DevelopmentTracingStack extends Construct {
     super(scope, id);
     const namespace = props.namespace ?? TRACING_NAMESPACE;
     if (props.createNamespace ?? true) {
-      new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } } });
+      new k8s.KubeNamespace(this, 'Namespace', {
+        metadata: { name: namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } },
+      });
     }
     this.jaeger = new JaegerAllInOne(this, 'Jaeger', { ...props.jaeger, namespace });
     this.collector = new OtelCollector(this, 'Collector', {
@@ -55,8 +61,17 @@ export class DevelopmentTracingStack extends Construct {
       backends: [{ name: 'jaeger', endpoint: this.jaeger.otlpGrpcAddress }],
     });
     if (props.hotrod ?? true) {
-      this.hotrod = new HotRod(this, 'HotRod', { namespace, otlpEndpoint: this.collector.otlpHttpEndpoint, jaegerUiUrl: this.jaeger.queryUrl });
+      this.hotrod = new HotRod(this, 'HotRod', {
+        namespace,
+        otlpEndpoint: this.collector.otlpHttpEndpoint,
+        jaegerUiUrl: this.jaeger.queryUrl,
+      });
     }
-    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, { namespace, collector: this.collector, jaeger: this.jaeger, ...(this.hotrod ? { hotrod: this.hotrod } : {}) });
+    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, {
+      namespace,
+      collector: this.collector,
+      jaeger: this.jaeger,
+      ...(this.hotrod ? { hotrod: this.hotrod } : {}),
+    });
   }
 }

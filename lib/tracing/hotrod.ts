@@ -1,9 +1,13 @@
 import { Construct } from 'constructs';
 import { singlePodLintExemptions } from '../lint.ts';
-import { HOTROD_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost } from './names.ts';
+import { HOTROD_PORTS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE } from './names.ts';
 import { type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
-export const DEFAULT_HOTROD_RESOURCES: TracingResources = { cpuRequest: '50m', memoryRequest: '64Mi', memoryLimit: '256Mi' };
+export const DEFAULT_HOTROD_RESOURCES: TracingResources = {
+  cpuRequest: '50m',
+  memoryRequest: '64Mi',
+  memoryLimit: '256Mi',
+};
 
 export interface HotRodProps {
   /**
@@ -36,7 +40,9 @@ export class HotRod extends Construct {
   constructor(scope: Construct, id: string, props: HotRodProps) {
     super(scope, id);
     if (!/^https?:\/\/[^/]+$/.test(props.otlpEndpoint)) {
-      throw new Error(`HotRod at '${this.node.path}': otlpEndpoint must be a base URL with scheme, host and port and no path (http://otel-collector.tracing.svc:4318), got '${props.otlpEndpoint}'`);
+      throw new Error(
+        `HotRod at '${this.node.path}': otlpEndpoint must be a base URL with scheme, host and port and no path (http://otel-collector.tracing.svc:4318), got '${props.otlpEndpoint}'`,
+      );
     }
     const namespace = props.namespace ?? TRACING_NAMESPACE;
     const name = props.name ?? 'hotrod';
@@ -46,9 +52,7 @@ export class HotRod extends Construct {
       component: 'example-app',
       image: props.image ?? TRACING_IMAGES.hotrod,
       args: ['all', `--jaeger-ui=${props.jaegerUiUrl}`],
-      env: [
-        { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: props.otlpEndpoint },
-      ],
+      env: [{ name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: props.otlpEndpoint }],
       ports: { ...HOTROD_PORTS },
       servicePorts: ['frontend'],
       // A TCP check: an HTTP probe would put a trace of every probe into Jaeger.

@@ -2,7 +2,7 @@ import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { singlePodLintExemptions } from '../lint.ts';
 import { type JaegerStorage, jaegerConfig } from './jaeger-config.ts';
-import { JAEGER_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost, tracingLabels } from './names.ts';
+import { JAEGER_PORTS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE, tracingLabels } from './names.ts';
 import { type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
 /** Where Jaeger reads its configuration. */
@@ -26,7 +26,11 @@ export type AllInOneStorage =
       readonly spanTtl?: string;
     };
 
-export const DEFAULT_ALL_IN_ONE_RESOURCES: TracingResources = { cpuRequest: '100m', memoryRequest: '256Mi', memoryLimit: '1Gi' };
+export const DEFAULT_ALL_IN_ONE_RESOURCES: TracingResources = {
+  cpuRequest: '100m',
+  memoryRequest: '256Mi',
+  memoryLimit: '1Gi',
+};
 
 export interface JaegerAllInOneProps {
   /** @default 'tracing' */
@@ -71,11 +75,17 @@ export class JaegerAllInOne extends Construct {
     const volumes: { volume: k8s.Volume; mountPath: string }[] = [];
     if (storageProps.type === 'memory') {
       const maxTraces = storageProps.maxTraces ?? 50000;
-      if (!Number.isInteger(maxTraces) || maxTraces < 1) throw new Error(`JaegerAllInOne at '${this.node.path}': storage.maxTraces must be a positive whole number, got ${maxTraces}`);
+      if (!Number.isInteger(maxTraces) || maxTraces < 1)
+        throw new Error(
+          `JaegerAllInOne at '${this.node.path}': storage.maxTraces must be a positive whole number, got ${maxTraces}`,
+        );
       storage = { type: 'memory', maxTraces };
     } else {
       const spanTtl = storageProps.spanTtl ?? '168h';
-      if (!/^(\d+(h|m|s))+$/.test(spanTtl)) throw new Error(`JaegerAllInOne at '${this.node.path}': storage.spanTtl must be a Go duration such as 168h, got '${spanTtl}'`);
+      if (!/^(\d+(h|m|s))+$/.test(spanTtl))
+        throw new Error(
+          `JaegerAllInOne at '${this.node.path}': storage.spanTtl must be a Go duration such as 168h, got '${spanTtl}'`,
+        );
       const directory = '/var/lib/jaeger';
       storage = { type: 'badger', directory, spanTtl };
       this.volumeClaim = new k8s.KubePersistentVolumeClaim(this, 'Data', {
@@ -86,11 +96,24 @@ export class JaegerAllInOne extends Construct {
           resources: { requests: { storage: k8s.Quantity.fromString(storageProps.size ?? '10Gi') } },
         },
       });
-      volumes.push({ volume: { name: 'data', persistentVolumeClaim: { claimName: `${name}-data` } }, mountPath: directory });
+      volumes.push({
+        volume: { name: 'data', persistentVolumeClaim: { claimName: `${name}-data` } },
+        mountPath: directory,
+      });
     }
     this.config = jaegerConfig({ storage, ingest: { otlp, thrift: true }, query: {}, serviceName: name });
 
-    const { 'otlp-grpc': otlpGrpc, 'otlp-http': otlpHttp, 'thrift-http': thriftHttp, 'thrift-compact': thriftCompact, 'thrift-binary': thriftBinary, query, 'query-grpc': queryGrpc, health, metrics } = JAEGER_PORTS;
+    const {
+      'otlp-grpc': otlpGrpc,
+      'otlp-http': otlpHttp,
+      'thrift-http': thriftHttp,
+      'thrift-compact': thriftCompact,
+      'thrift-binary': thriftBinary,
+      query,
+      'query-grpc': queryGrpc,
+      health,
+      metrics,
+    } = JAEGER_PORTS;
     this.workload = new TracingWorkload(this, 'Workload', {
       namespace,
       name,
@@ -112,7 +135,9 @@ export class JaegerAllInOne extends Construct {
       resources: props.resources ?? DEFAULT_ALL_IN_ONE_RESOURCES,
       // Badger's directory takes one writer: the old pod must be gone before the new one opens it.
       strategy: storage.type === 'badger' ? 'Recreate' : 'RollingUpdate',
-      lint: singlePodLintExemptions('All-in-one is one process by design: its storage (memory, or Badger on one volume) is not shared between pods.'),
+      lint: singlePodLintExemptions(
+        'All-in-one is one process by design: its storage (memory, or Badger on one volume) is not shared between pods.',
+      ),
     });
     this.otlpGrpcAddress = `${serviceHost(name, namespace)}:${otlpGrpc}`;
     this.queryUrl = `http://${serviceHost(name, namespace)}:${query}`;

@@ -72,24 +72,46 @@ function storageBackend(storage: JaegerStorage): Record<string, unknown> {
     case 'memory':
       return { memory: { max_traces: storage.maxTraces } };
     case 'badger':
-      return { badger: { directories: { keys: `${storage.directory}/keys`, values: `${storage.directory}/values` }, ephemeral: false, ttl: { spans: storage.spanTtl } } };
+      return {
+        badger: {
+          directories: { keys: `${storage.directory}/keys`, values: `${storage.directory}/values` },
+          ephemeral: false,
+          ttl: { spans: storage.spanTtl },
+        },
+      };
     case 'elasticsearch':
       return {
         elasticsearch: {
           server_urls: [...storage.serverUrls],
           indices: { index_prefix: storage.indexPrefix },
-          ...(storage.username ? { auth: { basic: { username: storage.username, ...(storage.passwordFile ? { password_file: storage.passwordFile } : {}) } } } : {}),
+          ...(storage.username
+            ? {
+                auth: {
+                  basic: {
+                    username: storage.username,
+                    ...(storage.passwordFile ? { password_file: storage.passwordFile } : {}),
+                  },
+                },
+              }
+            : {}),
           ...(storage.caFile ? { tls: { ca_file: storage.caFile } } : {}),
         },
       };
     case 'cassandra':
       return {
         cassandra: {
-          schema: { keyspace: storage.keyspace, create: storage.createSchema, trace_ttl: storage.traceTtl, ...(storage.datacenter ? { datacenter: storage.datacenter } : {}) },
+          schema: {
+            keyspace: storage.keyspace,
+            create: storage.createSchema,
+            trace_ttl: storage.traceTtl,
+            ...(storage.datacenter ? { datacenter: storage.datacenter } : {}),
+          },
           connection: {
             servers: [...storage.servers],
             ...(storage.datacenter ? { local_dc: storage.datacenter } : {}),
-            ...(storage.username ? { auth: { basic: { username: storage.username, password: `\${env:${storage.passwordEnv}}` } } } : {}),
+            ...(storage.username
+              ? { auth: { basic: { username: storage.username, password: `\${env:${storage.passwordEnv}}` } } }
+              : {}),
             tls: storage.caFile ? { ca_file: storage.caFile } : { insecure: true },
           },
         },
@@ -101,7 +123,10 @@ function storageBackend(storage: JaegerStorage): Record<string, unknown> {
 export function jaegerConfig(options: JaegerConfigOptions): Record<string, unknown> {
   const any = (port: number) => `0.0.0.0:${port}`;
   const extensions: Record<string, unknown> = {
-    healthcheckv2: { use_v2: true, http: { endpoint: any(JAEGER_PORTS.health), status: { enabled: true, path: '/status' } } },
+    healthcheckv2: {
+      use_v2: true,
+      http: { endpoint: any(JAEGER_PORTS.health), status: { enabled: true, path: '/status' } },
+    },
     jaeger_storage: { backends: { [STORE]: storageBackend(options.storage) } },
   };
   const serviceExtensions = ['jaeger_storage', 'healthcheckv2'];
@@ -123,7 +148,16 @@ export function jaegerConfig(options: JaegerConfigOptions): Record<string, unkno
     const { otlp, thrift, tls } = options.ingest;
     if (!otlp && !thrift) throw new Error('jaegerConfig: ingest needs OTLP, Thrift or both');
     if (otlp) {
-      const tlsConfig = tls ? { tls: { cert_file: tls.certFile, key_file: tls.keyFile, ...(tls.clientCaFile ? { client_ca_file: tls.clientCaFile } : {}), min_version: '1.2' } } : {};
+      const tlsConfig = tls
+        ? {
+            tls: {
+              cert_file: tls.certFile,
+              key_file: tls.keyFile,
+              ...(tls.clientCaFile ? { client_ca_file: tls.clientCaFile } : {}),
+              min_version: '1.2',
+            },
+          }
+        : {};
       receivers.otlp = {
         protocols: {
           grpc: { endpoint: any(JAEGER_PORTS['otlp-grpc']), ...tlsConfig },
@@ -156,7 +190,10 @@ export function jaegerConfig(options: JaegerConfigOptions): Record<string, unkno
       pipelines: { traces: pipeline },
       telemetry: {
         resource: { 'service.name': options.serviceName },
-        metrics: { level: 'detailed', readers: [{ pull: { exporter: { prometheus: { host: '0.0.0.0', port: JAEGER_PORTS.metrics } } } }] },
+        metrics: {
+          level: 'detailed',
+          readers: [{ pull: { exporter: { prometheus: { host: '0.0.0.0', port: JAEGER_PORTS.metrics } } } }],
+        },
         logs: { level: options.logLevel ?? 'info', encoding: 'json' },
       },
     },

@@ -1,13 +1,13 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
-import { WORKLOAD_LINT_EXEMPTIONS, lintAnnotations } from '../lint.ts';
+import { lintAnnotations, WORKLOAD_LINT_EXEMPTIONS } from '../lint.ts';
 import { addressPort, urlPort } from '../network-policy.ts';
 import { DEFAULT_REPLICA_SPREAD, type ReplicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import type { SecretKeyRef } from './collector/secrets.ts';
 import { JAEGER_CONFIG_DIR, JAEGER_CONFIG_FILE } from './jaeger-all-in-one.ts';
 import { type JaegerReceiverTls, type JaegerStorage, jaegerConfig } from './jaeger-config.ts';
-import { JAEGER_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost, tracingLabels } from './names.ts';
+import { JAEGER_PORTS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE, tracingLabels } from './names.ts';
 import { type SecretMount, type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
 /** A Secret with keys `username` and `password`. */
@@ -60,8 +60,16 @@ export interface QueryOidcProps {
   readonly emailDomains?: readonly string[];
 }
 
-export const DEFAULT_JAEGER_COLLECTOR_RESOURCES: TracingResources = { cpuRequest: '250m', memoryRequest: '256Mi', memoryLimit: '1Gi' };
-export const DEFAULT_JAEGER_QUERY_RESOURCES: TracingResources = { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: '512Mi' };
+export const DEFAULT_JAEGER_COLLECTOR_RESOURCES: TracingResources = {
+  cpuRequest: '250m',
+  memoryRequest: '256Mi',
+  memoryLimit: '1Gi',
+};
+export const DEFAULT_JAEGER_QUERY_RESOURCES: TracingResources = {
+  cpuRequest: '100m',
+  memoryRequest: '128Mi',
+  memoryLimit: '512Mi',
+};
 
 export interface JaegerProductionProps {
   /** @default 'tracing' */
@@ -146,30 +154,47 @@ export class JaegerProduction extends Construct {
     const storageEnv: k8s.EnvVar[] = [];
     const storageMounts: SecretMount[] = [];
     const s = props.storage;
-    const credentialEnv = (variable: string, key: 'username' | 'password') => ({ name: variable, valueFrom: { secretKeyRef: { name: s.credentials!.secretName, key } } });
-    if (s.caSecretName) storageMounts.push({ secretName: s.caSecretName, mountPath: `${STORAGE_DIR}/ca`, keys: ['ca.crt'] });
+    const credentialEnv = (variable: string, key: 'username' | 'password') => ({
+      name: variable,
+      valueFrom: { secretKeyRef: { name: s.credentials!.secretName, key } },
+    });
+    if (s.caSecretName)
+      storageMounts.push({ secretName: s.caSecretName, mountPath: `${STORAGE_DIR}/ca`, keys: ['ca.crt'] });
     const caFile = s.caSecretName ? `${STORAGE_DIR}/ca/ca.crt` : undefined;
     let storage: (role: 'collector' | 'query') => JaegerStorage;
     if (s.type === 'elasticsearch') {
       if (s.serverUrls.length === 0) throw new Error(`${where}: storage.serverUrls needs at least one URL`);
-      for (const url of s.serverUrls) if (!/^https?:\/\/[^/]+/.test(url)) throw new Error(`${where}: storage.serverUrls: '${url}' is not an http(s) URL`);
+      for (const url of s.serverUrls)
+        if (!/^https?:\/\/[^/]+/.test(url))
+          throw new Error(`${where}: storage.serverUrls: '${url}' is not an http(s) URL`);
       if (s.credentials) {
         storageEnv.push(credentialEnv('ES_USERNAME', 'username'));
         // The password as a file Jaeger re-reads when the Secret changes, not an environment variable.
-        storageMounts.push({ secretName: s.credentials.secretName, mountPath: `${STORAGE_DIR}/credentials`, keys: ['password'] });
+        storageMounts.push({
+          secretName: s.credentials.secretName,
+          mountPath: `${STORAGE_DIR}/credentials`,
+          keys: ['password'],
+        });
       }
       storage = () => ({
         type: 'elasticsearch',
         serverUrls: s.serverUrls,
         indexPrefix: s.indexPrefix ?? 'jaeger',
-        ...(s.credentials ? { username: '${env:ES_USERNAME}', passwordFile: `${STORAGE_DIR}/credentials/password` } : {}),
+        ...(s.credentials
+          ? { username: '${env:ES_USERNAME}', passwordFile: `${STORAGE_DIR}/credentials/password` }
+          : {}),
         ...(caFile ? { caFile } : {}),
       });
     } else {
       if (s.servers.length === 0) throw new Error(`${where}: storage.servers needs at least one contact point`);
       const traceTtl = s.traceTtl ?? '168h';
-      if (!/^(\d+(h|m|s))+$/.test(traceTtl)) throw new Error(`${where}: storage.traceTtl must be a Go duration such as 168h, got '${traceTtl}'`);
-      if (s.credentials) storageEnv.push(credentialEnv('CASSANDRA_USERNAME', 'username'), credentialEnv('CASSANDRA_PASSWORD', 'password'));
+      if (!/^(\d+(h|m|s))+$/.test(traceTtl))
+        throw new Error(`${where}: storage.traceTtl must be a Go duration such as 168h, got '${traceTtl}'`);
+      if (s.credentials)
+        storageEnv.push(
+          credentialEnv('CASSANDRA_USERNAME', 'username'),
+          credentialEnv('CASSANDRA_PASSWORD', 'password'),
+        );
       storage = (role) => ({
         type: 'cassandra',
         servers: s.servers,
@@ -188,10 +213,22 @@ export class JaegerProduction extends Construct {
     const collectorMounts = [...storageMounts];
     if (props.collectorTls) {
       const mutual = props.collectorTls.requireClientCertificate ?? true;
-      collectorMounts.push({ secretName: props.collectorTls.secretName, mountPath: TLS_DIR, keys: mutual ? ['tls.crt', 'tls.key', 'ca.crt'] : ['tls.crt', 'tls.key'] });
-      tls = { certFile: `${TLS_DIR}/tls.crt`, keyFile: `${TLS_DIR}/tls.key`, ...(mutual ? { clientCaFile: `${TLS_DIR}/ca.crt` } : {}) };
+      collectorMounts.push({
+        secretName: props.collectorTls.secretName,
+        mountPath: TLS_DIR,
+        keys: mutual ? ['tls.crt', 'tls.key', 'ca.crt'] : ['tls.crt', 'tls.key'],
+      });
+      tls = {
+        certFile: `${TLS_DIR}/tls.crt`,
+        keyFile: `${TLS_DIR}/tls.key`,
+        ...(mutual ? { clientCaFile: `${TLS_DIR}/ca.crt` } : {}),
+      };
     }
-    this.collectorConfig = jaegerConfig({ storage: storage('collector'), ingest: { otlp, thrift: true, ...(tls ? { tls } : {}) }, serviceName: `${name}-collector` });
+    this.collectorConfig = jaegerConfig({
+      storage: storage('collector'),
+      ingest: { otlp, thrift: true, ...(tls ? { tls } : {}) },
+      serviceName: `${name}-collector`,
+    });
     const p = JAEGER_PORTS;
     this.collector = new TracingWorkload(this, 'Collector', {
       namespace,
@@ -221,17 +258,31 @@ export class JaegerProduction extends Construct {
         scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: collectorName },
         minReplicas: scaling.min,
         maxReplicas: scaling.max,
-        metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: scaling.targetCpuUtilization } } }],
+        metrics: [
+          {
+            type: 'Resource',
+            resource: {
+              name: 'cpu',
+              target: { type: 'Utilization', averageUtilization: scaling.targetCpuUtilization },
+            },
+          },
+        ],
       },
     });
-    if (scaling.min > 1) this.collectorDisruptionBudget = disruptionBudget(this, 'CollectorDisruptionBudget', this.collector, namespace);
+    if (scaling.min > 1)
+      this.collectorDisruptionBudget = disruptionBudget(this, 'CollectorDisruptionBudget', this.collector, namespace);
 
     // Query: the UI and API, reading the same storage; behind oauth2-proxy when OIDC is on.
     const oidc = props.oidc;
     this.oidcIssuerUrl = oidc?.issuerUrl;
     const queryReplicas = props.queryReplicas ?? 2;
-    if (!Number.isInteger(queryReplicas) || queryReplicas < 1) throw new Error(`${where}: queryReplicas must be a whole number >= 1, got ${queryReplicas}`);
-    this.queryConfig = jaegerConfig({ storage: storage('query'), query: { localOnly: oidc !== undefined }, serviceName: `${name}-query` });
+    if (!Number.isInteger(queryReplicas) || queryReplicas < 1)
+      throw new Error(`${where}: queryReplicas must be a whole number >= 1, got ${queryReplicas}`);
+    this.queryConfig = jaegerConfig({
+      storage: storage('query'),
+      query: { localOnly: oidc !== undefined },
+      serviceName: `${name}-query`,
+    });
     const sidecars: k8s.Container[] = [];
     if (oidc) {
       const q = k8s.Quantity.fromString;
@@ -252,12 +303,23 @@ export class JaegerProduction extends Construct {
           '--ping-path=/ping',
         ],
         env: [
-          { name: 'OAUTH2_PROXY_CLIENT_SECRET', valueFrom: { secretKeyRef: { name: oidc.clientSecret.secretName, key: oidc.clientSecret.key } } },
-          { name: 'OAUTH2_PROXY_COOKIE_SECRET', valueFrom: { secretKeyRef: { name: oidc.cookieSecret.secretName, key: oidc.cookieSecret.key } } },
+          {
+            name: 'OAUTH2_PROXY_CLIENT_SECRET',
+            valueFrom: { secretKeyRef: { name: oidc.clientSecret.secretName, key: oidc.clientSecret.key } },
+          },
+          {
+            name: 'OAUTH2_PROXY_COOKIE_SECRET',
+            valueFrom: { secretKeyRef: { name: oidc.cookieSecret.secretName, key: oidc.cookieSecret.key } },
+          },
         ],
         ports: [{ name: 'query', containerPort: OAUTH2_PROXY_PORT, protocol: 'TCP' }],
         readinessProbe: { httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') }, periodSeconds: 10 },
-        livenessProbe: { httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 },
+        livenessProbe: {
+          httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') },
+          initialDelaySeconds: 10,
+          periodSeconds: 10,
+          failureThreshold: 3,
+        },
         resources: { requests: { cpu: q('20m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
         securityContext: restrictedContainerSecurityContext(),
       });
@@ -268,7 +330,9 @@ export class JaegerProduction extends Construct {
       component: 'query',
       image,
       // With OIDC, Jaeger's own UI port is reachable only through the proxy, which takes its name.
-      ports: oidc ? { health: p.health, metrics: p.metrics } : { query: p.query, 'query-grpc': p['query-grpc'], health: p.health, metrics: p.metrics },
+      ports: oidc
+        ? { health: p.health, metrics: p.metrics }
+        : { query: p.query, 'query-grpc': p['query-grpc'], health: p.health, metrics: p.metrics },
       ...(oidc ? { sidecars, sidecarPorts: { query: OAUTH2_PROXY_PORT }, servicePorts: ['metrics'] } : {}),
       config: { fileName: JAEGER_CONFIG_FILE, document: this.queryConfig, dir: JAEGER_CONFIG_DIR },
       env: storageEnv,
@@ -277,19 +341,39 @@ export class JaegerProduction extends Construct {
       resources: props.queryResources ?? DEFAULT_JAEGER_QUERY_RESOURCES,
       replicas: queryReplicas,
       spread: props.spread ?? DEFAULT_REPLICA_SPREAD,
-      ...(queryReplicas === 1 ? { lint: [{ polaris: 'deploymentMissingReplicas', reason: 'queryReplicas is 1 by choice: the UI is down while its pod restarts.' }, { polaris: 'missingPodDisruptionBudget', reason: 'One pod: a disruption budget could only block every node drain or allow everything.' }] } : {}),
+      ...(queryReplicas === 1
+        ? {
+            lint: [
+              {
+                polaris: 'deploymentMissingReplicas',
+                reason: 'queryReplicas is 1 by choice: the UI is down while its pod restarts.',
+              },
+              {
+                polaris: 'missingPodDisruptionBudget',
+                reason: 'One pod: a disruption budget could only block every node drain or allow everything.',
+              },
+            ],
+          }
+        : {}),
     });
-    if (queryReplicas > 1) this.queryDisruptionBudget = disruptionBudget(this, 'QueryDisruptionBudget', this.query, namespace);
+    if (queryReplicas > 1)
+      this.queryDisruptionBudget = disruptionBudget(this, 'QueryDisruptionBudget', this.query, namespace);
 
     if (s.type === 'elasticsearch') {
       const days = s.retentionDays ?? 7;
-      if (!Number.isInteger(days) || days < 1) throw new Error(`${where}: storage.retentionDays must be a whole number of days >= 1, got ${days}`);
+      if (!Number.isInteger(days) || days < 1)
+        throw new Error(`${where}: storage.retentionDays must be a whole number of days >= 1, got ${days}`);
       const cleanerName = `${name}-es-index-cleaner`;
       const labels = tracingLabels(cleanerName, 'index-cleaner');
       const env: k8s.EnvVar[] = [
         { name: 'INDEX_PREFIX', value: s.indexPrefix ?? 'jaeger' },
         ...(s.credentials ? [credentialEnv('ES_USERNAME', 'username'), credentialEnv('ES_PASSWORD', 'password')] : []),
-        ...(caFile ? [{ name: 'ES_TLS_ENABLED', value: 'true' }, { name: 'ES_TLS_CA', value: caFile }] : []),
+        ...(caFile
+          ? [
+              { name: 'ES_TLS_ENABLED', value: 'true' },
+              { name: 'ES_TLS_CA', value: caFile },
+            ]
+          : []),
       ];
       const q = k8s.Quantity.fromString;
       this.indexCleaner = new k8s.KubeCronJob(this, 'IndexCleaner', {
@@ -299,7 +383,11 @@ export class JaegerProduction extends Construct {
           labels,
           annotations: lintAnnotations([
             ...WORKLOAD_LINT_EXEMPTIONS,
-            { polaris: 'missingNetworkPolicy', reason: 'Its NetworkPolicy has no ingress rule on purpose: the job serves nothing, so no traffic may reach it.' },
+            {
+              polaris: 'missingNetworkPolicy',
+              reason:
+                'Its NetworkPolicy has no ingress rule on purpose: the job serves nothing, so no traffic may reach it.',
+            },
           ]),
         },
         spec: {
@@ -322,7 +410,20 @@ export class JaegerProduction extends Construct {
                   restartPolicy: 'OnFailure',
                   automountServiceAccountToken: false,
                   securityContext: restrictedPodSecurityContext(),
-                  ...(caFile ? { volumes: [{ name: 'ca', secret: { secretName: s.caSecretName!, defaultMode: 0o440, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] } : {}),
+                  ...(caFile
+                    ? {
+                        volumes: [
+                          {
+                            name: 'ca',
+                            secret: {
+                              secretName: s.caSecretName!,
+                              defaultMode: 0o440,
+                              items: [{ key: 'ca.crt', path: 'ca.crt' }],
+                            },
+                          },
+                        ],
+                      }
+                    : {}),
                   containers: [
                     {
                       name: 'index-cleaner',
@@ -333,7 +434,9 @@ export class JaegerProduction extends Construct {
                       env,
                       resources: { requests: { cpu: q('10m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
                       securityContext: restrictedContainerSecurityContext(),
-                      ...(caFile ? { volumeMounts: [{ name: 'ca', mountPath: `${STORAGE_DIR}/ca`, readOnly: true }] } : {}),
+                      ...(caFile
+                        ? { volumeMounts: [{ name: 'ca', mountPath: `${STORAGE_DIR}/ca`, readOnly: true }] }
+                        : {}),
                     },
                   ],
                 },
@@ -344,7 +447,13 @@ export class JaegerProduction extends Construct {
       });
     }
     this.otlpGrpcAddress = `${serviceHost(collectorName, namespace)}:${p['otlp-grpc']}`;
-    this.storagePorts = [...new Set(s.type === 'elasticsearch' ? s.serverUrls.map(urlPort) : s.servers.map((server) => addressPort(server, CASSANDRA_PORT)))];
+    this.storagePorts = [
+      ...new Set(
+        s.type === 'elasticsearch'
+          ? s.serverUrls.map(urlPort)
+          : s.servers.map((server) => addressPort(server, CASSANDRA_PORT)),
+      ),
+    ];
   }
 }
 
@@ -357,11 +466,20 @@ const CASSANDRA_PORT = 9042;
  * serve nothing, and under the default IfHealthyBudget a crash-looping pod would block the drain
  * of its node for as long as the budget is unmet.
  */
-function disruptionBudget(scope: Construct, id: string, workload: TracingWorkload, namespace: string): k8s.KubePodDisruptionBudget {
+function disruptionBudget(
+  scope: Construct,
+  id: string,
+  workload: TracingWorkload,
+  namespace: string,
+): k8s.KubePodDisruptionBudget {
   const name = workload.deployment.name;
   return new k8s.KubePodDisruptionBudget(scope, id, {
     metadata: { name, namespace, labels: tracingLabels(name, workload.selector['app.kubernetes.io/component']) },
     // By name alone, which is the workload's own (Polaris counts a budget matching any one label of a pod as that pod's).
-    spec: { maxUnavailable: k8s.IntOrString.fromNumber(1), unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { 'app.kubernetes.io/name': name } } },
+    spec: {
+      maxUnavailable: k8s.IntOrString.fromNumber(1),
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+      selector: { matchLabels: { 'app.kubernetes.io/name': name } },
+    },
   });
 }

@@ -2,12 +2,18 @@ import type { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { singlePodLintExemptions } from '../lint.ts';
 import { DEFAULT_REPLICA_SPREAD } from '../scheduling.ts';
-import { type CollectorConfig, type ComponentId, type ExtensionConfig, type TelemetryConfig, assertValidCollectorConfig } from './collector-config.ts';
-import { type CollectorBackend, assertValidBackends, backendExporter } from './collector/exporters.ts';
+import { assertValidBackends, backendExporter, type CollectorBackend } from './collector/exporters.ts';
 import { type CollectorProcessorOptions, type CollectorSampling, processorChain } from './collector/processors.ts';
-import { type CollectorReceiverSecurity, assertValidReceiverSecurity, otlpReceivers } from './collector/receivers.ts';
-import { type CollectorRouting, assertValidRouting, tracePipelines } from './collector/routing.ts';
-import { COLLECTOR_PORTS, TRACING_IMAGES, TRACING_NAMESPACE, serviceHost } from './names.ts';
+import { assertValidReceiverSecurity, type CollectorReceiverSecurity, otlpReceivers } from './collector/receivers.ts';
+import { assertValidRouting, type CollectorRouting, tracePipelines } from './collector/routing.ts';
+import {
+  assertValidCollectorConfig,
+  type CollectorConfig,
+  type ComponentId,
+  type ExtensionConfig,
+  type TelemetryConfig,
+} from './collector-config.ts';
+import { COLLECTOR_PORTS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE } from './names.ts';
 import { type SecretMount, type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
 /** What the collector does, in the spec's words; `collectorConfig` turns it into the document. */
@@ -40,7 +46,10 @@ export function assertValidCollectorOptions(options: CollectorPipelineOptions, w
 export function collectorTelemetry(logLevel: CollectorPipelineOptions['logLevel'] = 'info'): TelemetryConfig {
   return {
     logs: { level: logLevel, encoding: 'json' },
-    metrics: { level: 'normal', readers: [{ pull: { exporter: { prometheus: { host: '0.0.0.0', port: COLLECTOR_PORTS.metrics } } } }] },
+    metrics: {
+      level: 'normal',
+      readers: [{ pull: { exporter: { prometheus: { host: '0.0.0.0', port: COLLECTOR_PORTS.metrics } } } }],
+    },
   };
 }
 
@@ -53,7 +62,10 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
   const { filters, pipelines } = tracePipelines(options.backends, chain, options.routing);
   // Authenticators, env vars and Secret mounts in this order: the exporters', then the receivers'.
   const parts = [...exporters, receivers];
-  const extensions: Record<ComponentId, ExtensionConfig> = Object.assign({ health_check: { endpoint: `0.0.0.0:${COLLECTOR_PORTS.health}` } }, ...parts.map((part) => part.extensions));
+  const extensions: Record<ComponentId, ExtensionConfig> = Object.assign(
+    { health_check: { endpoint: `0.0.0.0:${COLLECTOR_PORTS.health}` } },
+    ...parts.map((part) => part.extensions),
+  );
   const config: CollectorConfig = {
     receivers: receivers.receivers,
     processors: { ...processors, ...filters },
@@ -66,7 +78,11 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
 }
 
 /** Requests for a collector handling a few thousand spans per second; the limit is what memory_limiter's percentage is of. */
-export const DEFAULT_COLLECTOR_RESOURCES: TracingResources = { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '512Mi' };
+export const DEFAULT_COLLECTOR_RESOURCES: TracingResources = {
+  cpuRequest: '200m',
+  memoryRequest: '256Mi',
+  memoryLimit: '512Mi',
+};
 
 export interface OtelCollectorProps extends CollectorPipelineOptions {
   /** @default 'tracing' */
@@ -121,7 +137,11 @@ export class OtelCollector extends Construct {
       replicas,
       ...(replicas > 1
         ? { spread: DEFAULT_REPLICA_SPREAD }
-        : { lint: singlePodLintExemptions('One collector by default: tail sampling needs every span of a trace in one collector; raise replicas (behind a trace-id-aware load balancer for tail sampling) to scale.') }),
+        : {
+            lint: singlePodLintExemptions(
+              'One collector by default: tail sampling needs every span of a trace in one collector; raise replicas (behind a trace-id-aware load balancer for tail sampling) to scale.',
+            ),
+          }),
     });
     this.otlpHttpEndpoint = `http://${serviceHost(name, namespace)}:${COLLECTOR_PORTS['otlp-http']}`;
     this.otlpGrpcAddress = `${serviceHost(name, namespace)}:${COLLECTOR_PORTS['otlp-grpc']}`;
@@ -132,9 +152,17 @@ export class OtelCollector extends Construct {
  * Throws when `replicas` collectors would each decide on fragments of traces: tail_sampling (tail
  * sampling, or dropping health-check traces whole) needs every span of a trace in one collector.
  */
-export function assertReplicasSeeWholeTraces(config: CollectorConfig, sampling: CollectorSampling | undefined, replicas: number, where: string): void {
+export function assertReplicasSeeWholeTraces(
+  config: CollectorConfig,
+  sampling: CollectorSampling | undefined,
+  replicas: number,
+  where: string,
+): void {
   if (!config.processors?.tail_sampling || replicas <= 1) return;
-  const why = sampling?.mode === 'tail' ? 'tail sampling' : "dropping health-check traces whole (healthCheckPaths: [] keeps them)";
+  const why =
+    sampling?.mode === 'tail'
+      ? 'tail sampling'
+      : 'dropping health-check traces whole (healthCheckPaths: [] keeps them)';
   throw new Error(
     `${where}: ${why} decides per trace; with ${replicas} replicas traces would be split between ` +
       'collectors and decided on fragments. Run 1 replica, or put a trace-id-aware load balancer in front',

@@ -6,8 +6,12 @@ import type { CollectorSampling } from './collector/processors.ts';
 import type { CollectorReceiverSecurity } from './collector/receivers.ts';
 import { JaegerProduction, type JaegerProductionProps } from './jaeger-production.ts';
 import { TRACING_NAMESPACE } from './names.ts';
-import { type TracingNetworkPolicy, type TracingNetworkPolicyOptions, stackNetworkPolicy } from './tracing-network-policy.ts';
 import { OtelCollector } from './otel-collector.ts';
+import {
+  stackNetworkPolicy,
+  type TracingNetworkPolicy,
+  type TracingNetworkPolicyOptions,
+} from './tracing-network-policy.ts';
 
 export interface ProductionTracingStackProps {
   /** @default 'tracing' */
@@ -53,19 +57,28 @@ export class ProductionTracingStack extends Construct {
     super(scope, id);
     const namespace = props.namespace ?? TRACING_NAMESPACE;
     if (props.createNamespace ?? true) {
-      new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } } });
+      new k8s.KubeNamespace(this, 'Namespace', {
+        metadata: { name: namespace, labels: { ...RESTRICTED_NAMESPACE_LABELS } },
+      });
     }
     const mutual = props.jaeger.collectorTls && (props.jaeger.collectorTls.requireClientCertificate ?? true);
     if (mutual && !props.collectorClientTlsSecret) {
-      throw new Error(`ProductionTracingStack at '${this.node.path}': Jaeger's collector requires client certificates; set collectorClientTlsSecret to the Secret holding the collector's`);
+      throw new Error(
+        `ProductionTracingStack at '${this.node.path}': Jaeger's collector requires client certificates; set collectorClientTlsSecret to the Secret holding the collector's`,
+      );
     }
     this.jaeger = new JaegerProduction(this, 'Jaeger', { ...props.jaeger, namespace });
-    const tls = props.collectorClientTlsSecret ?? (props.jaeger.collectorTls ? props.jaeger.collectorTls.secretName : undefined);
+    const tls =
+      props.collectorClientTlsSecret ?? (props.jaeger.collectorTls ? props.jaeger.collectorTls.secretName : undefined);
     this.collector = new OtelCollector(this, 'Collector', {
       namespace,
       sampling: props.sampling ?? { mode: 'tail', percentage: 1 },
       backends: [
-        { name: 'jaeger', endpoint: this.jaeger.otlpGrpcAddress, ...(tls ? { tls: { secretName: tls, clientCertificate: props.collectorClientTlsSecret !== undefined } } : {}) },
+        {
+          name: 'jaeger',
+          endpoint: this.jaeger.otlpGrpcAddress,
+          ...(tls ? { tls: { secretName: tls, clientCertificate: props.collectorClientTlsSecret !== undefined } } : {}),
+        },
         ...(props.extraBackends ?? []),
       ],
       ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),

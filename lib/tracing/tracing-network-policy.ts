@@ -2,14 +2,14 @@ import type { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import {
   ALL_PODS,
-  type ClusterPeers,
-  PROMETHEUS_PEERS,
-  type Peers,
   addressPort,
+  type ClusterPeers,
   defaultDenyPolicy,
   dnsEgress,
   egressTo,
   ingressFrom,
+  type Peers,
+  PROMETHEUS_PEERS,
   podNetworkPolicy,
   ports,
   urlPort,
@@ -21,7 +21,7 @@ import type { JaegerAllInOne } from './jaeger-all-in-one.ts';
 import type { JaegerProduction } from './jaeger-production.ts';
 import { JAEGER_PORTS, tracingLabels } from './names.ts';
 import type { OtelCollector } from './otel-collector.ts';
-import { type TracingWorkload, portProtocol } from './tracing-workload.ts';
+import { portProtocol, type TracingWorkload } from './tracing-workload.ts';
 
 /** Where a trace stack's peers are: who sends spans, who opens the UIs, where the storage is. */
 export interface TracingNetworkPolicyOptions extends ClusterPeers {
@@ -84,18 +84,42 @@ export class TracingNetworkPolicy extends Construct {
     const prometheus = options.prometheus ?? PROMETHEUS_PEERS;
     const dns = dnsEgress(options.dns);
     const byName = (name: string) => ({ 'app.kubernetes.io/name': name });
-    const policy = (name: string, workload: { selector: Readonly<Record<string, string>>; component: string }, ingress: k8s.NetworkPolicyIngressRule[], egress: k8s.NetworkPolicyEgressRule[]) =>
-      this.policies.push(podNetworkPolicy(this, name, { name, namespace, labels: tracingLabels(name, workload.component), podSelector: workload.selector, ingress, egress: [...egress, dns] }));
-    const pods = (workload: TracingWorkload): k8s.NetworkPolicyPeer[] => [{ podSelector: { matchLabels: byName(workload.deployment.name) } }];
+    const policy = (
+      name: string,
+      workload: { selector: Readonly<Record<string, string>>; component: string },
+      ingress: k8s.NetworkPolicyIngressRule[],
+      egress: k8s.NetworkPolicyEgressRule[],
+    ) =>
+      this.policies.push(
+        podNetworkPolicy(this, name, {
+          name,
+          namespace,
+          labels: tracingLabels(name, workload.component),
+          podSelector: workload.selector,
+          ingress,
+          egress: [...egress, dns],
+        }),
+      );
+    const pods = (workload: TracingWorkload): k8s.NetworkPolicyPeer[] => [
+      { podSelector: { matchLabels: byName(workload.deployment.name) } },
+    ];
     const named = (workload: TracingWorkload, filter: (name: string) => boolean): k8s.NetworkPolicyPort[] =>
       Object.entries(workload.ports)
         .filter(([name]) => filter(name))
         .flatMap(([name, port]) => ports(portProtocol(name), port));
-    const metrics = (workload: TracingWorkload) => ingressFrom(prometheus, named(workload, (n) => n === 'metrics'));
+    const metrics = (workload: TracingWorkload) =>
+      ingressFrom(
+        prometheus,
+        named(workload, (n) => n === 'metrics'),
+      );
     // A rule only for ports the workload has (Jaeger without OTLP has no OTLP ports).
-    const onPorts = (peers: Peers, workload: TracingWorkload, filter: (name: string) => boolean) => (named(workload, filter).length > 0 ? [ingressFrom(peers, named(workload, filter))] : []);
+    const onPorts = (peers: Peers, workload: TracingWorkload, filter: (name: string) => boolean) =>
+      named(workload, filter).length > 0 ? [ingressFrom(peers, named(workload, filter))] : [];
     const spansFrom = options.spansFrom ?? ALL_PODS;
-    const component = (workload: TracingWorkload) => ({ selector: byName(workload.deployment.name), component: workload.selector['app.kubernetes.io/component'] });
+    const component = (workload: TracingWorkload) => ({
+      selector: byName(workload.deployment.name),
+      component: workload.selector['app.kubernetes.io/component'],
+    });
 
     this.policies.push(defaultDenyPolicy(this, 'DefaultDeny', 'tracing-default-deny', namespace));
 
@@ -103,7 +127,10 @@ export class TracingNetworkPolicy extends Construct {
     const collector = props.collector.workload;
     const jaegerIngest = 'collector' in props.jaeger ? props.jaeger.collector : props.jaeger.workload;
     const outside: number[] = [
-      ...(props.extraBackends ?? []).flatMap((b) => [b.protocol === 'http' ? urlPort(b.endpoint) : addressPort(b.endpoint, 4317), ...(b.auth?.type === 'oauth2-client-credentials' ? [urlPort(b.auth.tokenUrl)] : [])]),
+      ...(props.extraBackends ?? []).flatMap((b) => [
+        b.protocol === 'http' ? urlPort(b.endpoint) : addressPort(b.endpoint, 4317),
+        ...(b.auth?.type === 'oauth2-client-credentials' ? [urlPort(b.auth.tokenUrl)] : []),
+      ]),
       ...(props.receiverSecurity?.oidc ? [urlPort(props.receiverSecurity.oidc.issuerUrl)] : []),
     ];
     policy(
@@ -112,33 +139,82 @@ export class TracingNetworkPolicy extends Construct {
       [ingressFrom(spansFrom, named(collector, isOtlp)), metrics(collector)],
       [
         // Where the collector's Jaeger exporter sends (otlpGrpcAddress), whether or not Jaeger listens there.
-        egressTo(pods(jaegerIngest), ports('TCP', addressPort(props.jaeger.otlpGrpcAddress, JAEGER_PORTS['otlp-grpc']))),
+        egressTo(
+          pods(jaegerIngest),
+          ports('TCP', addressPort(props.jaeger.otlpGrpcAddress, JAEGER_PORTS['otlp-grpc'])),
+        ),
         ...(outside.length > 0 ? [egressTo(options.backends, ports('TCP', ...new Set(outside)))] : []),
       ],
     );
 
     // Jaeger: OTLP from the collector; the UI from browsers.
-    const ui = (workload: TracingWorkload) => ingressFrom(options.uiFrom, named(workload, (n) => n === 'query' || n === 'query-grpc'));
+    const ui = (workload: TracingWorkload) =>
+      ingressFrom(
+        options.uiFrom,
+        named(workload, (n) => n === 'query' || n === 'query-grpc'),
+      );
     if ('collector' in props.jaeger) {
       const jaeger = props.jaeger;
       const storage = egressTo(options.storage, ports('TCP', ...jaeger.storagePorts));
-      policy(jaeger.collector.deployment.name, component(jaeger.collector), [...onPorts(pods(collector), jaeger.collector, isOtlp), metrics(jaeger.collector)], [storage]);
-      const issuer = jaeger.oidcIssuerUrl ? [egressTo(options.backends, ports('TCP', urlPort(jaeger.oidcIssuerUrl)))] : [];
-      policy(jaeger.query.deployment.name, component(jaeger.query), [ui(jaeger.query), metrics(jaeger.query)], [storage, ...issuer]);
+      policy(
+        jaeger.collector.deployment.name,
+        component(jaeger.collector),
+        [...onPorts(pods(collector), jaeger.collector, isOtlp), metrics(jaeger.collector)],
+        [storage],
+      );
+      const issuer = jaeger.oidcIssuerUrl
+        ? [egressTo(options.backends, ports('TCP', urlPort(jaeger.oidcIssuerUrl)))]
+        : [];
+      policy(
+        jaeger.query.deployment.name,
+        component(jaeger.query),
+        [ui(jaeger.query), metrics(jaeger.query)],
+        [storage, ...issuer],
+      );
       if (jaeger.indexCleaner) {
         // Nothing may reach the index cleaner: it serves nothing.
-        policy(jaeger.indexCleaner.name, { selector: byName(jaeger.indexCleaner.name), component: 'index-cleaner' }, [], [storage]);
+        policy(
+          jaeger.indexCleaner.name,
+          { selector: byName(jaeger.indexCleaner.name), component: 'index-cleaner' },
+          [],
+          [storage],
+        );
       }
     } else {
       const jaeger = props.jaeger.workload;
       // Thrift from the applications themselves: the collector speaks only OTLP.
-      policy(jaeger.deployment.name, component(jaeger), [...onPorts(pods(collector), jaeger, isOtlp), ...onPorts(spansFrom, jaeger, isThrift), ui(jaeger), metrics(jaeger)], []);
+      policy(
+        jaeger.deployment.name,
+        component(jaeger),
+        [
+          ...onPorts(pods(collector), jaeger, isOtlp),
+          ...onPorts(spansFrom, jaeger, isThrift),
+          ui(jaeger),
+          metrics(jaeger),
+        ],
+        [],
+      );
     }
 
     // HotROD: its frontend to browsers; its spans to the collector over OTLP/HTTP.
     if (props.hotrod) {
       const hotrod = props.hotrod.workload;
-      policy(hotrod.deployment.name, component(hotrod), [ingressFrom(options.uiFrom, named(hotrod, (n) => n === 'frontend'))], [egressTo(pods(collector), named(collector, (n) => n === 'otlp-http'))]);
+      policy(
+        hotrod.deployment.name,
+        component(hotrod),
+        [
+          ingressFrom(
+            options.uiFrom,
+            named(hotrod, (n) => n === 'frontend'),
+          ),
+        ],
+        [
+          egressTo(
+            pods(collector),
+            named(collector, (n) => n === 'otlp-http'),
+          ),
+        ],
+      );
     }
   }
 }
@@ -147,7 +223,14 @@ export class TracingNetworkPolicy extends Construct {
  * A trace stack's NetworkPolicies as its `networkPolicy` prop asks: none when `false`, the default
  * peers when `true` or unset, those options otherwise.
  */
-export function stackNetworkPolicy(scope: Construct, setting: boolean | TracingNetworkPolicyOptions | undefined, props: Omit<TracingNetworkPolicyProps, 'options'>): TracingNetworkPolicy | undefined {
+export function stackNetworkPolicy(
+  scope: Construct,
+  setting: boolean | TracingNetworkPolicyOptions | undefined,
+  props: Omit<TracingNetworkPolicyProps, 'options'>,
+): TracingNetworkPolicy | undefined {
   if (setting === false) return undefined;
-  return new TracingNetworkPolicy(scope, 'NetworkPolicy', { ...props, options: setting === true || setting === undefined ? {} : setting });
+  return new TracingNetworkPolicy(scope, 'NetworkPolicy', {
+    ...props,
+    options: setting === true || setting === undefined ? {} : setting,
+  });
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Yaml } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
-import { type LintExemption, WORKLOAD_LINT_EXEMPTIONS, lintAnnotations } from '../lint.ts';
+import { type LintExemption, lintAnnotations, WORKLOAD_LINT_EXEMPTIONS } from '../lint.ts';
 import { type ReplicaSpread, replicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { tracingLabels } from './names.ts';
@@ -94,10 +94,16 @@ export class TracingWorkload extends Construct {
     const annotations: Record<string, string> = {};
     if (props.config) {
       this.configText = Yaml.stringify(props.config.document);
-      this.configMap = new k8s.KubeConfigMap(this, 'Config', { metadata, data: { [props.config.fileName]: this.configText } });
+      this.configMap = new k8s.KubeConfigMap(this, 'Config', {
+        metadata,
+        data: { [props.config.fileName]: this.configText },
+      });
       volumes.push({ name: 'config', configMap: { name: props.name } });
       mounts.push({ name: 'config', mountPath: props.config.dir, readOnly: true });
-      annotations['website-stack.dev/config-hash'] = createHash('sha256').update(this.configText).digest('hex').slice(0, 16);
+      annotations['website-stack.dev/config-hash'] = createHash('sha256')
+        .update(this.configText)
+        .digest('hex')
+        .slice(0, 16);
     }
     props.secretMounts?.forEach((mount, i) => {
       const name = `secret-${i}`;
@@ -111,12 +117,16 @@ export class TracingWorkload extends Construct {
       mounts.push({ name: volume.name, mountPath });
     });
 
-    const args = [...(props.config ? [`--config=${props.config.dir}/${props.config.fileName}`] : []), ...(props.args ?? [])];
+    const args = [
+      ...(props.config ? [`--config=${props.config.dir}/${props.config.fileName}`] : []),
+      ...(props.args ?? []),
+    ];
 
     const probe = (initialDelaySeconds: number): k8s.Probe | undefined => {
       if (!props.health) return undefined;
       const port = k8s.IntOrString.fromString(props.health.port);
-      const check = props.health.path === undefined ? { tcpSocket: { port } } : { httpGet: { path: props.health.path, port } };
+      const check =
+        props.health.path === undefined ? { tcpSocket: { port } } : { httpGet: { path: props.health.path, port } };
       return { ...check, initialDelaySeconds, periodSeconds: 10, failureThreshold: 3 };
     };
 
@@ -140,7 +150,11 @@ export class TracingWorkload extends Construct {
                 imagePullPolicy: 'IfNotPresent',
                 ...(args.length > 0 ? { args } : {}),
                 ...(props.env && props.env.length > 0 ? { env: [...props.env] } : {}),
-                ports: Object.entries(props.ports).map(([name, containerPort]) => ({ name, containerPort, protocol: portProtocol(name) })),
+                ports: Object.entries(props.ports).map(([name, containerPort]) => ({
+                  name,
+                  containerPort,
+                  protocol: portProtocol(name),
+                })),
                 ...(props.health ? { readinessProbe: probe(0), livenessProbe: probe(10) } : {}),
                 resources: {
                   requests: { cpu: q(props.resources.cpuRequest), memory: q(props.resources.memoryRequest) },
@@ -160,13 +174,21 @@ export class TracingWorkload extends Construct {
     this.ports = allPorts;
     const exposed = [...(props.servicePorts ?? Object.keys(props.ports)), ...Object.keys(props.sidecarPorts ?? {})];
     for (const name of exposed) {
-      if (!(name in allPorts)) throw new Error(`TracingWorkload at '${this.node.path}': servicePorts names '${name}', which is not one of its ports (${Object.keys(allPorts).join(', ')})`);
+      if (!(name in allPorts))
+        throw new Error(
+          `TracingWorkload at '${this.node.path}': servicePorts names '${name}', which is not one of its ports (${Object.keys(allPorts).join(', ')})`,
+        );
     }
     this.service = new k8s.KubeService(this, 'Service', {
       metadata,
       spec: {
         selector,
-        ports: exposed.map((name) => ({ name, port: allPorts[name], targetPort: k8s.IntOrString.fromString(name), protocol: portProtocol(name) })),
+        ports: exposed.map((name) => ({
+          name,
+          port: allPorts[name],
+          targetPort: k8s.IntOrString.fromString(name),
+          protocol: portProtocol(name),
+        })),
       },
     });
   }

@@ -41,7 +41,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function convertWebsite(object: unknown, desiredAPIVersion: string, group: string = DEFAULT_GROUP): AnyWebsite {
   if (!isRecord(object)) throw new ConversionError('object is not a JSON object');
   const { apiVersion, kind, spec } = object;
-  const name = isRecord(object.metadata) && typeof object.metadata.name === 'string' ? ` '${object.metadata.name}'` : '';
+  const name =
+    isRecord(object.metadata) && typeof object.metadata.name === 'string' ? ` '${object.metadata.name}'` : '';
   if (kind !== 'Website') throw new ConversionError(`object${name} has kind '${String(kind)}', expected 'Website'`);
   const from = versionOf(apiVersion, group, `object${name} has apiVersion '${String(apiVersion)}'`);
   const to = versionOf(desiredAPIVersion, group, `desiredAPIVersion '${desiredAPIVersion}'`);

@@ -111,16 +111,21 @@ const colorSchema: JsonSchema = {
 /** The shape of metav1.Condition, as controller-gen writes it. */
 const conditionSchema: JsonSchema = {
   type: 'object',
-  description: 'One aspect of the Website\'s current state (metav1.Condition).',
+  description: "One aspect of the Website's current state (metav1.Condition).",
   required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
   properties: {
     type: {
       type: 'string',
       description: 'Type of condition in CamelCase, for example Ready.',
       maxLength: 316,
-      pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+      pattern:
+        '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     },
-    status: { type: 'string', description: 'Status of the condition: True, False or Unknown.', enum: ['True', 'False', 'Unknown'] },
+    status: {
+      type: 'string',
+      description: 'Status of the condition: True, False or Unknown.',
+      enum: ['True', 'False', 'Unknown'],
+    },
     observedGeneration: {
       type: 'integer',
       format: 'int64',
@@ -152,11 +157,12 @@ export const websiteStatusSchema: JsonSchema = {
       type: 'integer',
       format: 'int32',
       minimum: 0,
-      description: 'Number of available pods of the Website\'s Deployment.',
+      description: "Number of available pods of the Website's Deployment.",
     },
     url: {
       type: 'string',
-      description: 'In-cluster URL of the Website\'s Service, for example http://website-<name>.<namespace>.svc.cluster.local.',
+      description:
+        "In-cluster URL of the Website's Service, for example http://website-<name>.<namespace>.svc.cluster.local.",
     },
     observedGeneration: {
       type: 'integer',
@@ -195,29 +201,35 @@ function root(description: string, spec: Pick<JsonSchema, 'required' | 'properti
 
 /** v1, the storage version: `spec.title`, `spec.replicas`, `spec.color`. */
 export function websiteV1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS): JsonSchema {
-  return root('A Website: a page showing a title on a colour, served by a Deployment and a Service the operator keeps.', {
-    required: ['title', 'replicas'],
-    properties: {
-      title: titleSchema('spec.title'),
-      replicas: replicasSchema(replicas),
-      color: colorSchema,
+  return root(
+    'A Website: a page showing a title on a colour, served by a Deployment and a Service the operator keeps.',
+    {
+      required: ['title', 'replicas'],
+      properties: {
+        title: titleSchema('spec.title'),
+        replicas: replicasSchema(replicas),
+        color: colorSchema,
+      },
     },
-  });
+  );
 }
 
 /** v1beta1, served for older clients: `spec.heading`, `spec.instances`, `spec.theme.color`. */
 export function websiteV1beta1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS): JsonSchema {
-  return root('A Website (v1beta1, deprecated: use v1, where heading is title, instances is replicas and theme.color is color).', {
-    required: ['heading', 'instances'],
-    properties: {
-      heading: titleSchema('spec.heading'),
-      instances: replicasSchema(replicas),
-      theme: {
-        type: 'object',
-        description: 'Look of the page.',
-        default: {},
-        properties: { color: colorSchema },
+  return root(
+    'A Website (v1beta1, deprecated: use v1, where heading is title, instances is replicas and theme.color is color).',
+    {
+      required: ['heading', 'instances'],
+      properties: {
+        heading: titleSchema('spec.heading'),
+        instances: replicasSchema(replicas),
+        theme: {
+          type: 'object',
+          description: 'Look of the page.',
+          default: {},
+          properties: { color: colorSchema },
+        },
       },
     },
-  });
+  );
 }

@@ -1,14 +1,14 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT } from '../operator/names.ts';
 import {
   DEFAULT_GROUP,
   DEFAULT_REPLICA_BOUNDS,
   type JsonSchema,
   type ReplicaBounds,
-  websiteV1Schema,
   websiteV1beta1Schema,
+  websiteV1Schema,
 } from './schema.ts';
-import { OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT } from '../operator/names.ts';
 
 /** The versions of the Website API this package knows. */
 export type WebsiteVersionName = 'v1' | 'v1beta1';
@@ -102,7 +102,11 @@ export interface WebsiteCrdOperator {
  */
 function isWebsiteCrdOperator(construct: object): construct is WebsiteCrdOperator {
   const candidate = construct as Partial<WebsiteCrdOperator>;
-  return typeof candidate.group === 'string' && typeof candidate.conversionWebhook === 'object' && typeof candidate.crdAnnotations === 'object';
+  return (
+    typeof candidate.group === 'string' &&
+    typeof candidate.conversionWebhook === 'object' &&
+    typeof candidate.crdAnnotations === 'object'
+  );
 }
 
 const sameWebhook = (a: Required<ConversionWebhookService>, b: Required<ConversionWebhookService>) =>
@@ -136,7 +140,13 @@ interface PrinterColumn {
 }
 
 const statusColumns: readonly PrinterColumn[] = [
-  { name: 'Available', type: 'integer', jsonPath: '.status.availableReplicas', description: 'Available pods.', priority: 1 },
+  {
+    name: 'Available',
+    type: 'integer',
+    jsonPath: '.status.availableReplicas',
+    description: 'Available pods.',
+    priority: 1,
+  },
   { name: 'URL', type: 'string', jsonPath: '.status.url', description: 'In-cluster URL.', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
@@ -184,15 +194,21 @@ export class WebsiteCrd extends Construct {
     const operator = props.operator;
     this.group = props.group ?? operator?.group ?? DEFAULT_GROUP;
     if (operator && operator.group !== this.group) {
-      fail(`group '${this.group}' differs from the group '${operator.group}' of operator '${operator.node.path}': give both the same group, or leave the CRD's unset`);
+      fail(
+        `group '${this.group}' differs from the group '${operator.group}' of operator '${operator.node.path}': give both the same group, or leave the CRD's unset`,
+      );
     }
     if (operator && props.conversionWebhook) {
-      fail(`set either operator or conversionWebhook, not both: operator '${operator.node.path}' already says where its webhook is (${describeWebhook(operator.conversionWebhook)})`);
+      fail(
+        `set either operator or conversionWebhook, not both: operator '${operator.node.path}' already says where its webhook is (${describeWebhook(operator.conversionWebhook)})`,
+      );
     }
     const annotations: Record<string, string> = { ...props.annotations };
     for (const [key, value] of Object.entries(operator?.crdAnnotations ?? {})) {
       if (key in annotations && annotations[key] !== value) {
-        fail(`annotation '${key}' is '${annotations[key]}', but operator '${operator!.node.path}' needs '${value}': remove it from annotations`);
+        fail(
+          `annotation '${key}' is '${annotations[key]}', but operator '${operator!.node.path}' needs '${value}': remove it from annotations`,
+        );
       }
       annotations[key] = value;
     }
@@ -203,7 +219,9 @@ export class WebsiteCrd extends Construct {
 
     const bounds = { ...DEFAULT_REPLICA_BOUNDS, ...props.replicas };
     if (!Number.isInteger(bounds.minimum) || !Number.isInteger(bounds.maximum) || bounds.minimum < 0) {
-      fail(`replicas bounds must be non-negative integers, got minimum ${bounds.minimum} and maximum ${bounds.maximum}`);
+      fail(
+        `replicas bounds must be non-negative integers, got minimum ${bounds.minimum} and maximum ${bounds.maximum}`,
+      );
     }
     if (bounds.minimum > bounds.maximum) {
       fail(`replicas.minimum (${bounds.minimum}) is greater than replicas.maximum (${bounds.maximum}): swap them`);
@@ -224,15 +242,22 @@ export class WebsiteCrd extends Construct {
     this.storageVersion = storage[0].name;
 
     const served = versions.filter((v) => v.served);
-    const webhook: Required<ConversionWebhookService> = { ...DEFAULT_CONVERSION_WEBHOOK, ...(operator?.conversionWebhook ?? props.conversionWebhook) };
+    const webhook: Required<ConversionWebhookService> = {
+      ...DEFAULT_CONVERSION_WEBHOOK,
+      ...(operator?.conversionWebhook ?? props.conversionWebhook),
+    };
     if (served.length > 1 && !operator) {
       // An operator of this group elsewhere in the app must be the one this CRD calls: the README's
       // first example once pointed a CRD at website-system while its operator ran in another namespace.
       this.node.addValidation({
         validate: () => {
-          const operators = this.node.root.node.findAll().flatMap((c) => (isWebsiteCrdOperator(c) && c.group === this.group ? [c] : []));
+          const operators = this.node.root.node
+            .findAll()
+            .flatMap((c) => (isWebsiteCrdOperator(c) && c.group === this.group ? [c] : []));
           if (operators.length === 0 || operators.some((o) => sameWebhook(o.conversionWebhook, webhook))) return [];
-          const where = operators.map((o) => `'${o.node.path}' serves ${describeWebhook(o.conversionWebhook)}`).join('; ');
+          const where = operators
+            .map((o) => `'${o.node.path}' serves ${describeWebhook(o.conversionWebhook)}`)
+            .join('; ');
           return [
             `WebsiteCrd at '${this.node.path}' sends conversions to ${describeWebhook(webhook)}, but ${where}: pass the operator to the CRD (new WebsiteCrd(scope, id, { operator }))`,
           ];
@@ -263,14 +288,23 @@ export class WebsiteCrd extends Construct {
       },
       spec: {
         group: this.group,
-        names: { kind: 'Website', listKind: 'WebsiteList', plural: 'websites', singular: 'website', shortNames: ['ws'] },
+        names: {
+          kind: 'Website',
+          listKind: 'WebsiteList',
+          plural: 'websites',
+          singular: 'website',
+          shortNames: ['ws'],
+        },
         scope: 'Namespaced',
         versions: versions.map((v) => ({
           name: v.name,
           served: v.served,
           storage: v.storage,
           ...(v.name === 'v1beta1'
-            ? { deprecated: true, deprecationWarning: `${this.group}/v1beta1 Website is deprecated; use ${this.group}/v1` }
+            ? {
+                deprecated: true,
+                deprecationWarning: `${this.group}/v1beta1 Website is deprecated; use ${this.group}/v1`,
+              }
             : {}),
           schema: { openAPIV3Schema: schemas[v.name](bounds) },
           subresources: { status: {} },

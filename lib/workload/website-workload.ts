@@ -4,7 +4,7 @@ import { Construct } from 'constructs';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
 import type { WebsiteV1 } from '../website/types.ts';
-import { START_SCRIPT, WEB_PORT, renderNginxConfig, renderPage } from './page.ts';
+import { renderNginxConfig, renderPage, START_SCRIPT, WEB_PORT } from './page.ts';
 
 /** Unprivileged nginx (runs as uid 101, listens above 1024), pinned by tag. */
 export const DEFAULT_WEB_IMAGE = 'nginxinc/nginx-unprivileged:1.28.0-alpine';

@@ -10,7 +10,17 @@ describe('the shell operator benchmark', () => {
     const interval = 2;
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
-      ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/shell-operator.ts'), '--n', String(n), '--interval', String(interval), '--cycles', '2', '--json'],
+      [
+        '--disable-warning=ExperimentalWarning',
+        join(ROOT, 'bench/shell-operator.ts'),
+        '--n',
+        String(n),
+        '--interval',
+        String(interval),
+        '--cycles',
+        '2',
+        '--json',
+      ],
       { env: { ...process.env, KUBECONFIG, KUBECTL }, maxBuffer: 16 << 20 },
     );
     const [result] = JSON.parse(stdout);
@@ -25,7 +35,12 @@ describe('the shell operator benchmark', () => {
     expect(result.cycleMs).toHaveLength(2);
 
     // Steady state: discovery is cached, so one LIST and one server-side apply per child, nothing else.
-    expect(result.requestsPerCycleByKind).toEqual({ 'LIST websites': 1, 'APPLY deployments': n, 'APPLY services': n, other: 0 });
+    expect(result.requestsPerCycleByKind).toEqual({
+      'LIST websites': 1,
+      'APPLY deployments': n,
+      'APPLY services': n,
+      other: 0,
+    });
     expect(result.requestsPerCycle).toBe(1 + 2 * n);
 
     // With --json the table goes to stderr.

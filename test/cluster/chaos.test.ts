@@ -5,10 +5,10 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { Chaos, FAULTS, type FaultResult } from '../support/chaos.ts';
-import { operatorBundle } from '../support/operator-process.ts';
 import { operatorRbacManifests } from '../support/operator-manifests.ts';
+import { operatorBundle } from '../support/operator-process.ts';
 import { AUDIT_LOG, CLUSTER_ENV, KUBECONFIG } from './env.ts';
-import { TEST_CLUSTER, ok } from './kube.ts';
+import { ok, TEST_CLUSTER } from './kube.ts';
 
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromFile(KUBECONFIG);
@@ -31,7 +31,11 @@ const chaos = new Chaos(
 
 beforeAll(async () => {
   await operatorBundle();
-  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: operatorRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+    input: operatorRbacManifests()
+      .map((m) => JSON.stringify(m))
+      .join('\n'),
+  });
   await chaos.clean();
   await chaos.populate();
 }, 600_000);
@@ -46,17 +50,21 @@ afterAll(() => chaos.clean(), 600_000);
 const ASSERTED = FAULTS.filter((fault) => fault !== 'paused-leader');
 
 describe('30 Websites churning while a fault happens', () => {
-  test.each(ASSERTED)('after %s they converge with no orphan, duplicate, lost update or write by a non-leader', async (fault) => {
-    const result: FaultResult = await chaos.fault(fault);
-    // The fault happened and the operator wrote during it (the Lease check saw writes to judge).
-    expect(result.injected.length).toBeGreaterThan(0);
-    expect(result.writesAudited).toBeGreaterThan(0);
-    expect(result.churn.sent).toBeGreaterThan(0);
-    expect(result.convergeMs).not.toBeNull();
-    expect(result.orphans).toEqual([]);
-    expect(result.duplicates).toEqual([]);
-    expect(result.lostUpdates).toEqual([]);
-    expect(result.nonLeaderWrites).toEqual([]);
-    if (fault === 'leader-failover') expect([...result.leaseHolders].sort()).toEqual(['chaos-a', 'chaos-b']);
-  }, 600_000);
+  test.each(ASSERTED)(
+    'after %s they converge with no orphan, duplicate, lost update or write by a non-leader',
+    async (fault) => {
+      const result: FaultResult = await chaos.fault(fault);
+      // The fault happened and the operator wrote during it (the Lease check saw writes to judge).
+      expect(result.injected.length).toBeGreaterThan(0);
+      expect(result.writesAudited).toBeGreaterThan(0);
+      expect(result.churn.sent).toBeGreaterThan(0);
+      expect(result.convergeMs).not.toBeNull();
+      expect(result.orphans).toEqual([]);
+      expect(result.duplicates).toEqual([]);
+      expect(result.lostUpdates).toEqual([]);
+      expect(result.nonLeaderWrites).toEqual([]);
+      if (fault === 'leader-failover') expect([...result.leaseHolders].sort()).toEqual(['chaos-a', 'chaos-b']);
+    },
+    600_000,
+  );
 });

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from './env.ts';
@@ -7,13 +7,21 @@ import { createNamespace, deleteNamespace, kubectl, ok } from './kube.ts';
 type Manifest = Record<string, any>;
 const dist = join(ROOT, 'dist');
 // One folder per deployable unit (dist/<unit>/<chart>.yaml); paths relative to dist/.
-const files = readdirSync(dist, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.yaml')).sort();
-const manifests: Manifest[] = files.flatMap((f) => parseAllDocuments(readFileSync(join(dist, f), 'utf8')).map((d) => d.toJS()));
+const files = readdirSync(dist, { recursive: true, encoding: 'utf8' })
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
+const manifests: Manifest[] = files.flatMap((f) =>
+  parseAllDocuments(readFileSync(join(dist, f), 'utf8')).map((d) => d.toJS()),
+);
 
 /** Pod templates of every workload in dist/, as the Pods their controllers would create. */
 function podTemplates(): { owner: string; template: Manifest }[] {
   const templateOf = (m: Manifest) =>
-    m.kind === 'CronJob' ? m.spec.jobTemplate.spec.template : ['Deployment', 'StatefulSet', 'DaemonSet', 'Job'].includes(m.kind) ? m.spec.template : undefined;
+    m.kind === 'CronJob'
+      ? m.spec.jobTemplate.spec.template
+      : ['Deployment', 'StatefulSet', 'DaemonSet', 'Job'].includes(m.kind)
+        ? m.spec.template
+        : undefined;
   return manifests.filter(templateOf).map((m) => ({ owner: `${m.kind}/${m.metadata.name}`, template: templateOf(m) }));
 }
 
@@ -25,14 +33,24 @@ describe('dist/ as a user applies it', () => {
   });
 
   test.each(files)('%s passes server-side dry-run', async (file) => {
-    const result = await kubectl(['apply', '--server-side', '--dry-run=server', '--force-conflicts', '-f', join(dist, file)]);
+    const result = await kubectl([
+      'apply',
+      '--server-side',
+      '--dry-run=server',
+      '--force-conflicts',
+      '-f',
+      join(dist, file),
+    ]);
     expect([result.code, result.stderr]).toEqual([0, '']);
   });
 
   describe('in a namespace enforcing Pod Security restricted', () => {
     let ns: string;
     beforeAll(async () => {
-      ns = await createNamespace('psa', { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted' });
+      ns = await createNamespace('psa', {
+        'pod-security.kubernetes.io/enforce': 'restricted',
+        'pod-security.kubernetes.io/warn': 'restricted',
+      });
       // The templates name their ServiceAccounts; give them the same ones here.
       const accounts = new Set(podTemplates().map(({ template }) => template.spec.serviceAccountName ?? 'default'));
       for (const name of accounts) await kubectl(['create', 'serviceaccount', name, '-n', ns]);
@@ -43,11 +61,19 @@ describe('dist/ as a user applies it', () => {
       expect(podTemplates().length).toBeGreaterThan(0);
     });
 
-    test.each(podTemplates().map(({ owner, template }) => [owner, template]))('the pod of %s is admitted without warnings', async (_, template) => {
-      const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { ...template.metadata, generateName: 'psa-', namespace: ns }, spec: template.spec };
-      const result = await kubectl(['create', '--dry-run=server', '-f', '-'], { input: JSON.stringify(pod) });
-      expect([result.code, result.stderr]).toEqual([0, '']);
-    });
+    test.each(podTemplates().map(({ owner, template }) => [owner, template]))(
+      'the pod of %s is admitted without warnings',
+      async (_, template) => {
+        const pod = {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { ...template.metadata, generateName: 'psa-', namespace: ns },
+          spec: template.spec,
+        };
+        const result = await kubectl(['create', '--dry-run=server', '-f', '-'], { input: JSON.stringify(pod) });
+        expect([result.code, result.stderr]).toEqual([0, '']);
+      },
+    );
 
     test('a privileged pod is rejected there (the check is live)', async () => {
       const pod = {

@@ -6,8 +6,8 @@ import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { WebsiteOperator } from '../../lib/operator/website-operator.ts';
 import { type Manifest, only, synth } from '../helpers.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
 import { eventually } from '../support/poll.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
 
 const FLOW_SCHEMA_UID = 'x-kubernetes-pf-flowschema-uid';
 const PRIORITY_LEVEL_UID = 'x-kubernetes-pf-prioritylevel-uid';
@@ -35,7 +35,11 @@ async function get(path: string, credentials: Credentials): Promise<Answer> {
     const req = request(new URL(path, server.url), { method: 'GET', ca: server.ca, headers, ...tls }, (res) => {
       res.resume();
       res.on('end', () =>
-        resolve({ status: res.statusCode!, flowSchemaUid: String(res.headers[FLOW_SCHEMA_UID]), priorityLevelUid: String(res.headers[PRIORITY_LEVEL_UID]) }),
+        resolve({
+          status: res.statusCode!,
+          flowSchemaUid: String(res.headers[FLOW_SCHEMA_UID]),
+          priorityLevelUid: String(res.headers[PRIORITY_LEVEL_UID]),
+        }),
       );
     });
     req.on('error', reject);
@@ -44,20 +48,27 @@ async function get(path: string, credentials: Credentials): Promise<Answer> {
 }
 
 const uidOf = async (kind: string, name: string): Promise<string> => (await getJson([kind, name])).metadata.uid;
-const tokenOf = async (serviceAccount: string) => ({ token: (await ok(['create', 'token', serviceAccount, '-n', ns, '--duration=10m'])).trim() });
+const tokenOf = async (serviceAccount: string) => ({
+  token: (await ok(['create', 'token', serviceAccount, '-n', ns, '--duration=10m'])).trim(),
+});
 
 beforeAll(async () => {
   ns = await createNamespace('flow-control');
-  manifests = synth((chart) => new WebsiteOperator(chart, 'operator', { namespace: ns, createNamespace: false, flowControl: true }));
+  manifests = synth(
+    (chart) => new WebsiteOperator(chart, 'operator', { namespace: ns, createNamespace: false, flowControl: true }),
+  );
   flowSchemaName = only(manifests, 'FlowSchema').metadata.name;
   // The operator's ServiceAccount and Role (so its requests are also allowed), and the flow control objects.
-  const applied = manifests.filter((m) => ['ServiceAccount', 'Role', 'RoleBinding', 'PriorityLevelConfiguration', 'FlowSchema'].includes(m.kind));
+  const applied = manifests.filter((m) =>
+    ['ServiceAccount', 'Role', 'RoleBinding', 'PriorityLevelConfiguration', 'FlowSchema'].includes(m.kind),
+  );
   await ok(['apply', '--server-side', '-f', '-'], { input: applied.map((m) => JSON.stringify(m)).join('\n') });
 
   const cluster = await loadClusterInfo();
   server = { url: new URL(cluster.server), ca: await readFile(cluster.ca, 'utf8') };
   const user = JSON.parse(await ok(['config', 'view', '--raw', '--minify', '-o', 'json'])).users[0].user;
-  const pem = async (field: string) => (user[`${field}-data`] ? Buffer.from(user[`${field}-data`], 'base64').toString() : readFile(user[field], 'utf8'));
+  const pem = async (field: string) =>
+    user[`${field}-data`] ? Buffer.from(user[`${field}-data`], 'base64').toString() : readFile(user[field], 'utf8');
   admin = { cert: await pem('client-certificate'), key: await pem('client-key') };
 
   // The API server's flow-control controller marks the FlowSchema not Dangling right after it has
@@ -69,7 +80,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (flowSchemaName) await kubectl(['delete', 'flowschema,prioritylevelconfiguration', flowSchemaName, '--ignore-not-found']);
+  if (flowSchemaName)
+    await kubectl(['delete', 'flowschema,prioritylevelconfiguration', flowSchemaName, '--ignore-not-found']);
   if (ns) await deleteNamespace(ns);
 });
 
@@ -93,13 +105,24 @@ describe("OperatorFlowControl on the API server's API Priority and Fairness", ()
     const shares = levels.reduce((sum, level) => sum + (level.spec.limited?.nominalConcurrencyShares ?? 0), 0);
     expect(Math.ceil((600 * 10) / shares)).toBe(24);
     const metrics = await ok(['get', '--raw', '/metrics']);
-    const seats = (metric: string) => Number(new RegExp(`^apiserver_flowcontrol_${metric}\\{priority_level="${flowSchemaName}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
-    expect({ nominal: seats('nominal_limit_seats'), guaranteed: seats('lower_limit_seats') }).toEqual({ nominal: 24, guaranteed: 12 });
+    const seats = (metric: string) =>
+      Number(
+        new RegExp(`^apiserver_flowcontrol_${metric}\\{priority_level="${flowSchemaName}"\\} (\\d+)$`, 'm').exec(
+          metrics,
+        )?.[1],
+      );
+    expect({ nominal: seats('nominal_limit_seats'), guaranteed: seats('lower_limit_seats') }).toEqual({
+      nominal: 24,
+      guaranteed: 12,
+    });
   });
 
   test("requests made as the operator's ServiceAccount are classified by its FlowSchema, into its priority level", async () => {
     const operator = await tokenOf('website-operator');
-    const expected = { flowSchemaUid: await uidOf('flowschema', flowSchemaName), priorityLevelUid: await uidOf('prioritylevelconfiguration', flowSchemaName) };
+    const expected = {
+      flowSchemaUid: await uidOf('flowschema', flowSchemaName),
+      priorityLevelUid: await uidOf('prioritylevelconfiguration', flowSchemaName),
+    };
     // Resource requests the operator makes (its Websites, its children, its Lease) and a non-resource one.
     for (const path of [
       `/apis/web.example.com/v1/namespaces/${ns}/websites`,
@@ -130,6 +153,10 @@ describe("OperatorFlowControl on the API server's API Priority and Fairness", ()
     expect(answer.flowSchemaUid).not.toBe(await uidOf('flowschema', flowSchemaName));
     expect(answer.priorityLevelUid).not.toBe(await uidOf('prioritylevelconfiguration', flowSchemaName));
     // The local cluster's administrator is in system:masters, which the mandatory exempt schema matches first.
-    expect(answer).toEqual({ status: 200, flowSchemaUid: await uidOf('flowschema', 'exempt'), priorityLevelUid: await uidOf('prioritylevelconfiguration', 'exempt') });
+    expect(answer).toEqual({
+      status: 200,
+      flowSchemaUid: await uidOf('flowschema', 'exempt'),
+      priorityLevelUid: await uidOf('prioritylevelconfiguration', 'exempt'),
+    });
   });
 });

@@ -4,7 +4,8 @@ import { kubectlOk } from '../support/kubectl.ts';
 import { eventually } from '../support/poll.ts';
 import { CLUSTER_ENV, KUBECONFIG, KUBECTL, ROOT } from './env.ts';
 
-const kubectl = (args: string[], input?: string) => kubectlOk({ kubeconfig: KUBECONFIG, kubectl: KUBECTL }, args, { input });
+const kubectl = (args: string[], input?: string) =>
+  kubectlOk({ kubeconfig: KUBECONFIG, kubectl: KUBECTL }, args, { input });
 
 /**
  * The garbage collector learns about a new CRD on its discovery resync (every 30 s in
@@ -14,18 +15,35 @@ const kubectl = (args: string[], input?: string) => kubectlOk({ kubeconfig: KUBE
 async function waitForGarbageCollector(timeoutMs = 120_000): Promise<void> {
   const ns = 'gc-probe';
   await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
-  await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'probe', namespace: ns }, spec: { title: 'GC probe', replicas: 1 } }));
+  await kubectl(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'web.example.com/v1',
+      kind: 'Website',
+      metadata: { name: 'probe', namespace: ns },
+      spec: { title: 'GC probe', replicas: 1 },
+    }),
+  );
   const uid = await kubectl(['get', 'website', 'probe', '-n', ns, '-o', 'jsonpath={.metadata.uid}']);
-  await kubectl(['apply', '-f', '-'], JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: { name: 'probe', namespace: ns, ownerReferences: [{ apiVersion: 'web.example.com/v1', kind: 'Website', name: 'probe', uid }] },
-  }));
+  await kubectl(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'probe',
+        namespace: ns,
+        ownerReferences: [{ apiVersion: 'web.example.com/v1', kind: 'Website', name: 'probe', uid }],
+      },
+    }),
+  );
   await kubectl(['delete', 'website', 'probe', '-n', ns]);
   const start = Date.now();
   await eventually(
     'the garbage collector to collect a Website dependent',
-    async () => (await kubectl(['get', 'configmap', '-n', ns, '--field-selector=metadata.name=probe', '-o', 'name'])).trim() === '',
+    async () =>
+      (await kubectl(['get', 'configmap', '-n', ns, '--field-selector=metadata.name=probe', '-o', 'name'])).trim() ===
+      '',
     { timeoutMs, intervalMs: 500, stopOnError: true },
   );
   await kubectl(['delete', 'namespace', ns, '--wait=false']);
@@ -35,7 +53,13 @@ async function waitForGarbageCollector(timeoutMs = 120_000): Promise<void> {
 /** One real cluster per test run: start it (or reuse a healthy one), install the CRD from dist/. */
 export default async function globalSetup(): Promise<void> {
   execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), 'up'], { env: CLUSTER_ENV, stdio: 'inherit' });
-  await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'dist/website-operator/website-crd.yaml')]);
+  await kubectl([
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    '-f',
+    join(ROOT, 'dist/website-operator/website-crd.yaml'),
+  ]);
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/websites.web.example.com']);
   await waitForGarbageCollector();
 }

@@ -16,7 +16,9 @@ export class TestHostAddress {
       execFileSync('ip', ['addr', 'add', `${this.address}/32`, 'dev', 'lo'], { stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (error) {
       const stderr = String((error as { stderr?: Buffer }).stderr ?? '').trim();
-      throw new Error(`could not add ${this.address}/32 to the loopback interface (${stderr}): the webhook tests need root (CAP_NET_ADMIN)`);
+      throw new Error(
+        `could not add ${this.address}/32 to the loopback interface (${stderr}): the webhook tests need root (CAP_NET_ADMIN)`,
+      );
     }
   }
 

@@ -10,19 +10,30 @@
 // operator ran before it was bundled) and a bare Node process, each a fresh container of the same
 // pod spec in the same run.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { ROOT } from './env.ts';
-import { getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
-import { eventually } from '../support/poll.ts';
 import { buildOperator } from '../../scripts/build-operator.ts';
 import { OPERATOR_NS as NS, operatorRbacManifests } from '../support/operator-manifests.ts';
-import { OciContainer, PodNetwork, bytes, configureBundle, memoryLimitOf, unpack } from './oci-pod.ts';
+import { eventually } from '../support/poll.ts';
+import { ROOT } from './env.ts';
+import { getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
+import { bytes, configureBundle, memoryLimitOf, OciContainer, PodNetwork, unpack } from './oci-pod.ts';
 
-const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8')).map((d) => d.toJS());
+const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8')).map(
+  (d) => d.toJS(),
+);
 const deployment = dist.find((m) => m?.kind === 'Deployment');
 const webhookService = dist.find((m) => m?.kind === 'Service');
 const podSpec = deployment.spec.template.spec;
@@ -30,7 +41,9 @@ const container = podSpec.containers[0];
 const portOf = (name: string) => container.ports.find((p: any) => p.name === name).containerPort;
 const POD = `${deployment.metadata.name}-image`;
 // The entrypoint as the Dockerfile declares it (the one place that names the bundle's entry in the image).
-const ENTRYPOINT: string[] = JSON.parse(/^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1]);
+const ENTRYPOINT: string[] = JSON.parse(
+  /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1],
+);
 
 let ref: string;
 let work: string;
@@ -52,11 +65,18 @@ const MEMORY_WEBSITES = Array.from({ length: 20 }, (_, i) => `image-memory-${i}`
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** A plain HTTP GET that closes its connection (as the kubelet's probes do: no keep-alive). */
-function get(url: string, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+function get(
+  url: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 5000,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const request = http.get(url, { agent: false, headers, timeout: timeoutMs }, (response) => {
       let body = '';
-      response.setEncoding('utf8').on('data', (chunk) => (body += chunk)).on('end', () => resolve({ status: response.statusCode!, body }));
+      response
+        .setEncoding('utf8')
+        .on('data', (chunk) => (body += chunk))
+        .on('end', () => resolve({ status: response.statusCode!, body }));
     });
     request.on('timeout', () => request.destroy(new Error(`GET ${url} timed out`))).on('error', reject);
   });
@@ -66,7 +86,9 @@ function get(url: string, headers: Record<string, string> = {}, timeoutMs = 5000
 async function probe(kind: 'livenessProbe' | 'readinessProbe'): Promise<number> {
   const { path, port } = container[kind].httpGet;
   const url = `http://${network!.podIP}:${typeof port === 'string' ? portOf(port) : port}${path}`;
-  return (await get(url, { 'User-Agent': 'kube-probe/1.36', Accept: '*/*' }, (container[kind].timeoutSeconds ?? 1) * 1000)).status;
+  return (
+    await get(url, { 'User-Agent': 'kube-probe/1.36', Accept: '*/*' }, (container[kind].timeoutSeconds ?? 1) * 1000)
+  ).status;
 }
 
 /** VmRSS of a process in bytes: the median of three readings half a second apart. */
@@ -84,7 +106,10 @@ const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 /** Sum of a metric's samples in the container's /metrics. */
 async function metricOf(name: string): Promise<number> {
   const text = (await get(`http://${network!.podIP}:${portOf('metrics')}/metrics`)).body;
-  return text.split('\n').filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
 /**
@@ -97,9 +122,18 @@ function otherContainer(id: string, command: string[], mounts: string[] = []): O
   mkdirSync(dir, { recursive: true });
   copyFileSync(join(work, 'image-config.json'), join(dir, 'config.json'));
   const spec = { ...podSpec, containers: [{ ...container, command }] };
-  const other = configureBundle(dir, { podSpec: spec, container: container.name, fields: { 'metadata.name': id, 'metadata.namespace': NS }, serviceAccountDir, extraEnv, network: network!, cgroupsPath: `/website-stack-image/${id}` });
+  const other = configureBundle(dir, {
+    podSpec: spec,
+    container: container.name,
+    fields: { 'metadata.name': id, 'metadata.namespace': NS },
+    serviceAccountDir,
+    extraEnv,
+    network: network!,
+    cgroupsPath: `/website-stack-image/${id}`,
+  });
   other.root.path = join(bundle, 'rootfs');
-  for (const source of mounts) other.mounts.push({ destination: source, type: 'bind', source, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
+  for (const source of mounts)
+    other.mounts.push({ destination: source, type: 'bind', source, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
   writeFileSync(join(dir, 'config.json'), JSON.stringify(other, null, 2));
   const started = new OciContainer(id, dir);
   others.push(started);
@@ -114,8 +148,16 @@ function otherContainer(id: string, command: string[], mounts: string[] = []): O
 async function rssAfterFirstPass(started: OciContainer): Promise<number> {
   const websites = (await getJson(['websites', '-n', NS])).items.length;
   await eventually('/readyz', async () => ((await probe('readinessProbe')) === 200 ? true : undefined), 120_000);
-  await eventually(`the first pass over ${websites} Websites`, async () => ((await metricOf('controller_runtime_reconcile_total')) >= websites ? true : undefined), 120_000);
-  await eventually('an empty work queue', async () => ((await metricOf('workqueue_depth')) === 0 ? true : undefined), 60_000);
+  await eventually(
+    `the first pass over ${websites} Websites`,
+    async () => ((await metricOf('controller_runtime_reconcile_total')) >= websites ? true : undefined),
+    120_000,
+  );
+  await eventually(
+    'an empty work queue',
+    async () => ((await metricOf('workqueue_depth')) === 0 ? true : undefined),
+    60_000,
+  );
   await sleep(5000);
   const bytes = await rss(started.state().pid);
   started.kill('TERM');
@@ -125,7 +167,9 @@ async function rssAfterFirstPass(started: OciContainer): Promise<number> {
 
 beforeAll(async () => {
   // The build prints image=oci:<layout>:<tag> and its size; its progress goes to stderr.
-  const built = execFileSync('bash', [join(ROOT, 'scripts/image.sh'), 'build'], { stdio: ['ignore', 'pipe', 'inherit'] }).toString();
+  const built = execFileSync('bash', [join(ROOT, 'scripts/image.sh'), 'build'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).toString();
   ref = /^image=(.*)$/m.exec(built)![1];
   console.log(`[image] ${ref}: ${/^size=(.*)$/m.exec(built)?.[1]}`);
   work = mkdtempSync(join(tmpdir(), 'image-'));
@@ -134,7 +178,11 @@ beforeAll(async () => {
   // The image's own config as umoci wrote it, before it becomes the pod's (other containers start from it).
   copyFileSync(join(bundle, 'config.json'), join(work, 'image-config.json'));
 
-  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: operatorRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+    input: operatorRbacManifests()
+      .map((m) => JSON.stringify(m))
+      .join('\n'),
+  });
   await kubectl(['delete', 'lease', 'website-operator', '-n', NS, '--ignore-not-found']);
 
   // Where the API server is, as a pod learns it: the `kubernetes` Service's endpoint.
@@ -151,28 +199,50 @@ beforeAll(async () => {
     input: [
       { ...webhookService, spec: serviceSpec },
       {
-        apiVersion: 'v1', kind: 'Endpoints', metadata: { name: webhookService.metadata.name, namespace: NS },
-        subsets: [{ addresses: [{ ip: network.podIP }], ports: [{ name: 'webhook', port: webhookPort, protocol: 'TCP' }] }],
+        apiVersion: 'v1',
+        kind: 'Endpoints',
+        metadata: { name: webhookService.metadata.name, namespace: NS },
+        subsets: [
+          { addresses: [{ ip: network.podIP }], ports: [{ name: 'webhook', port: webhookPort, protocol: 'TCP' }] },
+        ],
       },
       {
-        apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', addressType: 'IPv4',
-        metadata: { name: `${webhookService.metadata.name}-image`, namespace: NS, labels: { 'kubernetes.io/service-name': webhookService.metadata.name, 'endpointslice.kubernetes.io/managed-by': 'image.test' } },
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        addressType: 'IPv4',
+        metadata: {
+          name: `${webhookService.metadata.name}-image`,
+          namespace: NS,
+          labels: {
+            'kubernetes.io/service-name': webhookService.metadata.name,
+            'endpointslice.kubernetes.io/managed-by': 'image.test',
+          },
+        },
         endpoints: [{ addresses: [network.podIP], conditions: { ready: true } }],
         ports: [{ name: 'webhook', port: webhookPort, protocol: 'TCP' }],
       },
-    ].map((m) => JSON.stringify(m)).join('\n'),
+    ]
+      .map((m) => JSON.stringify(m))
+      .join('\n'),
   });
 
   // The ServiceAccount volume: a bound token (TokenRequest), the cluster CA, the namespace.
   serviceAccountDir = join(work, 'serviceaccount');
   const sa = serviceAccountDir;
   mkdirSync(sa);
-  writeFileSync(join(sa, 'token'), (await ok(['create', 'token', podSpec.serviceAccountName, '-n', NS, '--duration=1h'])).trim());
+  writeFileSync(
+    join(sa, 'token'),
+    (await ok(['create', 'token', podSpec.serviceAccountName, '-n', NS, '--duration=1h'])).trim(),
+  );
   writeFileSync(join(sa, 'ca.crt'), readFileSync((await loadClusterInfo()).ca));
   writeFileSync(join(sa, 'namespace'), NS);
 
   cgroupsPath = `/website-stack-image/${POD}`;
-  extraEnv = { KUBERNETES_SERVICE_HOST: apiServer.ip, KUBERNETES_SERVICE_PORT: String(apiServer.port), KUBERNETES_SERVICE_PORT_HTTPS: String(apiServer.port) };
+  extraEnv = {
+    KUBERNETES_SERVICE_HOST: apiServer.ip,
+    KUBERNETES_SERVICE_PORT: String(apiServer.port),
+    KUBERNETES_SERVICE_PORT_HTTPS: String(apiServer.port),
+  };
   config = configureBundle(bundle, {
     podSpec,
     container: container.name,
@@ -188,7 +258,11 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const running of [operator, ...others]) {
     if (!running) continue;
-    try { running.kill('KILL'); } catch { /* already stopped */ }
+    try {
+      running.kill('KILL');
+    } catch {
+      /* already stopped */
+    }
     await Promise.race([running.exited, sleep(5000)]);
     OciContainer.remove(running.id);
   }
@@ -218,7 +292,9 @@ describe('the operator image', () => {
     expect(image.config.WorkingDir).toBe('/app');
     expect(image.os).toBe('linux');
     // The Deployment's ports are the ones the image exposes.
-    expect(container.ports.map((p: any) => `${p.containerPort}/tcp`).sort()).toEqual(Object.keys(image.config.ExposedPorts).sort());
+    expect(container.ports.map((p: any) => `${p.containerPort}/tcp`).sort()).toEqual(
+      Object.keys(image.config.ExposedPorts).sort(),
+    );
     const size = manifest.layers.reduce((sum: number, layer: any) => sum + layer.size, 0);
     console.log(`[image] ${manifest.layers.length} layers, ${(size / 2 ** 20).toFixed(1)} MiB compressed`);
   });
@@ -231,9 +307,19 @@ describe('the operator image', () => {
     expect(existsSync(join(app, 'node_modules'))).toBe(false);
     // Chunk names carry content hashes: the image holds exactly the bundle built here from the same sources.
     const local = await buildOperator();
-    const built = Object.keys(local.metafile.outputs).map((output) => relative(local.dir, join(ROOT, output))).sort();
-    expect(readdirSync(app, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.mjs')).sort()).toEqual(built);
-    expect(execFileSync('chroot', [join(bundle, 'rootfs'), 'node', '--version']).toString().trim()).toBe(`v${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies.node}`);
+    const built = Object.keys(local.metafile.outputs)
+      .map((output) => relative(local.dir, join(ROOT, output)))
+      .sort();
+    expect(
+      readdirSync(app, { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.mjs'))
+        .sort(),
+    ).toEqual(built);
+    expect(
+      execFileSync('chroot', [join(bundle, 'rootfs'), 'node', '--version'])
+        .toString()
+        .trim(),
+    ).toBe(`v${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies.node}`);
   });
 
   test('runc runs it with the pod spec: uid/gid, no capabilities, no_new_privs, read-only root, memory limit', async () => {
@@ -248,26 +334,40 @@ describe('the operator image', () => {
     expect(field('Uid')).toEqual([uid, uid, uid, uid].map(String));
     expect(field('Gid')).toEqual([gid, gid, gid, gid].map(String));
     expect(field('Groups')).toEqual([String(podSpec.securityContext.fsGroup)]);
-    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(field(set)).toEqual(['0000000000000000']);
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'])
+      expect(field(set)).toEqual(['0000000000000000']);
     expect(field('NoNewPrivs')).toEqual(['1']);
-    const rootMount = readFileSync(`/proc/${state.pid}/mountinfo`, 'utf8').split('\n').find((line) => line.split(' ')[4] === '/')!;
+    const rootMount = readFileSync(`/proc/${state.pid}/mountinfo`, 'utf8')
+      .split('\n')
+      .find((line) => line.split(' ')[4] === '/')!;
     expect(rootMount.split(' ')[5].split(',')).toContain('ro');
     // Debian's /var/run is a link to /run, so the runtime mounts the volume at the link's target.
-    const serviceAccountMount = readFileSync(`/proc/${state.pid}/mountinfo`, 'utf8').split('\n')
-      .find((line) => ['/var/run/secrets/kubernetes.io/serviceaccount', '/run/secrets/kubernetes.io/serviceaccount'].includes(line.split(' ')[4]))!;
+    const serviceAccountMount = readFileSync(`/proc/${state.pid}/mountinfo`, 'utf8')
+      .split('\n')
+      .find((line) =>
+        ['/var/run/secrets/kubernetes.io/serviceaccount', '/run/secrets/kubernetes.io/serviceaccount'].includes(
+          line.split(' ')[4],
+        ),
+      )!;
     expect(serviceAccountMount.split(' ')[5].split(',')).toContain('ro');
     expect(memoryLimitOf(cgroupsPath)).toBe(bytes(container.resources.limits.memory));
-    expect(config.process.env).toEqual(expect.arrayContaining([`POD_NAME=${POD}`, `OPERATOR_NAMESPACE=${NS}`, 'WEBHOOK_CERT_MODE=operator']));
+    expect(config.process.env).toEqual(
+      expect.arrayContaining([`POD_NAME=${POD}`, `OPERATOR_NAMESPACE=${NS}`, 'WEBHOOK_CERT_MODE=operator']),
+    );
     // It found the cluster the way it does in a pod: no kubeconfig, the token file and the service variables.
     expect(config.process.env.some((e: string) => e.startsWith('KUBECONFIG='))).toBe(false);
   });
 
   test('answers its liveness and readiness probes with 200', async () => {
-    expect(await eventually('/healthz', async () => ((await probe('livenessProbe')) === 200 ? 200 : undefined), 60_000)).toBe(200);
-    expect(await eventually('/readyz', async () => ((await probe('readinessProbe')) === 200 ? 200 : undefined), 90_000)).toBe(200);
+    expect(
+      await eventually('/healthz', async () => ((await probe('livenessProbe')) === 200 ? 200 : undefined), 60_000),
+    ).toBe(200);
+    expect(
+      await eventually('/readyz', async () => ((await probe('readinessProbe')) === 200 ? 200 : undefined), 90_000),
+    ).toBe(200);
   }, 180_000);
 
-  test('memory: idle in the cgroup of the Deployment\'s limit, well under the memory request', async () => {
+  test("memory: idle in the cgroup of the Deployment's limit, well under the memory request", async () => {
     await sleep(5000);
     const idle = await rss(operator!.state().pid);
     memory.push({ what: 'bundle (the image), idle, no Website', bytes: idle });
@@ -275,11 +375,17 @@ describe('the operator image', () => {
   }, 60_000);
 
   test('reconciles a Website to Ready', async () => {
-    await ok(['apply', '-f', '-'], { input: JSON.stringify(website('image-v1', NS, { title: 'From the image', replicas: 1 })) });
-    const ready = await eventually('the Website to be Ready', async () => {
-      const current = await getJson(['website', 'image-v1', '-n', NS]);
-      return current.status?.conditions?.find((c: any) => c.type === 'Ready' && c.status === 'True');
-    }, 90_000);
+    await ok(['apply', '-f', '-'], {
+      input: JSON.stringify(website('image-v1', NS, { title: 'From the image', replicas: 1 })),
+    });
+    const ready = await eventually(
+      'the Website to be Ready',
+      async () => {
+        const current = await getJson(['website', 'image-v1', '-n', NS]);
+        return current.status?.conditions?.find((c: any) => c.type === 'Ready' && c.status === 'True');
+      },
+      90_000,
+    );
     expect(ready.message).toBe('1/1 replicas available');
     const children = await getJson(['deployment', 'website-image-v1', '-n', NS]);
     expect(children.metadata.ownerReferences[0]).toMatchObject({ kind: 'Website', name: 'image-v1', controller: true });
@@ -292,35 +398,70 @@ describe('the operator image', () => {
       const config = crd.spec.conversion.webhook?.clientConfig;
       return config?.caBundle && config.service?.name === webhookService.metadata.name ? true : undefined;
     });
-    const beta = { apiVersion: 'web.example.com/v1beta1', kind: 'Website', metadata: { name: 'image-beta', namespace: NS }, spec: { heading: 'Through the image', instances: 2, theme: { color: '#3F51B5' } } };
+    const beta = {
+      apiVersion: 'web.example.com/v1beta1',
+      kind: 'Website',
+      metadata: { name: 'image-beta', namespace: NS },
+      spec: { heading: 'Through the image', instances: 2, theme: { color: '#3F51B5' } },
+    };
     await eventually('the API server to create a v1beta1 Website through the webhook', async () => {
       const result = await kubectl(['create', '-f', '-'], { input: JSON.stringify(beta) });
       if (result.code === 0 || /AlreadyExists/.test(result.stderr)) return true;
       throw new Error(result.stderr);
     });
-    expect((await getJson(['websites.v1.web.example.com', 'image-beta', '-n', NS])).spec).toEqual({ title: 'Through the image', replicas: 2, color: '#3F51B5' });
-    expect((await getJson(['websites.v1beta1.web.example.com', 'image-v1', '-n', NS])).spec).toEqual({ heading: 'From the image', instances: 1, theme: { color: '#2196F3' } });
+    expect((await getJson(['websites.v1.web.example.com', 'image-beta', '-n', NS])).spec).toEqual({
+      title: 'Through the image',
+      replicas: 2,
+      color: '#3F51B5',
+    });
+    expect((await getJson(['websites.v1beta1.web.example.com', 'image-v1', '-n', NS])).spec).toEqual({
+      heading: 'From the image',
+      instances: 1,
+      theme: { color: '#2196F3' },
+    });
     const metrics = (await get(`http://${network!.podIP}:${portOf('metrics')}/metrics`)).body;
-    const served = metrics.split('\n').filter((l) => l.startsWith('conversion_webhook_requests_total')).reduce((s, l) => s + Number(l.split(' ').pop()), 0);
+    const served = metrics
+      .split('\n')
+      .filter((l) => l.startsWith('conversion_webhook_requests_total'))
+      .reduce((s, l) => s + Number(l.split(' ').pop()), 0);
     expect(served).toBeGreaterThan(0);
   }, 120_000);
 
   test(`memory: after reconciling ${MEMORY_WEBSITES.length} more Websites, still under the memory request`, async () => {
-    await ok(['apply', '-f', '-'], { input: MEMORY_WEBSITES.map((name) => JSON.stringify(website(name, NS, { title: `Memory ${name}`, replicas: 1 }))).join('\n') });
-    await eventually(`the ${MEMORY_WEBSITES.length} Websites to be Ready`, async () => {
-      const items = (await getJson(['websites', '-n', NS])).items.filter((w: any) => MEMORY_WEBSITES.includes(w.metadata.name));
-      return items.length === MEMORY_WEBSITES.length && items.every((w: any) => w.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
-    }, 180_000);
+    await ok(['apply', '-f', '-'], {
+      input: MEMORY_WEBSITES.map((name) =>
+        JSON.stringify(website(name, NS, { title: `Memory ${name}`, replicas: 1 })),
+      ).join('\n'),
+    });
+    await eventually(
+      `the ${MEMORY_WEBSITES.length} Websites to be Ready`,
+      async () => {
+        const items = (await getJson(['websites', '-n', NS])).items.filter((w: any) =>
+          MEMORY_WEBSITES.includes(w.metadata.name),
+        );
+        return items.length === MEMORY_WEBSITES.length &&
+          items.every((w: any) => w.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))
+          ? true
+          : undefined;
+      },
+      180_000,
+    );
     await sleep(5000);
     const holding = await rss(operator!.state().pid);
-    memory.push({ what: `bundle (the image), after reconciling ${MEMORY_WEBSITES.length + 2} Websites`, bytes: holding });
+    memory.push({
+      what: `bundle (the image), after reconciling ${MEMORY_WEBSITES.length + 2} Websites`,
+      bytes: holding,
+    });
     expect(holding).toBeLessThan(bytes(container.resources.requests.memory));
   }, 240_000);
 
   test('SIGTERM ends it promptly with exit code 0, the Lease released', async () => {
     const start = Date.now();
     operator!.kill('TERM');
-    const code = await Promise.race([operator!.exited, sleep(podSpec.terminationGracePeriodSeconds * 1000).then(() => 'still running')]);
+    const code = await Promise.race([
+      operator!.exited,
+      sleep(podSpec.terminationGracePeriodSeconds * 1000).then(() => 'still running'),
+    ]);
     const seconds = (Date.now() - start) / 1000;
     console.log(`[image] stopped ${seconds.toFixed(1)} s after SIGTERM`);
     expect(code).toBe(0);
@@ -336,16 +477,30 @@ describe('the operator image', () => {
   test('memory beside the TypeScript sources and a bare Node, fresh containers of the same pod spec: the bundle takes far less', async () => {
     // Each a fresh process after its first pass over the same Websites; the image's Node runs all three.
     const bundled = await rssAfterFirstPass(otherContainer(`${POD}-bundle`, ENTRYPOINT));
-    const sources = await rssAfterFirstPass(otherContainer(`${POD}-sources`, ['node', '--disable-warning=ExperimentalWarning', join(ROOT, 'operator/src/bin/operator.ts')], [ROOT]));
+    const sources = await rssAfterFirstPass(
+      otherContainer(
+        `${POD}-sources`,
+        ['node', '--disable-warning=ExperimentalWarning', join(ROOT, 'operator/src/bin/operator.ts')],
+        [ROOT],
+      ),
+    );
     const bare = otherContainer(`${POD}-bare-node`, ['node', '-e', 'setInterval(() => {}, 1000)']);
-    await eventually('the bare Node container to run', async () => (bare.state().status === 'running' ? true : undefined));
+    await eventually('the bare Node container to run', async () =>
+      bare.state().status === 'running' ? true : undefined,
+    );
     await sleep(5000);
     const bareNode = await rss(bare.state().pid);
     bare.kill('KILL');
     const websites = (await getJson(['websites', '-n', NS])).items.length;
     memory.push(
-      { what: `bundle (the image's entrypoint), fresh, after its first pass over ${websites} Websites`, bytes: bundled },
-      { what: `TypeScript sources (node operator/src/bin/operator.ts), fresh, after its first pass over ${websites} Websites`, bytes: sources },
+      {
+        what: `bundle (the image's entrypoint), fresh, after its first pass over ${websites} Websites`,
+        bytes: bundled,
+      },
+      {
+        what: `TypeScript sources (node operator/src/bin/operator.ts), fresh, after its first pass over ${websites} Websites`,
+        bytes: sources,
+      },
       { what: "bare Node (node -e 'setInterval(() => {}, 1000)')", bytes: bareNode },
     );
     console.log(

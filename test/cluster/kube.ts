@@ -1,7 +1,14 @@
 // The test cluster through test/support/kubectl.ts, and the objects the cluster tests create.
 import { randomBytes } from 'node:crypto';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../../lib/security.ts';
-import { type ClusterAccess, type KubectlOptions, type KubectlResult, clusterEndpoint, kubectl as run, kubectlOk } from '../support/kubectl.ts';
+import {
+  type ClusterAccess,
+  clusterEndpoint,
+  type KubectlOptions,
+  type KubectlResult,
+  kubectlOk,
+  kubectl as run,
+} from '../support/kubectl.ts';
 import { KUBECONFIG, KUBECTL } from './env.ts';
 
 /** The test cluster, as an administrator. */
@@ -31,7 +38,11 @@ export function loadClusterInfo(): Promise<{ server: string; ca: string }> {
 export async function createNamespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
   await ok(['apply', '-f', '-'], {
-    input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'website-stack/test': 'true', ...labels } } }),
+    input: JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name, labels: { 'website-stack/test': 'true', ...labels } },
+    }),
   });
   return name;
 }
@@ -41,7 +52,12 @@ export async function deleteNamespace(name: string): Promise<void> {
 }
 
 /** A v1 Website manifest. */
-export function website(name: string, namespace: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+export function website(
+  name: string,
+  namespace: string,
+  spec: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+) {
   return { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name, namespace, ...extra }, spec };
 }
 
@@ -59,7 +75,13 @@ export function testDeployment(instance: string, namespace: string, metadata: Re
         metadata: { labels },
         spec: {
           securityContext: restrictedPodSecurityContext(),
-          containers: [{ name: 'web', image: 'nginxinc/nginx-unprivileged:1.28.0-alpine', securityContext: restrictedContainerSecurityContext() }],
+          containers: [
+            {
+              name: 'web',
+              image: 'nginxinc/nginx-unprivileged:1.28.0-alpine',
+              securityContext: restrictedContainerSecurityContext(),
+            },
+          ],
         },
       },
     },

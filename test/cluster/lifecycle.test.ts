@@ -1,5 +1,5 @@
-import { createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
 import { eventually } from '../support/poll.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
 
 let ns: string;
 beforeAll(async () => {
@@ -9,22 +9,45 @@ afterAll(() => deleteNamespace(ns));
 
 const FINALIZER = 'websites.web.example.com/cleanup';
 const exists = async (kind: string, name: string) => (await kubectl(['get', kind, name, '-n', ns])).code === 0;
-const gone = (kind: string, name: string) => eventually(`${kind} ${name} to be deleted`, async () => ((await exists(kind, name)) ? undefined : true));
+const gone = (kind: string, name: string) =>
+  eventually(`${kind} ${name} to be deleted`, async () => ((await exists(kind, name)) ? undefined : true));
 
 describe('finalizers (spec §3)', () => {
   test('delete leaves a Website with a finalizer Terminating; removing the last finalizer removes it', async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('final', ns, { title: 'F', replicas: 1 }, { finalizers: [FINALIZER, 'example.com/other'] })) });
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(
+        website('final', ns, { title: 'F', replicas: 1 }, { finalizers: [FINALIZER, 'example.com/other'] }),
+      ),
+    });
     await ok(['delete', 'website', 'final', '-n', ns, '--wait=false']);
 
     const terminating = await getJson(['website', 'final', '-n', ns]);
     expect(terminating.metadata.deletionTimestamp).toEqual(expect.any(String));
 
     // Other finalizers remain: still Terminating.
-    await ok(['patch', 'website', 'final', '-n', ns, '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers/0"}]']);
+    await ok([
+      'patch',
+      'website',
+      'final',
+      '-n',
+      ns,
+      '--type=json',
+      '-p',
+      '[{"op":"remove","path":"/metadata/finalizers/0"}]',
+    ]);
     expect((await getJson(['website', 'final', '-n', ns])).metadata.finalizers).toEqual(['example.com/other']);
 
     // The last one goes: the platform removes the object.
-    await ok(['patch', 'website', 'final', '-n', ns, '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers/0"}]']);
+    await ok([
+      'patch',
+      'website',
+      'final',
+      '-n',
+      ns,
+      '--type=json',
+      '-p',
+      '[{"op":"remove","path":"/metadata/finalizers/0"}]',
+    ]);
     await gone('website', 'final');
   });
 });
@@ -37,8 +60,19 @@ describe('cascading deletion of a child with an owner reference', () => {
     const ownerReferences =
       options.owned === false
         ? undefined
-        : [{ apiVersion: 'web.example.com/v1', kind: 'Website', name, uid, controller: true, blockOwnerDeletion: true }];
-    await ok(['create', '-f', '-'], { input: JSON.stringify(testDeployment(name, ns, { ownerReferences, finalizers: options.childFinalizers })) });
+        : [
+            {
+              apiVersion: 'web.example.com/v1',
+              kind: 'Website',
+              name,
+              uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ];
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(testDeployment(name, ns, { ownerReferences, finalizers: options.childFinalizers })),
+    });
   }
 
   test('Background: the Website goes at once, the Deployment is garbage-collected', async () => {
@@ -61,7 +95,16 @@ describe('cascading deletion of a child with an owner reference', () => {
     );
     expect(await exists('website', 'fg')).toBe(true);
 
-    await ok(['patch', 'deployment', 'website-fg', '-n', ns, '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]']);
+    await ok([
+      'patch',
+      'deployment',
+      'website-fg',
+      '-n',
+      ns,
+      '--type=json',
+      '-p',
+      '[{"op":"remove","path":"/metadata/finalizers"}]',
+    ]);
     await gone('deployment', 'website-fg');
     await gone('website', 'fg');
   });

@@ -60,13 +60,36 @@ export class PodNetwork {
     inside('ip', 'link', 'set', podIf, 'up');
     inside('ip', 'link', 'set', 'lo', 'up');
     inside('ip', 'route', 'add', `${apiServer.ip}/32`, 'dev', podIf);
-    inside('iptables', '-t', 'nat', '-A', 'OUTPUT', '-p', 'tcp', '-d', apiServer.ip, '--dport', String(apiServer.port),
-      '-j', 'DNAT', '--to-destination', `${this.hostIP}:${apiServer.port}`);
+    inside(
+      'iptables',
+      '-t',
+      'nat',
+      '-A',
+      'OUTPUT',
+      '-p',
+      'tcp',
+      '-d',
+      apiServer.ip,
+      '--dport',
+      String(apiServer.port),
+      '-j',
+      'DNAT',
+      '--to-destination',
+      `${this.hostIP}:${apiServer.port}`,
+    );
   }
 
   close(): void {
-    try { run('ip', ['link', 'del', this.hostIf]); } catch { /* not there */ }
-    try { run('ip', ['netns', 'del', this.name]); } catch { /* not there */ }
+    try {
+      run('ip', ['link', 'del', this.hostIf]);
+    } catch {
+      /* not there */
+    }
+    try {
+      run('ip', ['netns', 'del', this.name]);
+    } catch {
+      /* not there */
+    }
   }
 }
 
@@ -102,9 +125,12 @@ export function configureBundle(bundle: string, pod: PodContainer): any {
   // User and groups: runAsUser/runAsGroup, fsGroup and supplementalGroups as additional groups.
   if (sc.runAsUser !== undefined) config.process.user.uid = sc.runAsUser;
   if (sc.runAsGroup !== undefined) config.process.user.gid = sc.runAsGroup;
-  const groups = [spec.securityContext?.fsGroup, ...(spec.securityContext?.supplementalGroups ?? [])].filter((g) => g !== undefined);
+  const groups = [spec.securityContext?.fsGroup, ...(spec.securityContext?.supplementalGroups ?? [])].filter(
+    (g) => g !== undefined,
+  );
   if (groups.length) config.process.user.additionalGids = groups;
-  if (sc.runAsNonRoot && config.process.user.uid === 0) throw new Error('runAsNonRoot, but the container would run as root');
+  if (sc.runAsNonRoot && config.process.user.uid === 0)
+    throw new Error('runAsNonRoot, but the container would run as root');
 
   // Capabilities: the runtime's defaults, minus drop, plus add; ALL drops every one.
   const drop: string[] = sc.capabilities?.drop ?? [];
@@ -118,7 +144,9 @@ export function configureBundle(bundle: string, pod: PodContainer): any {
   config.root.readonly = sc.readOnlyRootFilesystem === true;
 
   // Environment: the image's, then the kubelet's service variables, then the container's own.
-  const env = new Map<string, string>(config.process.env.map((line: string) => line.split(/=(.*)/s).slice(0, 2) as [string, string]));
+  const env = new Map<string, string>(
+    config.process.env.map((line: string) => line.split(/=(.*)/s).slice(0, 2) as [string, string]),
+  );
   env.delete('TERM');
   env.set('HOSTNAME', pod.fields['metadata.name']);
   for (const [k, v] of Object.entries(pod.extraEnv)) env.set(k, v);
@@ -138,10 +166,20 @@ export function configureBundle(bundle: string, pod: PodContainer): any {
     const volume = (spec.volumes ?? []).find((v: any) => v.name === m.name);
     if (!volume?.emptyDir) throw new Error(`volume ${m.name}: only emptyDir is supported here`);
     const size = volume.emptyDir.sizeLimit ? [`size=${bytes(volume.emptyDir.sizeLimit)}`] : [];
-    config.mounts.push({ destination: m.mountPath, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777', ...size, ...(m.readOnly ? ['ro'] : [])] });
+    config.mounts.push({
+      destination: m.mountPath,
+      type: 'tmpfs',
+      source: 'tmpfs',
+      options: ['nosuid', 'nodev', 'mode=1777', ...size, ...(m.readOnly ? ['ro'] : [])],
+    });
   }
   if (spec.automountServiceAccountToken !== false && pod.serviceAccountDir) {
-    config.mounts.push({ destination: '/var/run/secrets/kubernetes.io/serviceaccount', type: 'bind', source: pod.serviceAccountDir, options: ['rbind', 'ro', 'nosuid', 'nodev', 'noexec'] });
+    config.mounts.push({
+      destination: '/var/run/secrets/kubernetes.io/serviceaccount',
+      type: 'bind',
+      source: pod.serviceAccountDir,
+      options: ['rbind', 'ro', 'nosuid', 'nodev', 'noexec'],
+    });
   }
 
   // Resources as the kubelet's cgroup settings: limits.memory, requests.cpu as shares, limits.cpu as quota.
@@ -157,7 +195,9 @@ export function configureBundle(bundle: string, pod: PodContainer): any {
   config.linux.cgroupsPath = pod.cgroupsPath;
 
   // The pod's network namespace.
-  config.linux.namespaces = config.linux.namespaces.map((ns: any) => (ns.type === 'network' ? { type: 'network', path: pod.network.path } : ns));
+  config.linux.namespaces = config.linux.namespaces.map((ns: any) =>
+    ns.type === 'network' ? { type: 'network', path: pod.network.path } : ns,
+  );
 
   writeFileSync(join(bundle, 'config.json'), JSON.stringify(config, null, 2));
   return config;
@@ -178,10 +218,16 @@ export class OciContainer {
     for (const stream of [this.child.stdout!, this.child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => {
         this.output.push(line);
-        try { this.lines.push(JSON.parse(line)); } catch { /* not JSON */ }
+        try {
+          this.lines.push(JSON.parse(line));
+        } catch {
+          /* not JSON */
+        }
       });
     }
-    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
+    this.exited = new Promise((resolve) =>
+      this.child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))),
+    );
   }
 
   state(): any {
@@ -194,7 +240,11 @@ export class OciContainer {
   }
 
   static remove(id: string): void {
-    try { run(RUNTIME, ['delete', '--force', id]); } catch { /* not there */ }
+    try {
+      run(RUNTIME, ['delete', '--force', id]);
+    } catch {
+      /* not there */
+    }
   }
 }
 
@@ -207,9 +257,11 @@ export function unpack(ref: string, bundle: string): void {
 
 /** The cgroup v1 memory hierarchy's limit for a path, or v2's memory.max. */
 export function memoryLimitOf(cgroupsPath: string): number | undefined {
-  for (const file of [join('/sys/fs/cgroup/memory', cgroupsPath, 'memory.limit_in_bytes'), join('/sys/fs/cgroup', cgroupsPath, 'memory.max')]) {
+  for (const file of [
+    join('/sys/fs/cgroup/memory', cgroupsPath, 'memory.limit_in_bytes'),
+    join('/sys/fs/cgroup', cgroupsPath, 'memory.max'),
+  ]) {
     if (existsSync(file)) return Number(readFileSync(file, 'utf8').trim());
   }
   return undefined;
 }
-

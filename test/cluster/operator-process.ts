@@ -1,12 +1,16 @@
 // The operator process of test/support/operator-process.ts, bound to the test cluster, with the short
 // leader-election timings and debug logs the tests rely on.
+
+import { serviceAccountKubeconfig as serviceAccountKubeconfigOf } from '../support/kubectl.ts';
 import { OPERATOR_NS } from '../support/operator-manifests.ts';
 import { OperatorProcess as SharedOperatorProcess } from '../support/operator-process.ts';
-import { serviceAccountKubeconfig as serviceAccountKubeconfigOf } from '../support/kubectl.ts';
 import { TEST_CLUSTER } from './kube.ts';
 
 /** A kubeconfig holding only the test cluster's address and CA and a ServiceAccount token. */
-export function serviceAccountKubeconfig(serviceAccount = 'website-operator', namespace = OPERATOR_NS): Promise<string> {
+export function serviceAccountKubeconfig(
+  serviceAccount = 'website-operator',
+  namespace = OPERATOR_NS,
+): Promise<string> {
   return serviceAccountKubeconfigOf(TEST_CLUSTER, serviceAccount, namespace);
 }
 
@@ -20,6 +24,10 @@ const TEST_ENV = {
 export type OperatorProcess = SharedOperatorProcess;
 export const OperatorProcess = {
   /** Starts the operator and waits until its endpoints listen; `env` overrides the test defaults. */
-  start: (identity: string, kubeconfig: string, env: Record<string, string> = {}, entrypoint?: string): Promise<OperatorProcess> =>
-    SharedOperatorProcess.start(identity, kubeconfig, { ...TEST_ENV, ...env }, entrypoint),
+  start: (
+    identity: string,
+    kubeconfig: string,
+    env: Record<string, string> = {},
+    entrypoint?: string,
+  ): Promise<OperatorProcess> => SharedOperatorProcess.start(identity, kubeconfig, { ...TEST_ENV, ...env }, entrypoint),
 };

@@ -41,7 +41,12 @@ const forbidden = async (args: string[], input?: object) => {
 
 const labels = { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': 'rbac' };
 const deployment = (namespace: string) => testDeployment('rbac', namespace);
-const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'website-rbac', namespace: NS, labels }, spec: { selector: labels, ports: [{ port: 80 }] } };
+const service = {
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name: 'website-rbac', namespace: NS, labels },
+  spec: { selector: labels, ports: [{ port: 80 }] },
+};
 const watchOnce = (resource: string) => ['get', '--raw', `${resource}?watch=true&timeoutSeconds=1`];
 
 describe("the operator's ServiceAccount, under exactly its Role", () => {
@@ -50,11 +55,39 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
     await allowed(['get', 'websites', '-n', NS]);
     await allowed(watchOnce(`/apis/web.example.com/v1/namespaces/${NS}/websites`));
     await allowed(['replace', '-f', '-'], { ...stored, metadata: { ...stored.metadata, labels: { replaced: 'yes' } } });
-    await allowed(['patch', 'website', 'rbac', '-n', NS, '--type=merge', '-p', '{"metadata":{"finalizers":["websites.web.example.com/cleanup"]}}']);
+    await allowed([
+      'patch',
+      'website',
+      'rbac',
+      '-n',
+      NS,
+      '--type=merge',
+      '-p',
+      '{"metadata":{"finalizers":["websites.web.example.com/cleanup"]}}',
+    ]);
     const current = JSON.parse(await allowed(['get', 'website', 'rbac', '-n', NS, '-o', 'json']));
     await allowed(['replace', '--subresource=status', '-f', '-'], { ...current, status: { availableReplicas: 0 } });
-    await allowed(['patch', 'website', 'rbac', '-n', NS, '--subresource=status', '--type=merge', '-p', '{"status":{"url":"http://website-rbac"}}']);
-    await allowed(['patch', 'website', 'rbac', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]']);
+    await allowed([
+      'patch',
+      'website',
+      'rbac',
+      '-n',
+      NS,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"url":"http://website-rbac"}}',
+    ]);
+    await allowed([
+      'patch',
+      'website',
+      'rbac',
+      '-n',
+      NS,
+      '--type=json',
+      '-p',
+      '[{"op":"remove","path":"/metadata/finalizers"}]',
+    ]);
   });
 
   test('deployments and services: create, get, list, watch, update, delete', async () => {
@@ -87,7 +120,12 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
   });
 
   test('leases: create, and get and update only its own Lease', async () => {
-    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'website-operator', namespace: NS }, spec: { holderIdentity: 'test' } };
+    const lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'website-operator', namespace: NS },
+      spec: { holderIdentity: 'test' },
+    };
     await kubectl(['delete', 'lease', 'website-operator', '-n', NS, '--ignore-not-found']);
     await allowed(['create', '-f', '-'], lease);
     const stored = JSON.parse(await allowed(['get', 'lease', 'website-operator', '-n', NS, '-o', 'json']));
@@ -110,7 +148,10 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
   test('may server-side apply Deployments and Services (create through apply, then update through apply)', async () => {
     for (const object of [deployment(NS), service]) {
       await allowed(['apply', '--server-side', '--field-manager=website-operator', '-f', '-'], object);
-      await allowed(['apply', '--server-side', '--field-manager=website-operator', '-f', '-'], { ...object, metadata: { ...object.metadata, annotations: { again: 'yes' } } });
+      await allowed(['apply', '--server-side', '--field-manager=website-operator', '-f', '-'], {
+        ...object,
+        metadata: { ...object.metadata, annotations: { again: 'yes' } },
+      });
     }
     await ok(['delete', 'deployment,service', 'website-rbac', '-n', NS]);
   });
@@ -129,14 +170,30 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
     await allowed(['create', '-f', '-'], tls(WEBHOOK_SECRET));
     const stored = JSON.parse(await allowed(['get', 'secret', WEBHOOK_SECRET, '-n', NS, '-o', 'json']));
     await allowed(['replace', '-f', '-'], { ...stored, metadata: { ...stored.metadata, labels: { renewed: 'yes' } } });
-    await forbidden(['patch', 'secret', WEBHOOK_SECRET, '-n', NS, '--type=merge', '-p', '{"metadata":{"labels":{"x":"y"}}}']);
+    await forbidden([
+      'patch',
+      'secret',
+      WEBHOOK_SECRET,
+      '-n',
+      NS,
+      '--type=merge',
+      '-p',
+      '{"metadata":{"labels":{"x":"y"}}}',
+    ]);
     await forbidden(['delete', 'secret', WEBHOOK_SECRET, '-n', NS]);
-    await forbidden(['get', '--raw', `/api/v1/namespaces/${NS}/secrets?watch=true&fieldSelector=metadata.name%3D${WEBHOOK_SECRET}&timeoutSeconds=1`]);
+    await forbidden([
+      'get',
+      '--raw',
+      `/api/v1/namespaces/${NS}/secrets?watch=true&fieldSelector=metadata.name%3D${WEBHOOK_SECRET}&timeoutSeconds=1`,
+    ]);
     // Create cannot be limited by name: another Secret can be created, but then neither read nor changed.
     await allowed(['create', '-f', '-'], tls('rbac-other-secret'));
     await forbidden(['get', 'secret', 'rbac-other-secret', '-n', NS]);
     const otherSecret = JSON.parse(await ok(['get', 'secret', 'rbac-other-secret', '-n', NS, '-o', 'json']));
-    await forbidden(['replace', '-f', '-'], { ...otherSecret, metadata: { ...otherSecret.metadata, labels: { renewed: 'yes' } } });
+    await forbidden(['replace', '-f', '-'], {
+      ...otherSecret,
+      metadata: { ...otherSecret.metadata, labels: { renewed: 'yes' } },
+    });
     // The Role is namespaced: a Secret of that name elsewhere is out of reach.
     await forbidden(['get', 'secret', WEBHOOK_SECRET, '-n', other]);
   });
@@ -144,10 +201,28 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
   test('Website CRD (built-in certificates): get and patch that CRD only, nothing else on CRDs', async () => {
     await allowed(['get', 'crd', CRD, '-o', 'name']);
     // Dry run: authorized exactly like a real patch, without changing the CRD other tests use.
-    await allowed(['patch', 'crd', CRD, '--dry-run=server', '--type=merge', '-p', '{"metadata":{"annotations":{"rbac-probe":"x"}}}', '-o', 'name']);
+    await allowed([
+      'patch',
+      'crd',
+      CRD,
+      '--dry-run=server',
+      '--type=merge',
+      '-p',
+      '{"metadata":{"annotations":{"rbac-probe":"x"}}}',
+      '-o',
+      'name',
+    ]);
     await forbidden(['get', 'crds']);
     await forbidden(['get', 'crd', 'other.example.com']);
-    await forbidden(['patch', 'crd', 'other.example.com', '--dry-run=server', '--type=merge', '-p', '{"metadata":{"annotations":{"x":"y"}}}']);
+    await forbidden([
+      'patch',
+      'crd',
+      'other.example.com',
+      '--dry-run=server',
+      '--type=merge',
+      '-p',
+      '{"metadata":{"annotations":{"x":"y"}}}',
+    ]);
     await forbidden(['delete', 'crd', CRD, '--dry-run=server']);
     const crd = JSON.parse(await ok(['get', 'crd', CRD, '-o', 'json']));
     await forbidden(['replace', '--dry-run=server', '-f', '-'], crd);

@@ -1,21 +1,38 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { type ShellOperatorProcess, startShellOperator } from '../support/shell-operator.ts';
-import { SHELL_OPERATOR_FIELD_MANAGER, ShellOperator, heartbeatMaxAgeSeconds, shellOperatorRoleRules } from '../../lib/shell-operator/shell-operator.ts';
+import {
+  heartbeatMaxAgeSeconds,
+  SHELL_OPERATOR_FIELD_MANAGER,
+  ShellOperator,
+  shellOperatorRoleRules,
+} from '../../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
 import { renderPage } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
 import { hostileTitles, synth } from '../helpers.ts';
-import { AUDIT_LOG, ROOT } from './env.ts';
-import { TEST_CLUSTER, createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
 import { eventually } from '../support/poll.ts';
+import { type ShellOperatorProcess, startShellOperator } from '../support/shell-operator.ts';
+import { AUDIT_LOG, ROOT } from './env.ts';
+import {
+  createNamespace,
+  deleteNamespace,
+  getJson,
+  kubectl,
+  ok,
+  TEST_CLUSTER,
+  testDeployment,
+  website,
+} from './kube.ts';
 
 const cluster = TEST_CLUSTER;
-const RESTRICTED = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted' };
+const RESTRICTED = {
+  'pod-security.kubernetes.io/enforce': 'restricted',
+  'pod-security.kubernetes.io/warn': 'restricted',
+};
 /** Short cycles keep the file fast; the default of 10 s has its own test. */
 const INTERVAL = 3;
 
@@ -53,29 +70,55 @@ async function rendered(name: string, namespace: string, group = DEFAULT_GROUP) 
  */
 async function expectAppliedAsRendered(name: string, namespace: string, group = DEFAULT_GROUP): Promise<void> {
   const items = await rendered(name, namespace, group);
-  const applyAgain = ['apply', '--server-side', '--force-conflicts', `--field-manager=${SHELL_OPERATOR_FIELD_MANAGER}`, '--dry-run=server', '-o', 'json', '-f', '-'];
+  const applyAgain = [
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    `--field-manager=${SHELL_OPERATOR_FIELD_MANAGER}`,
+    '--dry-run=server',
+    '-o',
+    'json',
+    '-f',
+    '-',
+  ];
   // Controllers write the Deployment's status meanwhile: compare with a read that the dry run falls between.
   const { stored, again } = await eventually(`a steady read of the children of ${name}`, async () => {
     const before = await children(name, namespace);
-    const again = JSON.parse(await ok(applyAgain, { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) })).items;
+    const again = JSON.parse(
+      await ok(applyAgain, { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) }),
+    ).items;
     const after = await children(name, namespace);
-    const version = (c: typeof before) => [c?.deployment.metadata.resourceVersion, c?.service.metadata.resourceVersion].join();
+    const version = (c: typeof before) =>
+      [c?.deployment.metadata.resourceVersion, c?.service.metadata.resourceVersion].join();
     return before && version(before) === version(after) ? { stored: before, again } : undefined;
   });
   expect(again).toEqual([stored.deployment, stored.service]);
 }
 
-const pageOf = (deployment: any): string => deployment.spec.template.spec.containers[0].env.find((e: { name: string }) => e.name === 'WEBSITE_HTML').value;
+const pageOf = (deployment: any): string =>
+  deployment.spec.template.spec.containers[0].env.find((e: { name: string }) => e.name === 'WEBSITE_HTML').value;
 
 async function children(name: string, namespace: string): Promise<{ deployment: any; service: any } | undefined> {
   const found = await kubectl(['get', 'deployment,service', `website-${name}`, '-n', namespace, '-o', 'json']);
   if (found.code !== 0) return undefined;
   const items = JSON.parse(found.stdout).items;
-  return { deployment: items.find((i: any) => i.kind === 'Deployment'), service: items.find((i: any) => i.kind === 'Service') };
+  return {
+    deployment: items.find((i: any) => i.kind === 'Deployment'),
+    service: items.find((i: any) => i.kind === 'Service'),
+  };
 }
 
 async function gone(name: string, namespace: string): Promise<boolean> {
-  const left = await ok(['get', 'deployments,services', '-n', namespace, '-l', `app.kubernetes.io/instance=${name}`, '-o', 'name']);
+  const left = await ok([
+    'get',
+    'deployments,services',
+    '-n',
+    namespace,
+    '-l',
+    `app.kubernetes.io/instance=${name}`,
+    '-o',
+    'name',
+  ]);
   return left.trim() === '';
 }
 
@@ -91,30 +134,66 @@ async function nextCycle(): Promise<void> {
 /** Resolves once the loop has logged `count` more refused lists of Websites. */
 async function refusedLists(count: number): Promise<void> {
   const from = loop.lines.length;
-  await eventually(`${count} refused lists`, async () => {
-    const refused = loop.lines.slice(from).filter((l) => /cannot list Websites in namespace .*: .*forbidden: User "system:serviceaccount:.*:website-shell-operator" cannot list resource "websites"/.test(l.text));
-    return refused.length >= count ? refused : undefined;
-  }, (count + 2) * (INTERVAL + 10) * 1000);
+  await eventually(
+    `${count} refused lists`,
+    async () => {
+      const refused = loop.lines
+        .slice(from)
+        .filter((l) =>
+          /cannot list Websites in namespace .*: .*forbidden: User "system:serviceaccount:.*:website-shell-operator" cannot list resource "websites"/.test(
+            l.text,
+          ),
+        );
+      return refused.length >= count ? refused : undefined;
+    },
+    (count + 2) * (INTERVAL + 10) * 1000,
+  );
 }
 
 /** `kubectl auth can-i` for the shell operator's ServiceAccount in `namespace`: "yes" or "no". */
 const can = async (namespace: string, verb: string, resource: string) =>
-  (await kubectl(['auth', 'can-i', verb, resource, '-n', namespace, `--as=system:serviceaccount:${namespace}:website-shell-operator`])).stdout.trim();
+  (
+    await kubectl([
+      'auth',
+      'can-i',
+      verb,
+      resource,
+      '-n',
+      namespace,
+      `--as=system:serviceaccount:${namespace}:website-shell-operator`,
+    ])
+  ).stdout.trim();
 
 /** Runs `body` while the shell operator's Role in `namespace` lacks `verb` on `resource`; puts the Role back after. */
-async function withoutVerb(namespace: string, resource: string, verb: string, body: () => Promise<void>): Promise<void> {
+async function withoutVerb(
+  namespace: string,
+  resource: string,
+  verb: string,
+  body: () => Promise<void>,
+): Promise<void> {
   const rules = shellOperatorRoleRules()
-    .map((rule) => (rule.resources!.includes(resource) ? { ...rule, verbs: rule.verbs.filter((v) => v !== verb) } : rule))
+    .map((rule) =>
+      rule.resources!.includes(resource) ? { ...rule, verbs: rule.verbs.filter((v) => v !== verb) } : rule,
+    )
     .filter((rule) => rule.verbs.length > 0);
-  const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'website-shell-operator', namespace }, rules };
+  const role = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'website-shell-operator', namespace },
+    rules,
+  };
   await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: JSON.stringify(role) });
   try {
-    await eventually(`the Role to lose ${verb} ${resource}`, async () => ((await can(namespace, verb, resource)) === 'no' ? true : undefined));
+    await eventually(`the Role to lose ${verb} ${resource}`, async () =>
+      (await can(namespace, verb, resource)) === 'no' ? true : undefined,
+    );
     await body();
   } finally {
     await installShellOperator(namespace);
   }
-  await eventually(`the Role to allow ${verb} ${resource} again`, async () => ((await can(namespace, verb, resource)) === 'yes' ? true : undefined));
+  await eventually(`the Role to allow ${verb} ${resource} again`, async () =>
+    (await can(namespace, verb, resource)) === 'yes' ? true : undefined,
+  );
 }
 
 beforeAll(async () => {
@@ -135,7 +214,8 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
       plain: { title: 'Plain', replicas: 1 },
       short: { title: 'Short colour', replicas: 2, color: '#abc' },
     };
-    for (const [name, spec] of Object.entries(sites)) await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, spec)) });
+    for (const [name, spec] of Object.entries(sites))
+      await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, spec)) });
     await nextCycle();
 
     for (const name of Object.keys(sites)) {
@@ -153,11 +233,16 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     }
     // Server-side apply (operation Apply) as its own field manager, of both children.
     for (const kind of ['deployment', 'service']) {
-      const managers = (await getJson([kind, 'website-shop', '-n', ns, '--show-managed-fields'])).metadata.managedFields;
-      expect(managers).toContainEqual(expect.objectContaining({ manager: 'website-shell-operator', operation: 'Apply' }));
+      const managers = (await getJson([kind, 'website-shop', '-n', ns, '--show-managed-fields'])).metadata
+        .managedFields;
+      expect(managers).toContainEqual(
+        expect.objectContaining({ manager: 'website-shell-operator', operation: 'Apply' }),
+      );
     }
     // kwok's nodes run the pods: the Deployment really becomes available.
-    await eventually('3 available replicas of website-shop', async () => ((await getJson(['deployment', 'website-shop', '-n', ns])).status?.availableReplicas === 3 ? true : undefined));
+    await eventually('3 available replicas of website-shop', async () =>
+      (await getJson(['deployment', 'website-shop', '-n', ns])).status?.availableReplicas === 3 ? true : undefined,
+    );
   });
 
   test('shows hostile titles literally and executes none of them', async () => {
@@ -166,7 +251,10 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     const titles = hostileTitles(marker);
     try {
       const names = titles.map((_, i) => `hostile-${i}`);
-      for (const [i, title] of titles.entries()) await ok(['create', '-f', '-'], { input: JSON.stringify(website(names[i], ns, { title, replicas: 1, color: '#222' })) });
+      for (const [i, title] of titles.entries())
+        await ok(['create', '-f', '-'], {
+          input: JSON.stringify(website(names[i], ns, { title, replicas: 1, color: '#222' })),
+        });
       await nextCycle();
       for (const [i, title] of titles.entries()) {
         const stored = await getJson(['website', names[i], '-n', ns]);
@@ -185,7 +273,16 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
   test('carries edits of title, colour and replicas to the Deployment in the next cycle', async () => {
     await ok(['create', '-f', '-'], { input: JSON.stringify(website('edited', ns, { title: 'Before', replicas: 1 })) });
     await nextCycle();
-    await ok(['patch', 'website', 'edited', '-n', ns, '--type=merge', '-p', JSON.stringify({ spec: { title: 'After & beyond', replicas: 4, color: '#000000' } })]);
+    await ok([
+      'patch',
+      'website',
+      'edited',
+      '-n',
+      ns,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { title: 'After & beyond', replicas: 4, color: '#000000' } }),
+    ]);
     await nextCycle();
     const { deployment } = (await children('edited', ns))!;
     expect(deployment.spec.replicas).toBe(4);
@@ -206,36 +303,57 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
   });
 
   test("forces its values back over another field manager's, taking back the fields (a conflict it forces)", async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('contested', ns, { title: 'Contested', replicas: 2 })) });
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(website('contested', ns, { title: 'Contested', replicas: 2 })),
+    });
     await nextCycle();
     const [deployment] = await rendered('contested', ns);
     // Another applier takes spec.replicas, forcing it away from the shell operator.
-    const intruder = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'website-contested', namespace: ns }, spec: { replicas: 4 } };
-    await ok(['apply', '--server-side', '--force-conflicts', '--field-manager=intruder', '-f', '-'], { input: JSON.stringify(intruder) });
+    const intruder = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'website-contested', namespace: ns },
+      spec: { replicas: 4 },
+    };
+    await ok(['apply', '--server-side', '--force-conflicts', '--field-manager=intruder', '-f', '-'], {
+      input: JSON.stringify(intruder),
+    });
     // Now an apply of the rendered Deployment by the shell operator's field manager conflicts unless forced.
-    const unforced = await kubectl(['apply', '--server-side', `--field-manager=${SHELL_OPERATOR_FIELD_MANAGER}`, '--dry-run=server', '-f', '-'], { input: JSON.stringify(deployment) });
+    const unforced = await kubectl(
+      ['apply', '--server-side', `--field-manager=${SHELL_OPERATOR_FIELD_MANAGER}`, '--dry-run=server', '-f', '-'],
+      { input: JSON.stringify(deployment) },
+    );
     expect([unforced.code, unforced.stderr]).toEqual([1, expect.stringContaining('conflict with "intruder"')]);
 
     const from = loop.lines.length;
     await nextCycle();
-    expect(loop.lines.slice(from).map((l) => l.text)).not.toContainEqual(expect.stringContaining('website contested: apply failed'));
+    expect(loop.lines.slice(from).map((l) => l.text)).not.toContainEqual(
+      expect.stringContaining('website contested: apply failed'),
+    );
     const stored = await getJson(['deployment', 'website-contested', '-n', ns, '--show-managed-fields']);
     expect(stored.spec.replicas).toBe(2);
-    const owners = stored.metadata.managedFields.filter((m: any) => m.fieldsV1?.['f:spec']?.['f:replicas'] !== undefined).map((m: any) => [m.manager, m.operation]);
+    const owners = stored.metadata.managedFields
+      .filter((m: any) => m.fieldsV1?.['f:spec']?.['f:replicas'] !== undefined)
+      .map((m: any) => [m.manager, m.operation]);
     expect(owners).toEqual([[SHELL_OPERATOR_FIELD_MANAGER, 'Apply']]);
     await expectAppliedAsRendered('contested', ns);
   });
 
-  test.each(['background', 'foreground'])('deleting a Website (%s) deletes its children, and the loop does not bring them back', async (cascade) => {
-    const name = `doomed-${cascade}`;
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, { title: 'Doomed', replicas: 2 })) });
-    await nextCycle();
-    expect(await children(name, ns)).toBeDefined();
-    await ok(['delete', 'website', name, '-n', ns, `--cascade=${cascade}`, '--wait=false']);
-    await eventually(`the children of ${name} to be garbage-collected`, async () => ((await gone(name, ns)) ? true : undefined));
-    await nextCycle();
-    expect(await gone(name, ns)).toBe(true);
-  });
+  test.each(['background', 'foreground'])(
+    'deleting a Website (%s) deletes its children, and the loop does not bring them back',
+    async (cascade) => {
+      const name = `doomed-${cascade}`;
+      await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, { title: 'Doomed', replicas: 2 })) });
+      await nextCycle();
+      expect(await children(name, ns)).toBeDefined();
+      await ok(['delete', 'website', name, '-n', ns, `--cascade=${cascade}`, '--wait=false']);
+      await eventually(`the children of ${name} to be garbage-collected`, async () =>
+        (await gone(name, ns)) ? true : undefined,
+      );
+      await nextCycle();
+      expect(await gone(name, ns)).toBe(true);
+    },
+  );
 
   test('one Website failing to apply does not hold up the others, and converges once the cause is gone', async () => {
     // A Deployment in the way with another selector: the selector is immutable, so the apply fails.
@@ -244,7 +362,8 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     squatter.spec.selector.matchLabels = labels;
     squatter.spec.template.metadata.labels = labels;
     await ok(['create', '-f', '-'], { input: JSON.stringify(squatter) });
-    for (const name of ['blocked', 'unblocked']) await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, { title: name, replicas: 1 })) });
+    for (const name of ['blocked', 'unblocked'])
+      await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, { title: name, replicas: 1 })) });
     const from = loop.lines.length;
     await nextCycle();
     const log = loop.lines.slice(from).map((l) => l.text);
@@ -262,7 +381,11 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
   test('leaves the children of a Website being deleted to the garbage collector, even once they are gone', async () => {
     // A finalizer keeps the Website, being deleted, and the garbage collector keeps its children
     // until it is gone: deleted by hand, they must not come back.
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('leaving', ns, { title: 'Leaving', replicas: 1 }, { finalizers: ['website-stack.test/hold'] })) });
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(
+        website('leaving', ns, { title: 'Leaving', replicas: 1 }, { finalizers: ['website-stack.test/hold'] }),
+      ),
+    });
     await nextCycle();
     expect(await children('leaving', ns)).toBeDefined();
     await ok(['delete', 'website', 'leaving', '-n', ns, '--wait=false']);
@@ -272,10 +395,23 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
       await nextCycle();
       expect(await gone('leaving', ns)).toBe(true);
       // The cycle skipped it without counting it, and applied every other Website.
-      const others = (await getJson(['websites', '-n', ns])).items.filter((w: any) => !w.metadata.deletionTimestamp).length;
-      expect(loop.cycles().at(-1)!.text).toMatch(new RegExp(` cycle done: ${others} Websites, ${others} applied, 0 failed, \\d+ ms$`));
+      const others = (await getJson(['websites', '-n', ns])).items.filter(
+        (w: any) => !w.metadata.deletionTimestamp,
+      ).length;
+      expect(loop.cycles().at(-1)!.text).toMatch(
+        new RegExp(` cycle done: ${others} Websites, ${others} applied, 0 failed, \\d+ ms$`),
+      );
     } finally {
-      await ok(['patch', 'website', 'leaving', '-n', ns, '--type=json', '-p', JSON.stringify([{ op: 'remove', path: '/metadata/finalizers' }])]);
+      await ok([
+        'patch',
+        'website',
+        'leaving',
+        '-n',
+        ns,
+        '--type=json',
+        '-p',
+        JSON.stringify([{ op: 'remove', path: '/metadata/finalizers' }]),
+      ]);
     }
   });
 
@@ -283,12 +419,20 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     const binding = await getJson(['rolebinding', 'website-shell-operator', '-n', ns]);
     await ok(['delete', 'rolebinding', 'website-shell-operator', '-n', ns]);
     try {
-      await ok(['create', '-f', '-'], { input: JSON.stringify(website('during-outage', ns, { title: 'Outage', replicas: 1 })) });
+      await ok(['create', '-f', '-'], {
+        input: JSON.stringify(website('during-outage', ns, { title: 'Outage', replicas: 1 })),
+      });
       await refusedLists(2);
       expect(loop.running()).toBe(true);
       expect(await children('during-outage', ns)).toBeUndefined();
     } finally {
-      const { resourceVersion: _, uid: __, creationTimestamp: ___, managedFields: ____, ...metadata } = binding.metadata;
+      const {
+        resourceVersion: _,
+        uid: __,
+        creationTimestamp: ___,
+        managedFields: ____,
+        ...metadata
+      } = binding.metadata;
       await ok(['apply', '--server-side', '-f', '-'], { input: JSON.stringify({ ...binding, metadata }) });
     }
     await eventually('the children of during-outage', () => children('during-outage', ns), 4 * (INTERVAL + 10) * 1000);
@@ -325,7 +469,9 @@ describe('the shell operator in a namespace of its own', () => {
     ['services', 'patch', /apply failed: .*cannot patch resource "services"/],
   ])('needs every verb of its Role: without %s %s a cycle fails', async (resource, verb, message) => {
     await withoutVerb(own, resource, verb, async () => {
-      await ok(['create', '-f', '-'], { input: JSON.stringify(website(`without-${verb}-${resource}`, own, { title: 'T', replicas: 1 })) });
+      await ok(['create', '-f', '-'], {
+        input: JSON.stringify(website(`without-${verb}-${resource}`, own, { title: 'T', replicas: 1 })),
+      });
       const run = await once(own);
       expect(run.code).toBe(1);
       expect(run.log.join('\n')).toMatch(message);
@@ -369,31 +515,51 @@ describe("the shell operator's heartbeat, as its probes check it", () => {
 
   test('the probe succeeds while the loop runs, fails once the loop stalls (SIGSTOP), and succeeds again when it resumes', async () => {
     // The probe exactly as the Deployment declares it, with the Deployment's environment for its interval.
-    const deployment = synth((chart) => new ShellOperator(chart, 'shell', { namespace: own, createNamespace: false, intervalSeconds: INTERVAL })).find((m) => m.kind === 'Deployment')!;
+    const deployment = synth(
+      (chart) =>
+        new ShellOperator(chart, 'shell', { namespace: own, createNamespace: false, intervalSeconds: INTERVAL }),
+    ).find((m) => m.kind === 'Deployment')!;
     const container = deployment.spec.template.spec.containers[0];
     const command: string[] = container.livenessProbe.exec.command;
     expect(container.readinessProbe.exec.command).toEqual(command);
-    const env = Object.fromEntries(container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]));
+    const env = Object.fromEntries(
+      container.env
+        .filter((e: { value?: string }) => e.value !== undefined)
+        .map((e: { name: string; value: string }) => [e.name, e.value]),
+    );
     expect(Number(env.HEARTBEAT_MAX_AGE)).toBe(heartbeatMaxAgeSeconds(INTERVAL));
     const heartbeat = join(dir, 'heartbeat');
-    const probe = () => spawnSync(command[0], command.slice(1), { env: { PATH: process.env.PATH!, HEARTBEAT: heartbeat, HEARTBEAT_MAX_AGE: env.HEARTBEAT_MAX_AGE } }).status;
+    const probe = () =>
+      spawnSync(command[0], command.slice(1), {
+        env: { PATH: process.env.PATH!, HEARTBEAT: heartbeat, HEARTBEAT_MAX_AGE: env.HEARTBEAT_MAX_AGE },
+      }).status;
 
     const run = startShellOperator(cluster, own, { INTERVAL: String(INTERVAL), HEARTBEAT: heartbeat });
     try {
       await run.waitForCycles(2, 60_000);
       expect(probe()).toBe(0);
       // The loop is the script's bash, a child of scripts/shell-operator.sh.
-      const loop = Number(execFileSync('pgrep', ['-P', String(run.pid), '-f', 'website-shell-operator.sh'], { encoding: 'utf8' }).trim());
+      const loop = Number(
+        execFileSync('pgrep', ['-P', String(run.pid), '-f', 'website-shell-operator.sh'], { encoding: 'utf8' }).trim(),
+      );
       expect(loop).toBeGreaterThan(0);
       process.kill(loop, 'SIGSTOP');
       try {
         const stalledAt = run.cycles().length;
-        await eventually('the probe to fail on the stalled loop', async () => (probe() !== 0 ? true : undefined), (Number(env.HEARTBEAT_MAX_AGE) + 30) * 1000);
+        await eventually(
+          'the probe to fail on the stalled loop',
+          async () => (probe() !== 0 ? true : undefined),
+          (Number(env.HEARTBEAT_MAX_AGE) + 30) * 1000,
+        );
         expect(run.cycles().length).toBe(stalledAt);
       } finally {
         process.kill(loop, 'SIGCONT');
       }
-      await eventually('the probe to succeed again', async () => (probe() === 0 ? true : undefined), (INTERVAL + 30) * 1000);
+      await eventually(
+        'the probe to succeed again',
+        async () => (probe() === 0 ? true : undefined),
+        (INTERVAL + 30) * 1000,
+      );
       expect(run.running()).toBe(true);
     } finally {
       expect((await run.stop()).code).toBe(0);
@@ -422,7 +588,10 @@ describe('the shell operator, one cycle at a time, in namespaces of their own', 
 
   test('a cycle is one list, then one server-side apply per child, as its own field manager, forcing conflicts, every request with a 30 s deadline', async () => {
     const namespace = await fresh('shell-requests');
-    for (const name of ['a', 'b']) await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, namespace, { title: name, replicas: 1 })) });
+    for (const name of ['a', 'b'])
+      await ok(['create', '-f', '-'], {
+        input: JSON.stringify(website(name, namespace, { title: name, replicas: 1 })),
+      });
     expect((await once(namespace)).code).toBe(0);
 
     // What the API server received from the ServiceAccount, as its audit log records it.
@@ -432,7 +601,11 @@ describe('the shell operator, one cycle at a time, in namespaces of their own', 
       return logged.filter((e) => e.objectRef).length >= 5 ? logged : undefined;
     });
     const uri = (e: any) => new URL(e.requestURI, 'https://api');
-    expect(events.filter((e) => e.objectRef).map((e) => [e.verb, e.objectRef.resource, e.objectRef.name ?? '', e.responseStatus.code])).toEqual([
+    expect(
+      events
+        .filter((e) => e.objectRef)
+        .map((e) => [e.verb, e.objectRef.resource, e.objectRef.name ?? '', e.responseStatus.code]),
+    ).toEqual([
       ['list', 'websites', '', 200],
       ['patch', 'deployments', 'website-a', 201],
       ['patch', 'services', 'website-a', 201],
@@ -440,7 +613,12 @@ describe('the shell operator, one cycle at a time, in namespaces of their own', 
       ['patch', 'services', 'website-b', 201],
     ]);
     for (const event of events.filter((e) => e.verb === 'patch')) {
-      expect(Object.fromEntries(uri(event).searchParams)).toEqual({ fieldManager: SHELL_OPERATOR_FIELD_MANAGER, force: 'true', fieldValidation: 'Ignore', timeout: '30s' });
+      expect(Object.fromEntries(uri(event).searchParams)).toEqual({
+        fieldManager: SHELL_OPERATOR_FIELD_MANAGER,
+        force: 'true',
+        fieldValidation: 'Ignore',
+        timeout: '30s',
+      });
     }
     // Besides: only API discovery, which kubectl caches for the cycles after the first.
     expect(events.filter((e) => !e.objectRef).map((e) => [e.verb, uri(e).pathname])).toEqual([
@@ -450,22 +628,46 @@ describe('the shell operator, one cycle at a time, in namespaces of their own', 
     expect(events.map((e) => uri(e).searchParams.get('timeout'))).toEqual(events.map(() => '30s'));
     // The patches were applies: both children are managed by its Apply operation.
     for (const kind of ['deployment', 'service']) {
-      const managers = (await getJson([kind, 'website-a', '-n', namespace, '--show-managed-fields'])).metadata.managedFields.map((m: any) => [m.manager, m.operation]);
+      const managers = (
+        await getJson([kind, 'website-a', '-n', namespace, '--show-managed-fields'])
+      ).metadata.managedFields.map((m: any) => [m.manager, m.operation]);
       expect(managers).toContainEqual([SHELL_OPERATOR_FIELD_MANAGER, 'Apply']);
     }
   });
 
   test("logs kubectl's error of several lines on one line, and applies the Websites after the failing one", async () => {
     const namespace = await fresh('shell-quota');
-    for (const name of ['a-before', 'c-after']) await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, namespace, { title: name, replicas: 1 })) });
+    for (const name of ['a-before', 'c-after'])
+      await ok(['create', '-f', '-'], {
+        input: JSON.stringify(website(name, namespace, { title: name, replicas: 1 })),
+      });
     expect((await once(namespace)).code).toBe(0);
     // No new Deployment or Service fits the namespace's quota: both creates of a new Website fail,
     // and kubectl reports each on a line of its own. Existing children can still be changed.
-    const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'none', namespace }, spec: { hard: { 'count/deployments.apps': '0', services: '0' } } };
+    const quota = {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'none', namespace },
+      spec: { hard: { 'count/deployments.apps': '0', services: '0' } },
+    };
     await ok(['apply', '-f', '-'], { input: JSON.stringify(quota) });
-    await eventually('the quota to be counted', async () => ((await getJson(['resourcequota', 'none', '-n', namespace])).status?.hard ? true : undefined));
-    for (const name of ['a-before', 'c-after']) await ok(['patch', 'website', name, '-n', namespace, '--type=merge', '-p', JSON.stringify({ spec: { replicas: 2 } })]);
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('b-blocked', namespace, { title: 'Blocked', replicas: 1 })) });
+    await eventually('the quota to be counted', async () =>
+      (await getJson(['resourcequota', 'none', '-n', namespace])).status?.hard ? true : undefined,
+    );
+    for (const name of ['a-before', 'c-after'])
+      await ok([
+        'patch',
+        'website',
+        name,
+        '-n',
+        namespace,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { replicas: 2 } }),
+      ]);
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(website('b-blocked', namespace, { title: 'Blocked', replicas: 1 })),
+    });
 
     const run = await once(namespace);
     expect(run.code).toBe(1);
@@ -492,16 +694,25 @@ describe('Websites the API server would refuse, stored before it validated them'
   // order (alphabetical among CRDs) and caches discovery for 10 minutes, so every other kubectl
   // call of the test run keeps meaning web.example.com's Websites, even while this one exists.
   const group = `x-shell-${randomBytes(3).toString('hex')}.example.com`;
-  const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-crd.yaml'), 'utf8')).map((d) => d.toJS())[0];
+  const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-crd.yaml'), 'utf8')).map((d) =>
+    d.toJS(),
+  )[0];
   const v1 = dist.spec.versions.find((v: any) => v.name === 'v1');
   const anything = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   const crd = (schema: unknown) => ({
     apiVersion: dist.apiVersion,
     kind: dist.kind,
     metadata: { name: `websites.${group}` },
-    spec: { group, names: { ...dist.spec.names, shortNames: undefined }, scope: 'Namespaced', versions: [{ ...v1, schema }], conversion: { strategy: 'None' } },
+    spec: {
+      group,
+      names: { ...dist.spec.names, shortNames: undefined },
+      scope: 'Namespaced',
+      versions: [{ ...v1, schema }],
+      conversion: { strategy: 'None' },
+    },
   });
-  const applyCrd = (schema: unknown) => ok(['apply', '--server-side', '-f', '-'], { input: JSON.stringify(crd(schema)) });
+  const applyCrd = (schema: unknown) =>
+    ok(['apply', '--server-side', '-f', '-'], { input: JSON.stringify(crd(schema)) });
   const resource = `websites.${group}`;
   let own: string;
   beforeAll(async () => {
@@ -515,27 +726,49 @@ describe('Websites the API server would refuse, stored before it validated them'
   });
 
   test('are skipped, each with its reason on one line; the others are applied', async () => {
-    const site = (name: string, spec: Record<string, unknown>) => ({ ...website(name, own, spec), apiVersion: `${group}/v1` });
-    const bad = [site('newline-color', { title: 'T', replicas: 1, color: '#fff\n' }), site('named-color', { title: 'T', replicas: 1, color: 'red' }), site('no-title', { replicas: 1 })];
-    for (const w of [...bad, site('fine', { title: 'Fine', replicas: 1 })]) await ok(['create', '-f', '-'], { input: JSON.stringify(w) });
+    const site = (name: string, spec: Record<string, unknown>) => ({
+      ...website(name, own, spec),
+      apiVersion: `${group}/v1`,
+    });
+    const bad = [
+      site('newline-color', { title: 'T', replicas: 1, color: '#fff\n' }),
+      site('named-color', { title: 'T', replicas: 1, color: 'red' }),
+      site('no-title', { replicas: 1 }),
+    ];
+    for (const w of [...bad, site('fine', { title: 'Fine', replicas: 1 })])
+      await ok(['create', '-f', '-'], { input: JSON.stringify(w) });
     await applyCrd(v1.schema);
     // The API server now refuses each of them...
     for (const w of bad) {
       const again = { ...w, metadata: { ...w.metadata, name: `again-${w.metadata.name}` } };
       await eventually(`the API server to refuse ${again.metadata.name}`, async () => {
         const created = await kubectl(['create', '--dry-run=server', '-f', '-'], { input: JSON.stringify(again) });
-        return created.code !== 0 && /is invalid:[\s\S]*\bspec\.(color|title)\b/.test(created.stderr) ? true : undefined;
+        return created.code !== 0 && /is invalid:[\s\S]*\bspec\.(color|title)\b/.test(created.stderr)
+          ? true
+          : undefined;
       });
     }
     // ...and still stores them as they were.
     const stored = (await getJson([resource, '-n', own])).items;
-    expect(Object.fromEntries(stored.map((w: any) => [w.metadata.name, w.spec]))).toMatchObject(Object.fromEntries(bad.map((w) => [w.metadata.name, w.spec])));
+    expect(Object.fromEntries(stored.map((w: any) => [w.metadata.name, w.spec]))).toMatchObject(
+      Object.fromEntries(bad.map((w) => [w.metadata.name, w.spec])),
+    );
 
     const run = await once(own);
     expect(run.code).toBe(1);
-    expect(run.log).toContainEqual(expect.stringMatching(/^\S+ website newline-color: skipped: "spec\.color must be a CSS hex colour such as #2196F3, got \\"#fff\\\\n\\""$/));
-    expect(run.log).toContainEqual(expect.stringMatching(/^\S+ website named-color: skipped: "spec\.color must be a CSS hex colour such as #2196F3, got \\"red\\""$/));
-    expect(run.log).toContainEqual(expect.stringMatching(/^\S+ website no-title: skipped: "spec\.title must be a string"$/));
+    expect(run.log).toContainEqual(
+      expect.stringMatching(
+        /^\S+ website newline-color: skipped: "spec\.color must be a CSS hex colour such as #2196F3, got \\"#fff\\\\n\\""$/,
+      ),
+    );
+    expect(run.log).toContainEqual(
+      expect.stringMatching(
+        /^\S+ website named-color: skipped: "spec\.color must be a CSS hex colour such as #2196F3, got \\"red\\""$/,
+      ),
+    );
+    expect(run.log).toContainEqual(
+      expect.stringMatching(/^\S+ website no-title: skipped: "spec\.title must be a string"$/),
+    );
     expect(run.log.at(-1)).toMatch(/ cycle done: 4 Websites, 1 applied, 3 failed, \d+ ms$/);
     for (const w of bad) expect(await gone(w.metadata.name, own)).toBe(true);
     await expectAppliedAsRendered('fine', own, group);

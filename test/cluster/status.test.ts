@@ -7,7 +7,17 @@ beforeAll(async () => {
 afterAll(() => deleteNamespace(ns));
 
 const patch = (name: string, body: object, subresource?: string) =>
-  ok(['patch', 'website', name, '-n', ns, '--type=merge', '-p', JSON.stringify(body), ...(subresource ? [`--subresource=${subresource}`] : [])]);
+  ok([
+    'patch',
+    'website',
+    name,
+    '-n',
+    ns,
+    '--type=merge',
+    '-p',
+    JSON.stringify(body),
+    ...(subresource ? [`--subresource=${subresource}`] : []),
+  ]);
 
 describe('the status subresource', () => {
   beforeAll(async () => {
@@ -15,7 +25,11 @@ describe('the status subresource', () => {
   });
 
   test('a write to /status changes status and ignores spec', async () => {
-    await patch('site', { spec: { replicas: 4 }, status: { availableReplicas: 2, url: 'http://website-site.status.svc.cluster.local' } }, 'status');
+    await patch(
+      'site',
+      { spec: { replicas: 4 }, status: { availableReplicas: 2, url: 'http://website-site.status.svc.cluster.local' } },
+      'status',
+    );
     const stored = await getJson(['website', 'site', '-n', ns]);
     expect(stored.spec.replicas).toBe(2);
     expect(stored.status).toEqual({ availableReplicas: 2, url: 'http://website-site.status.svc.cluster.local' });
@@ -41,7 +55,17 @@ describe('the status subresource', () => {
   });
 
   test('status validation applies on /status too', async () => {
-    const result = await kubectl(['patch', 'website', 'site', '-n', ns, '--type=merge', '--subresource=status', '-p', '{"status":{"availableReplicas":-1}}']);
+    const result = await kubectl([
+      'patch',
+      'website',
+      'site',
+      '-n',
+      ns,
+      '--type=merge',
+      '--subresource=status',
+      '-p',
+      '{"status":{"availableReplicas":-1}}',
+    ]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/status\.availableReplicas: Invalid value: -1/);
   });
@@ -49,12 +73,21 @@ describe('the status subresource', () => {
 
 describe('kubectl views of Websites', () => {
   beforeAll(async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('columns', ns, { title: 'Columns', replicas: 3, color: '#4CAF50' })) });
-    await patch('columns', { status: { availableReplicas: 3, url: 'http://website-columns.example.svc.cluster.local' } }, 'status');
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(website('columns', ns, { title: 'Columns', replicas: 3, color: '#4CAF50' })),
+    });
+    await patch(
+      'columns',
+      { status: { availableReplicas: 3, url: 'http://website-columns.example.svc.cluster.local' } },
+      'status',
+    );
   });
 
   const table = async (...flags: string[]) =>
-    (await ok(['get', 'websites', 'columns', '-n', ns, ...flags])).trim().split('\n').map((line) => line.trim().split(/\s{2,}/));
+    (await ok(['get', 'websites', 'columns', '-n', ns, ...flags]))
+      .trim()
+      .split('\n')
+      .map((line) => line.trim().split(/\s{2,}/));
 
   test('kubectl get ws shows Title, Replicas, Color and Age', async () => {
     const [header, row] = await table();
@@ -65,7 +98,14 @@ describe('kubectl views of Websites', () => {
   test('-o wide adds Available and URL', async () => {
     const [header, row] = await table('-o', 'wide');
     expect(header).toEqual(['NAME', 'TITLE', 'REPLICAS', 'COLOR', 'AVAILABLE', 'URL', 'AGE']);
-    expect(row.slice(0, 6)).toEqual(['columns', 'Columns', '3', '#4CAF50', '3', 'http://website-columns.example.svc.cluster.local']);
+    expect(row.slice(0, 6)).toEqual([
+      'columns',
+      'Columns',
+      '3',
+      '#4CAF50',
+      '3',
+      'http://website-columns.example.svc.cluster.local',
+    ]);
   });
 
   test('the short name ws and the singular website both work', async () => {

@@ -15,15 +15,43 @@ async function create(manifest: object, flags: string[] = []) {
 
 describe('the API server validates Websites', () => {
   test.each<[string, Record<string, unknown> | undefined, RegExp]>([
-    ['replicas 0', { title: 'T', replicas: 0 }, /spec\.replicas: Invalid value: 0: spec\.replicas in body should be greater than or equal to 1/],
-    ['replicas 6', { title: 'T', replicas: 6 }, /spec\.replicas: Invalid value: 6: spec\.replicas in body should be less than or equal to 5/],
-    ['replicas 2.5', { title: 'T', replicas: 2.5 }, /spec\.replicas: Invalid value: "number": spec\.replicas in body must be of type integer/],
-    ['replicas "3"', { title: 'T', replicas: '3' }, /spec\.replicas: Invalid value: "string": spec\.replicas in body must be of type integer/],
+    [
+      'replicas 0',
+      { title: 'T', replicas: 0 },
+      /spec\.replicas: Invalid value: 0: spec\.replicas in body should be greater than or equal to 1/,
+    ],
+    [
+      'replicas 6',
+      { title: 'T', replicas: 6 },
+      /spec\.replicas: Invalid value: 6: spec\.replicas in body should be less than or equal to 5/,
+    ],
+    [
+      'replicas 2.5',
+      { title: 'T', replicas: 2.5 },
+      /spec\.replicas: Invalid value: "number": spec\.replicas in body must be of type integer/,
+    ],
+    [
+      'replicas "3"',
+      { title: 'T', replicas: '3' },
+      /spec\.replicas: Invalid value: "string": spec\.replicas in body must be of type integer/,
+    ],
     ['a missing title', { replicas: 2 }, /spec\.title: Required value/],
-    ['a blank title', { title: ' \t ', replicas: 2 }, /spec\.title: Invalid value: " \\t ": spec\.title must not be blank: set it to the text the page should show/],
-    ['an empty title', { title: '', replicas: 2 }, /spec\.title: Invalid value: "": spec\.title in body should be at least 1 chars long/],
+    [
+      'a blank title',
+      { title: ' \t ', replicas: 2 },
+      /spec\.title: Invalid value: " \\t ": spec\.title must not be blank: set it to the text the page should show/,
+    ],
+    [
+      'an empty title',
+      { title: '', replicas: 2 },
+      /spec\.title: Invalid value: "": spec\.title in body should be at least 1 chars long/,
+    ],
     ['missing replicas', { title: 'T' }, /spec\.replicas: Required value/],
-    ['a named colour', { title: 'T', replicas: 1, color: 'red' }, /spec\.color: Invalid value: "red": spec\.color in body should match '\^#\(\[0-9a-fA-F\]\{3\}\|\[0-9a-fA-F\]\{6\}\)\$'/],
+    [
+      'a named colour',
+      { title: 'T', replicas: 1, color: 'red' },
+      /spec\.color: Invalid value: "red": spec\.color in body should match '\^#\(\[0-9a-fA-F\]\{3\}\|\[0-9a-fA-F\]\{6\}\)\$'/,
+    ],
     ['a five-digit hex colour', { title: 'T', replicas: 1, color: '#12345' }, /spec\.color: Invalid value: "#12345"/],
     ['no spec at all', undefined, /spec: Required value/],
   ])('rejects %s, naming the field and the rule', async (_, spec, message) => {
@@ -49,16 +77,24 @@ describe('the API server validates Websites', () => {
   test('rejects a name with a dot, which cannot be part of a Service name', async () => {
     const result = await create(website('my.site', ns, { title: 'T', replicas: 1 }));
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(/metadata\.name: Invalid value: .*must consist of lowercase letters, digits and '-' \(no '\.'\)/);
+    expect(result.stderr).toMatch(
+      /metadata\.name: Invalid value: .*must consist of lowercase letters, digits and '-' \(no '\.'\)/,
+    );
   });
 
   test('accepts the boundaries: 1 and 5 replicas, a 55-character name, #RGB colours', async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('min', ns, { title: 'Min', replicas: 1, color: '#fff' })) });
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('max', ns, { title: 'Max', replicas: 5, color: '#A1b2C3' })) });
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('c'.repeat(55), ns, { title: 'Long name', replicas: 1 })) });
-    expect((await getJson(['websites', '-n', ns])).items.map((w: { metadata: { name: string } }) => w.metadata.name).sort()).toEqual(
-      ['c'.repeat(55), 'max', 'min'].sort(),
-    );
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(website('min', ns, { title: 'Min', replicas: 1, color: '#fff' })),
+    });
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(website('max', ns, { title: 'Max', replicas: 5, color: '#A1b2C3' })),
+    });
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(website('c'.repeat(55), ns, { title: 'Long name', replicas: 1 })),
+    });
+    expect(
+      (await getJson(['websites', '-n', ns])).items.map((w: { metadata: { name: string } }) => w.metadata.name).sort(),
+    ).toEqual(['c'.repeat(55), 'max', 'min'].sort());
   });
 
   test('defaults color to #2196F3 when omitted', async () => {
@@ -69,9 +105,20 @@ describe('the API server validates Websites', () => {
 
   test('rejects an update that breaks the rules, keeping the stored object', async () => {
     await ok(['create', '-f', '-'], { input: JSON.stringify(website('updated', ns, { title: 'U', replicas: 2 })) });
-    const result = await kubectl(['patch', 'website', 'updated', '-n', ns, '--type=merge', '-p', '{"spec":{"replicas":9}}']);
+    const result = await kubectl([
+      'patch',
+      'website',
+      'updated',
+      '-n',
+      ns,
+      '--type=merge',
+      '-p',
+      '{"spec":{"replicas":9}}',
+    ]);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(/spec\.replicas: Invalid value: 9: spec\.replicas in body should be less than or equal to 5/);
+    expect(result.stderr).toMatch(
+      /spec\.replicas: Invalid value: 9: spec\.replicas in body should be less than or equal to 5/,
+    );
     expect((await getJson(['website', 'updated', '-n', ns])).spec.replicas).toBe(2);
   });
 

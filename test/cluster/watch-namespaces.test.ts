@@ -6,19 +6,24 @@ import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd } from '../../lib/website/website-crd.ts';
 import { type Manifest, synth } from '../helpers.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, ok } from './kube.ts';
-import { eventually } from '../support/poll.ts';
 import type { LogLine } from '../support/operator-process.ts';
+import { eventually } from '../support/poll.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok } from './kube.ts';
 import { OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
 
 const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 
 /** The ServiceAccount and RBAC of a WebsiteOperator with `props`, as `npm run synth` would write them. */
 function operatorRbac(props: WebsiteOperatorProps): Manifest[] {
-  return synth((chart) => new WebsiteOperator(chart, 'Operator', { createNamespace: false, ...props })).filter((m) => RBAC_KINDS.includes(m.kind));
+  return synth((chart) => new WebsiteOperator(chart, 'Operator', { createNamespace: false, ...props })).filter((m) =>
+    RBAC_KINDS.includes(m.kind),
+  );
 }
 
-const apply = (manifests: Manifest[]) => ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: manifests.map((m) => JSON.stringify(m)).join('\n') });
+const apply = (manifests: Manifest[]) =>
+  ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+    input: manifests.map((m) => JSON.stringify(m)).join('\n'),
+  });
 
 const websiteOf = (group: string, namespace: string, name: string) => ({
   apiVersion: `${group}/v1`,
@@ -27,7 +32,8 @@ const websiteOf = (group: string, namespace: string, name: string) => ({
   spec: { title: `${name} in ${namespace}`, replicas: 1 },
 });
 
-const exists = async (kind: string, namespace: string, name: string) => (await kubectl(['get', kind, name, '-n', namespace, '-o', 'name'])).code === 0;
+const exists = async (kind: string, namespace: string, name: string) =>
+  (await kubectl(['get', kind, name, '-n', namespace, '-o', 'name'])).code === 0;
 
 /** The Website once its Ready condition is True, status caught up with the spec, and both children exist. */
 const ready = (resource: string, namespace: string, name: string, timeoutMs = 60_000) =>
@@ -36,7 +42,11 @@ const ready = (resource: string, namespace: string, name: string, timeoutMs = 60
     async () => {
       const current = await getJson([resource, name, '-n', namespace]);
       const condition = current.status?.conditions?.find((c: any) => c.type === 'Ready');
-      const done = condition?.status === 'True' && current.status.availableReplicas === 1 && (await exists('deployment', namespace, `website-${name}`)) && (await exists('service', namespace, `website-${name}`));
+      const done =
+        condition?.status === 'True' &&
+        current.status.availableReplicas === 1 &&
+        (await exists('deployment', namespace, `website-${name}`)) &&
+        (await exists('service', namespace, `website-${name}`));
       return done ? current : undefined;
     },
     timeoutMs,
@@ -46,7 +56,8 @@ const ready = (resource: string, namespace: string, name: string, timeoutMs = 60
 async function removeAll(resource: string, namespaces: string[]): Promise<void> {
   for (const namespace of namespaces) {
     const names = (await kubectl(['get', resource, '-n', namespace, '-o', 'name'])).stdout.split('\n').filter(Boolean);
-    for (const name of names) await kubectl(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+    for (const name of names)
+      await kubectl(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
     await deleteNamespace(namespace);
   }
 }
@@ -56,7 +67,7 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((operator) => operator.kill()));
 });
 
-describe('the operator watching a list of namespaces, as its ServiceAccount under the construct\'s Roles', () => {
+describe("the operator watching a list of namespaces, as its ServiceAccount under the construct's Roles", () => {
   const GROUP = 'web.example.com';
   let operatorNs: string;
   let granted: string[];
@@ -71,12 +82,18 @@ describe('the operator watching a list of namespaces, as its ServiceAccount unde
   });
   afterAll(async () => {
     await removeAll('websites', [...granted, notGranted, notListed, operatorNs]);
-    await kubectl(['delete', 'clusterrole,clusterrolebinding', `website-operator-webhook-${operatorNs}`, '--ignore-not-found']);
+    await kubectl([
+      'delete',
+      'clusterrole,clusterrolebinding',
+      `website-operator-webhook-${operatorNs}`,
+      '--ignore-not-found',
+    ]);
   });
 
   test('Websites of both granted namespaces converge; one in a listed namespace without a Role, or in an unlisted one, gets nothing; the operator keeps running, says what is missing, and picks up the Role once applied', async () => {
     await apply(operatorRbac({ namespace: operatorNs, watchNamespaces: WatchNamespaces.of(...granted) }));
-    for (const namespace of [...granted, notGranted, notListed]) await ok(['apply', '-f', '-'], { input: JSON.stringify(websiteOf(GROUP, namespace, 'site')) });
+    for (const namespace of [...granted, notGranted, notListed])
+      await ok(['apply', '-f', '-'], { input: JSON.stringify(websiteOf(GROUP, namespace, 'site')) });
 
     const kubeconfig = await serviceAccountKubeconfig('website-operator', operatorNs);
     const operator = await OperatorProcess.start('op-watch-list', kubeconfig, {
@@ -91,10 +108,18 @@ describe('the operator watching a list of namespaces, as its ServiceAccount unde
       const current = await ready('websites', namespace, 'site');
       expect(current.status.url).toBe(`http://website-site.${namespace}.svc.cluster.local`);
       const deployment = await getJson(['deployment', 'website-site', '-n', namespace]);
-      expect(deployment.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Website', name: 'site', uid: current.metadata.uid, controller: true })]);
+      expect(deployment.metadata.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'Website', name: 'site', uid: current.metadata.uid, controller: true }),
+      ]);
       // The event is written in the Website's own namespace, under the Role there.
       await eventually(`the Created event in ${namespace}`, async () => {
-        const events = await getJson(['events', '-n', namespace, '--field-selector', `involvedObject.uid=${current.metadata.uid}`]);
+        const events = await getJson([
+          'events',
+          '-n',
+          namespace,
+          '--field-selector',
+          `involvedObject.uid=${current.metadata.uid}`,
+        ]);
         return events.items.some((e: any) => e.reason === 'Created') || undefined;
       });
     }
@@ -102,13 +127,19 @@ describe('the operator watching a list of namespaces, as its ServiceAccount unde
     // The listed namespace without a Role: an error naming it, its resource and the fix, at each retry.
     const errors = await eventually('two errors about each resource in the namespace without a Role', async () => {
       const found = operator.logs.filter((l: LogLine) => l.level === 'error' && l.namespace === notGranted);
-      return ['websites', 'deployments', 'services'].every((resource) => found.filter((l) => l.resource === resource).length >= 2) ? found : undefined;
+      return ['websites', 'deployments', 'services'].every(
+        (resource) => found.filter((l) => l.resource === resource).length >= 2,
+      )
+        ? found
+        : undefined;
     });
     expect(errors.find((l) => l.resource === 'websites')).toMatchObject({
       msg: `list/watch of websites in namespace ${notGranted} is forbidden; retrying`,
       fix: expect.stringContaining(`grant this ServiceAccount the Website rules in namespace ${notGranted}`),
     });
-    expect(errors[0].error).toContain(`User "system:serviceaccount:${operatorNs}:website-operator" cannot list resource`);
+    expect(errors[0].error).toContain(
+      `User "system:serviceaccount:${operatorNs}:website-operator" cannot list resource`,
+    );
     expect(operator.logs.filter((l) => l.level === 'error' && l.namespace !== notGranted)).toEqual([]);
 
     // Nothing happened to the Websites the operator may not or need not touch.
@@ -122,7 +153,9 @@ describe('the operator watching a list of namespaces, as its ServiceAccount unde
     expect((await operator.get('/healthz', operator.healthPort)).status).toBe(200);
     const readyz = await operator.get('/readyz', operator.healthPort);
     expect(readyz.status).toBe(503);
-    expect(readyz.body.split('\n').filter((line: string) => line.startsWith('[-]'))).toEqual([`[-]caches of namespace ${notGranted} failed`]);
+    expect(readyz.body.split('\n').filter((line: string) => line.startsWith('[-]'))).toEqual([
+      `[-]caches of namespace ${notGranted} failed`,
+    ]);
     expect(await operator.metric('watched_namespace_synced', { namespace: notGranted })).toBe(0);
     expect(await operator.metric('watched_namespace_synced', { namespace: granted[0] })).toBe(1);
 
@@ -135,7 +168,7 @@ describe('the operator watching a list of namespaces, as its ServiceAccount unde
   });
 });
 
-describe('the operator watching all namespaces, as its ServiceAccount under the construct\'s ClusterRole', () => {
+describe("the operator watching all namespaces, as its ServiceAccount under the construct's ClusterRole", () => {
   // A group of its own, so that an operator watching every namespace reconciles no other test's Websites.
   const GROUP = 'all-namespaces.example.com';
   const RESOURCE = `websites.${GROUP}`;
@@ -145,7 +178,10 @@ describe('the operator watching all namespaces, as its ServiceAccount under the 
   beforeAll(async () => {
     operatorNs = await createNamespace('watch-all-op');
     teams = [await createNamespace('team-x'), await createNamespace('team-y')];
-    const crd = synth((chart) => new WebsiteCrd(chart, 'Crd', { group: GROUP, versions: [{ name: 'v1', served: true, storage: true }] }));
+    const crd = synth(
+      (chart) =>
+        new WebsiteCrd(chart, 'Crd', { group: GROUP, versions: [{ name: 'v1', served: true, storage: true }] }),
+    );
     await apply(crd);
     await ok(['wait', '--for=condition=Established', '--timeout=60s', `crd/${RESOURCE}`]);
   });
@@ -155,17 +191,28 @@ describe('the operator watching all namespaces, as its ServiceAccount under the 
     // kubectl's discovery cache still names this group's `websites` (and `ws`): later tests' plain
     // `kubectl get websites` would resolve to it. api-resources discovers afresh and rewrites the cache.
     await ok(['api-resources', '--api-group', GROUP]);
-    await kubectl(['delete', 'clusterrole,clusterrolebinding', `website-operator-${operatorNs}`, `website-operator-webhook-${operatorNs}`, '--ignore-not-found']);
+    await kubectl([
+      'delete',
+      'clusterrole,clusterrolebinding',
+      `website-operator-${operatorNs}`,
+      `website-operator-webhook-${operatorNs}`,
+      '--ignore-not-found',
+    ]);
   });
 
   test('Websites of every namespace converge, including a namespace created after the operator started; no Role is needed in any of them', async () => {
     const rbac = operatorRbac({ namespace: operatorNs, group: GROUP, watchNamespaces: WatchNamespaces.all() });
     expect(rbac.filter((m) => m.kind === 'Role').map((m) => m.metadata.namespace)).toEqual([operatorNs]);
     await apply(rbac);
-    for (const namespace of teams) await ok(['apply', '-f', '-'], { input: JSON.stringify(websiteOf(GROUP, namespace, 'site')) });
+    for (const namespace of teams)
+      await ok(['apply', '-f', '-'], { input: JSON.stringify(websiteOf(GROUP, namespace, 'site')) });
 
     const kubeconfig = await serviceAccountKubeconfig('website-operator', operatorNs);
-    const operator = await OperatorProcess.start('op-watch-all', kubeconfig, { OPERATOR_NAMESPACE: operatorNs, WEBSITE_GROUP: GROUP, WATCH_NAMESPACE: '*' });
+    const operator = await OperatorProcess.start('op-watch-all', kubeconfig, {
+      OPERATOR_NAMESPACE: operatorNs,
+      WEBSITE_GROUP: GROUP,
+      WATCH_NAMESPACE: '*',
+    });
     running.push(operator);
     for (const namespace of teams) await ready(RESOURCE, namespace, 'site');
 
@@ -174,7 +221,9 @@ describe('the operator watching all namespaces, as its ServiceAccount under the 
     await ok(['apply', '-f', '-'], { input: JSON.stringify(websiteOf(GROUP, later, 'site')) });
     await ready(RESOURCE, later, 'site');
 
-    expect(await operator.metric('rest_client_requests_total', { verb: 'LIST', resource: 'websites', code: '200' })).toBe(1);
+    expect(
+      await operator.metric('rest_client_requests_total', { verb: 'LIST', resource: 'websites', code: '200' }),
+    ).toBe(1);
     const readyz = await operator.get('/readyz', operator.healthPort);
     expect([readyz.status, readyz.body.split('\n')[0]]).toEqual([200, '[+]caches ok']);
     expect(await operator.metric('watched_namespace_synced', { namespace: '*' })).toBe(1);

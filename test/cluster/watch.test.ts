@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { eventually } from '../support/poll.ts';
 import { KUBECONFIG, KUBECTL } from './env.ts';
 import { createNamespace, deleteNamespace, ok, website } from './kube.ts';
-import { eventually } from '../support/poll.ts';
 
 let ns: string;
 beforeAll(async () => {
@@ -17,7 +17,13 @@ interface WatchEvent {
 
 test('?watch=true on the collection streams ADDED, MODIFIED and DELETED Website events', async () => {
   // The raw endpoint of spec §4, read as the long-lived HTTP response it is.
-  const watch = spawn(KUBECTL, ['--kubeconfig', KUBECONFIG, 'get', '--raw', `/apis/web.example.com/v1/namespaces/${ns}/websites?watch=true`]);
+  const watch = spawn(KUBECTL, [
+    '--kubeconfig',
+    KUBECONFIG,
+    'get',
+    '--raw',
+    `/apis/web.example.com/v1/namespaces/${ns}/websites?watch=true`,
+  ]);
   const events: WatchEvent[] = [];
   createInterface({ input: watch.stdout }).on('line', (line) => events.push(JSON.parse(line)));
   try {

@@ -1,23 +1,32 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import { X509Certificate } from 'node:crypto';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
+import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { webhookDnsNames } from '../../lib/operator/names.ts';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import { webhookDnsNames } from '../../lib/operator/names.ts';
-import { firstCertificate, issueServingCertificate, splitPemCertificates } from '../../operator/src/webhook/certificates.ts';
+import {
+  firstCertificate,
+  issueServingCertificate,
+  splitPemCertificates,
+} from '../../operator/src/webhook/certificates.ts';
 import { ConversionWebhookServer } from '../../operator/src/webhook/conversion-server.ts';
 import { LocalServiceEndpoint } from '../../operator/src/webhook/local-service-endpoint.ts';
 import { OperatorManagedCertificates } from '../../operator/src/webhook/operator-managed-certificates.ts';
-import { OPERATOR_NS as ns, localEndpointRbacManifests, operatorRbacManifests, webhookServiceManifest } from '../support/operator-manifests.ts';
+import {
+  localEndpointRbacManifests,
+  OPERATOR_NS as ns,
+  operatorRbacManifests,
+  webhookServiceManifest,
+} from '../support/operator-manifests.ts';
+import { eventually } from '../support/poll.ts';
+import { freePort } from '../support/ports.ts';
 import { ROOT } from './env.ts';
 import { TestHostAddress } from './host-address.ts';
 import { getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
 
 /*
  * The conversion webhook end to end: OperatorManagedCertificates, ConversionWebhookServer and
@@ -83,7 +92,15 @@ async function startOperator(options: { checkIntervalMs?: number } = {}): Promis
   const loop = certificates.run(stop.signal);
   await server.start();
   await firstCertificate(certificates, stop.signal);
-  const published = new LocalServiceEndpoint({ client, namespace: ns, port, identity: 'webhook-test', address: host.address, logger, ...options });
+  const published = new LocalServiceEndpoint({
+    client,
+    namespace: ns,
+    port,
+    identity: 'webhook-test',
+    address: host.address,
+    logger,
+    ...options,
+  });
   await published.sync();
   const endpoint = published.run(stop.signal);
   const entry = { server, stop, loop, endpoint, certificates, metrics, apiMetrics };
@@ -112,10 +129,20 @@ async function conversions(metrics: OperatorMetrics): Promise<Record<string, num
 }
 
 function v1beta1(name: string, spec: Record<string, unknown>) {
-  return { apiVersion: 'web.example.com/v1beta1', kind: 'Website', metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } }, spec };
+  return {
+    apiVersion: 'web.example.com/v1beta1',
+    kind: 'Website',
+    metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } },
+    spec,
+  };
 }
 function v1(name: string, spec: Record<string, unknown>) {
-  return { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } }, spec };
+  return {
+    apiVersion: 'web.example.com/v1',
+    kind: 'Website',
+    metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } },
+    spec,
+  };
 }
 
 /** The CRD's clientConfig without its caBundle: where the API server calls. */
@@ -132,7 +159,9 @@ beforeAll(async () => {
   // The operator's namespace, RBAC and webhook Service exactly as dist/ ships them, plus what an
   // operator outside the cluster needs to publish its endpoint; a fresh Secret (a new CA).
   await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], {
-    input: [...operatorRbacManifests(), ...localEndpointRbacManifests(), service].map((m) => JSON.stringify(m)).join('\n'),
+    input: [...operatorRbacManifests(), ...localEndpointRbacManifests(), service]
+      .map((m) => JSON.stringify(m))
+      .join('\n'),
   });
   await kubectl(['delete', 'secret', SECRET, '-n', ns, '--ignore-not-found']);
   await removeWebsites();
@@ -153,7 +182,11 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const entry of [...running]) await stopOperator(entry);
   await removeWebsites();
-  await kubectl(['delete', '-f', '-', '--ignore-not-found'], { input: localEndpointRbacManifests().map((m) => JSON.stringify(m)).join('\n') });
+  await kubectl(['delete', '-f', '-', '--ignore-not-found'], {
+    input: localEndpointRbacManifests()
+      .map((m) => JSON.stringify(m))
+      .join('\n'),
+  });
   host?.close();
 });
 
@@ -161,7 +194,7 @@ describe('the conversion webhook against the local cluster', () => {
   let first: OperatorRun;
   let secretBefore: any;
 
-  test('the operator creates the webhook Secret, makes the CRD trust its CA, and makes itself the Service\'s endpoint; the CRD still calls the Service', async () => {
+  test("the operator creates the webhook Secret, makes the CRD trust its CA, and makes itself the Service's endpoint; the CRD still calls the Service", async () => {
     first = await startOperator();
     expect(first.server.isServing()).toBe(true);
 
@@ -217,23 +250,36 @@ describe('the conversion webhook against the local cluster', () => {
       ['gamma', { heading: 'Created as v1', instances: 1, theme: { color: '#2196F3' } }],
     ]);
     await ok(['patch', v1beta1Api, 'gamma', '-n', ns, '--type=merge', '-p', '{"spec":{"instances":3}}']);
-    expect((await getJson([v1Api, 'gamma', '-n', ns])).spec).toEqual({ title: 'Created as v1', replicas: 3, color: '#2196F3' });
+    expect((await getJson([v1Api, 'gamma', '-n', ns])).spec).toEqual({
+      title: 'Created as v1',
+      replicas: 3,
+      color: '#2196F3',
+    });
     expect((await conversions(first.metrics)).Failed).toBeUndefined();
   });
 
   test('the API server rejects an invalid v1beta1 Website with the schema message, and the webhook keeps serving', async () => {
-    const result = await kubectl(['create', '-f', '-'], { input: JSON.stringify(v1beta1('too-many', { heading: 'Too many', instances: 9 })) });
+    const result = await kubectl(['create', '-f', '-'], {
+      input: JSON.stringify(v1beta1('too-many', { heading: 'Too many', instances: 9 })),
+    });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/spec\.instances: Invalid value: 9/);
     expect((await getJson([v1beta1Api, 'beta', '-n', ns])).spec.instances).toBe(2);
   });
 
-  test('dist/\'s CRD file applies while the operator runs, server-side and client-side; it still calls the Service and still converts', async () => {
+  test("dist/'s CRD file applies while the operator runs, server-side and client-side; it still calls the Service and still converts", async () => {
     const caBundle = (await getJson(['crd', CRD])).spec.conversion.webhook.clientConfig.caBundle;
-    for (const apply of [['apply', '--server-side', '-f', CRD_FILE], ['apply', '-f', CRD_FILE]]) {
+    for (const apply of [
+      ['apply', '--server-side', '-f', CRD_FILE],
+      ['apply', '-f', CRD_FILE],
+    ]) {
       const before = (await conversions(running[0].metrics)).Success ?? 0;
       const result = await kubectl(apply);
-      expect([apply.join(' '), result.code, result.stderr]).toEqual([apply.join(' '), 0, expect.not.stringMatching(/error|exactly one of url or service/i)]);
+      expect([apply.join(' '), result.code, result.stderr]).toEqual([
+        apply.join(' '),
+        0,
+        expect.not.stringMatching(/error|exactly one of url or service/i),
+      ]);
       expect(await crdCalls()).toEqual(distCrd.spec.conversion.webhook.clientConfig);
       expect((await getJson(['crd', CRD])).spec.conversion.webhook.clientConfig.caBundle).toBe(caBundle);
       expect((await getJson([v1beta1Api, 'beta', '-n', ns])).spec.heading).toBe('Created as v1beta1');
@@ -251,10 +297,16 @@ describe('the conversion webhook against the local cluster', () => {
     expect(second.certificates.current()).toEqual(servedBefore);
     // Two more checks, to be sure later checks do not write either.
     await new Promise((r) => setTimeout(r, 2500));
-    expect(await verbsSent(second.apiMetrics, ['secrets', 'customresourcedefinitions'])).toEqual(['GET customresourcedefinitions', 'GET secrets']);
+    expect(await verbsSent(second.apiMetrics, ['secrets', 'customresourcedefinitions'])).toEqual([
+      'GET customresourcedefinitions',
+      'GET secrets',
+    ]);
     expect((await getJson(['secret', SECRET, '-n', ns])).metadata.resourceVersion).toBe(secretVersion);
     expect((await getJson(['crd', CRD])).metadata.resourceVersion).toBe(crdVersion);
-    await eventually('a v1beta1 read through the restarted webhook', async () => (await kubectl(['get', v1beta1Api, 'beta', '-n', ns])).code === 0 || undefined);
+    await eventually(
+      'a v1beta1 read through the restarted webhook',
+      async () => (await kubectl(['get', v1beta1Api, 'beta', '-n', ns])).code === 0 || undefined,
+    );
   });
 
   test('a certificate due for renewal is renewed and served without restarting the server; the API server keeps converting', async () => {
@@ -280,7 +332,12 @@ describe('the conversion webhook against the local cluster', () => {
       return codes;
     })();
 
-    await ok(['replace', '-f', '-'], { input: JSON.stringify({ ...secret, data: { ...secret.data, 'tls.crt': b64(aging.cert), 'tls.key': b64(aging.key) } }) });
+    await ok(['replace', '-f', '-'], {
+      input: JSON.stringify({
+        ...secret,
+        data: { ...secret.data, 'tls.crt': b64(aging.cert), 'tls.key': b64(aging.key) },
+      }),
+    });
     const renewed = await eventually('the operator to renew the aging certificate', async () => {
       const current = await getJson(['secret', SECRET, '-n', ns]);
       const serial = new X509Certificate(text(current.data['tls.crt'])).serialNumber;
@@ -290,7 +347,9 @@ describe('the conversion webhook against the local cluster', () => {
     expect(renewedCert.validToDate.getTime() - Date.now()).toBeGreaterThan(364 * 24 * 3600_000);
     expect(renewed.data['ca.crt']).toBe(secret.data['ca.crt']);
     expect(renewed.data['ca.key']).toBe(secret.data['ca.key']);
-    await eventually('the server to present the renewed certificate', async () => ((await servedSerial(ca.cert)) === renewedCert.serialNumber ? true : undefined));
+    await eventually('the server to present the renewed certificate', async () =>
+      (await servedSerial(ca.cert)) === renewedCert.serialNumber ? true : undefined,
+    );
     expect(renewedCert.serialNumber).not.toBe(servedBefore);
     expect(operator.server.isServing()).toBe(true);
     expect(operator.server.port).toBe(port);
@@ -311,12 +370,16 @@ describe('the conversion webhook against the local cluster', () => {
 
   test('a stopped operator removes its endpoint: v1beta1 requests fail naming the Service, v1 keeps working, the CRD still calls the Service', async () => {
     for (const entry of [...running]) await stopOperator(entry);
-    expect((await kubectl(['get', 'endpointslice', 'website-operator-webhook-webhook-test', '-n', ns])).code).not.toBe(0);
+    expect((await kubectl(['get', 'endpointslice', 'website-operator-webhook-webhook-test', '-n', ns])).code).not.toBe(
+      0,
+    );
     const failed = await eventually('a v1beta1 read to fail without an endpoint', async () => {
       const result = await kubectl(['get', v1beta1Api, 'beta', '-n', ns]);
       return result.code !== 0 ? result : undefined;
     });
-    expect(failed.stderr).toMatch(/conversion webhook for web\.example\.com\/v1\w*, Kind=Website failed: .*no endpoints available for service \\?"website-operator-webhook\\?"/);
+    expect(failed.stderr).toMatch(
+      /conversion webhook for web\.example\.com\/v1\w*, Kind=Website failed: .*no endpoints available for service \\?"website-operator-webhook\\?"/,
+    );
     expect((await getJson([v1Api, 'beta', '-n', ns])).spec.title).toBe('Created as v1beta1');
     expect(await crdCalls()).toEqual(distCrd.spec.conversion.webhook.clientConfig);
   });

@@ -1,11 +1,14 @@
 import { App, Chart } from 'cdk8s';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, ok, website } from './kube.ts';
 import { eventually } from '../support/poll.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok, website } from './kube.ts';
 
 let ns: string;
 beforeAll(async () => {
-  ns = await createNamespace('workload', { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted' });
+  ns = await createNamespace('workload', {
+    'pod-security.kubernetes.io/enforce': 'restricted',
+    'pod-security.kubernetes.io/warn': 'restricted',
+  });
 });
 afterAll(() => deleteNamespace(ns));
 
@@ -19,7 +22,9 @@ async function render(name: string) {
 
 describe('WebsiteWorkload on a real cluster', () => {
   test('is admitted under Pod Security restricted, becomes available, and is collected with its Website', async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('shop', ns, { title: '<b>Shop</b> & "more"', replicas: 3 })) });
+    await ok(['create', '-f', '-'], {
+      input: JSON.stringify(website('shop', ns, { title: '<b>Shop</b> & "more"', replicas: 3 })),
+    });
     const children = await render('shop');
     const applied = await kubectl(['apply', '--server-side', '--field-manager=website-operator', '-f', '-'], {
       input: children.map((c) => JSON.stringify(c)).join('\n'),
@@ -31,17 +36,33 @@ describe('WebsiteWorkload on a real cluster', () => {
       const d = await getJson(['deployment', 'website-shop', '-n', ns]);
       return d.status?.availableReplicas === 3 ? d : undefined;
     });
-    expect(deployment.metadata.ownerReferences[0]).toMatchObject({ kind: 'Website', name: 'shop', controller: true, blockOwnerDeletion: true });
+    expect(deployment.metadata.ownerReferences[0]).toMatchObject({
+      kind: 'Website',
+      name: 'shop',
+      controller: true,
+      blockOwnerDeletion: true,
+    });
     const endpoints = await eventually('the Service to select the 3 pods', async () => {
       const slices = await getJson(['endpointslices', '-n', ns, '-l', 'kubernetes.io/service-name=website-shop']);
-      const ready = slices.items.flatMap((s: { endpoints?: { conditions: { ready: boolean } }[] }) => s.endpoints ?? []).filter((e: { conditions: { ready: boolean } }) => e.conditions.ready);
+      const ready = slices.items
+        .flatMap((s: { endpoints?: { conditions: { ready: boolean } }[] }) => s.endpoints ?? [])
+        .filter((e: { conditions: { ready: boolean } }) => e.conditions.ready);
       return ready.length === 3 ? ready : undefined;
     });
     expect(endpoints).toHaveLength(3);
 
     await ok(['delete', 'website', 'shop', '-n', ns]);
     await eventually('the children to be garbage-collected', async () => {
-      const left = await ok(['get', 'deployments,services', '-n', ns, '-l', 'app.kubernetes.io/instance=shop', '-o', 'name']);
+      const left = await ok([
+        'get',
+        'deployments,services',
+        '-n',
+        ns,
+        '-l',
+        'app.kubernetes.io/instance=shop',
+        '-o',
+        'name',
+      ]);
       return left.trim() === '' ? true : undefined;
     });
   });
@@ -56,7 +77,9 @@ describe('WebsiteWorkload on a real cluster', () => {
     for (const name of ['left', 'right']) {
       const pods = await eventually(`2 endpoints for ${name}`, async () => {
         const slices = await getJson(['endpointslices', '-n', ns, '-l', `kubernetes.io/service-name=website-${name}`]);
-        const refs = slices.items.flatMap((s: { endpoints?: { targetRef: { name: string } }[] }) => s.endpoints ?? []).map((e: { targetRef: { name: string } }) => e.targetRef.name);
+        const refs = slices.items
+          .flatMap((s: { endpoints?: { targetRef: { name: string } }[] }) => s.endpoints ?? [])
+          .map((e: { targetRef: { name: string } }) => e.targetRef.name);
         return refs.length === 2 ? refs : undefined;
       });
       for (const pod of pods) expect(pod).toMatch(new RegExp(`^website-${name}-`));

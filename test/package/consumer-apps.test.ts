@@ -6,7 +6,7 @@
 // - apps on the oldest and the newest cdk8s, constructs and cdk8s-plus-34 the peer ranges allow.
 // None of them may get the operator's runtime (@kubernetes/client-node and the rest).
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,13 +27,16 @@ const PEERS = {
   newest: { cdk8s: '2.70.106', constructs: '10.8.1', 'cdk8s-plus-34': '2.0.54' },
 } as const;
 
-
 const execFileAsync = promisify(execFile);
 
 /** Runs a command in `cwd`; on failure, the error carries its whole output. */
 async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
   try {
-    const { stdout } = await execFileAsync(command, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 64 << 20 });
+    const { stdout } = await execFileAsync(command, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      maxBuffer: 64 << 20,
+    });
     return stdout;
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };
@@ -41,7 +44,8 @@ async function run(cwd: string, command: string, args: string[], env: Record<str
   }
 }
 
-const npm = (cwd: string, ...args: string[]) => run(cwd, 'npm', [...args, '--no-audit', '--no-fund', '--loglevel=error']);
+const npm = (cwd: string, ...args: string[]) =>
+  run(cwd, 'npm', [...args, '--no-audit', '--no-fund', '--loglevel=error']);
 const tsc = (cwd: string, ...args: string[]) => run(cwd, process.execPath, [TSC, ...args]);
 const node = (cwd: string, file: string) => run(cwd, process.execPath, [file]);
 
@@ -56,15 +60,26 @@ function manifests(dir: string): Manifest[] {
 /** What every app must show of its installed tree: the library and its peers, no operator runtime. */
 function expectNoOperatorRuntime(app: string): void {
   expect(existsSync(join(app, 'node_modules/website-stack/package.json'))).toBe(true);
-  for (const runtime of ['@kubernetes/client-node', 'undici', 'pino', 'prom-client', '@opentelemetry/sdk-trace', '@peculiar/x509']) {
-    expect({ runtime, installed: existsSync(join(app, 'node_modules', runtime)) }).toEqual({ runtime, installed: false });
+  for (const runtime of [
+    '@kubernetes/client-node',
+    'undici',
+    'pino',
+    'prom-client',
+    '@opentelemetry/sdk-trace',
+    '@peculiar/x509',
+  ]) {
+    expect({ runtime, installed: existsSync(join(app, 'node_modules', runtime)) }).toEqual({
+      runtime,
+      installed: false,
+    });
   }
   const installed = JSON.parse(readFileSync(join(app, 'node_modules/website-stack/package.json'), 'utf8'));
   expect(installed.dependencies ?? {}).toEqual({});
 }
 
 /** The installed version of `name` in `app`. */
-const versionIn = (app: string, name: string) => JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')).version;
+const versionIn = (app: string, name: string) =>
+  JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')).version;
 
 /** A platform team's chart: the Website API in its own group and namespace, one Website, and the shell operator's script. */
 const PLATFORM_CHART = `
@@ -85,13 +100,20 @@ const PLATFORM_CHART = `
 function expectPlatform(objects: Manifest[]): void {
   const crd = only(objects, 'CustomResourceDefinition');
   expect(crd.metadata.name).toBe('websites.sites.acme.io');
-  expect(crd.spec.conversion.webhook.clientConfig.service).toEqual({ name: 'website-operator-webhook', namespace: 'sites', port: 443, path: '/convert' });
+  expect(crd.spec.conversion.webhook.clientConfig.service).toEqual({
+    name: 'website-operator-webhook',
+    namespace: 'sites',
+    port: 443,
+    path: '/convert',
+  });
   const webhookService = only(objects, 'Service', 'website-operator-webhook');
   expect(webhookService.metadata.namespace).toBe('sites');
   const deployment = only(objects, 'Deployment', 'website-operator');
   expect(deployment.metadata.namespace).toBe('sites');
   expect(deployment.spec.template.spec.containers[0].image).toBe('registry.acme.io/platform/website-operator:0.1.0');
-  const env = Object.fromEntries(deployment.spec.template.spec.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+  const env = Object.fromEntries(
+    deployment.spec.template.spec.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+  );
   expect(env.WEBSITE_GROUP).toBe('sites.acme.io');
   const website = only(objects, 'Website', 'home');
   expect(website.apiVersion).toBe('sites.acme.io/v1');
@@ -113,8 +135,22 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 test('the tarball holds the two builds and dist/, and no operator runtime or sources', async () => {
   const files = (await run(work, 'tar', ['-tzf', tarball])).split('\n').filter(Boolean);
-  expect(files).toEqual(expect.arrayContaining(['package/build/esm/lib/index.js', 'package/build/cjs/lib/index.js', 'package/build/cjs/lib/index.d.ts', 'package/build/cjs/package.json']));
-  expect(files.filter((f) => /^package\/(operator|lib|test|scripts|bench)\//.test(f) || f.includes('/bin/operator') || f.includes('kube-client'))).toEqual([]);
+  expect(files).toEqual(
+    expect.arrayContaining([
+      'package/build/esm/lib/index.js',
+      'package/build/cjs/lib/index.js',
+      'package/build/cjs/lib/index.d.ts',
+      'package/build/cjs/package.json',
+    ]),
+  );
+  expect(
+    files.filter(
+      (f) =>
+        /^package\/(operator|lib|test|scripts|bench)\//.test(f) ||
+        f.includes('/bin/operator') ||
+        f.includes('kube-client'),
+    ),
+  ).toEqual([]);
   expect(files.some((f) => f.startsWith('package/dist/website-operator/'))).toBe(true);
 });
 
@@ -122,7 +158,12 @@ test('its types resolve under node10, node16 (CommonJS and ESM) and bundler reso
   const attw = join(ROOT, 'node_modules/@arethetypeswrong/cli/dist/index.js');
   const out = await run(ROOT, process.execPath, [attw, tarball, '--format', 'json']);
   const { analysis, problems } = JSON.parse(out);
-  expect(Object.keys(analysis.entrypoints['.'].resolutions).sort()).toEqual(['bundler', 'node10', 'node16-cjs', 'node16-esm']);
+  expect(Object.keys(analysis.entrypoints['.'].resolutions).sort()).toEqual([
+    'bundler',
+    'node10',
+    'node16-cjs',
+    'node16-esm',
+  ]);
   expect(problems).toEqual({});
 });
 
@@ -138,7 +179,10 @@ test("cdk8s-cli's typescript-app template (CommonJS, ts-node) type-checks and sy
   const hook = join(template, '.hooks.sscaff.js');
   const importStep = "  execSync('npm run import', { stdio: 'inherit', env });\n";
   expect(readFileSync(hook, 'utf8')).toContain(importStep);
-  writeFileSync(hook, readFileSync(hook, 'utf8').replace(importStep, '').replaceAll("stdio: 'inherit'", "stdio: 'pipe'"));
+  writeFileSync(
+    hook,
+    readFileSync(hook, 'utf8').replace(importStep, '').replaceAll("stdio: 'inherit'", "stdio: 'pipe'"),
+  );
   const { sscaff } = cliRequire('sscaff');
   await sscaff(template, app, {
     cdk8s_core_version: cliRequire('cdk8s/package.json').version,
@@ -183,11 +227,24 @@ app.synth();
 }, 900_000);
 
 /** A fresh app: package.json, tsconfig.json and source files; the tarball and `peers` installed. */
-async function freshApp(name: string, type: 'module' | 'commonjs', compilerOptions: Record<string, unknown>, files: Record<string, string>, peers?: Record<string, string>): Promise<string> {
+async function freshApp(
+  name: string,
+  type: 'module' | 'commonjs',
+  compilerOptions: Record<string, unknown>,
+  files: Record<string, string>,
+  peers?: Record<string, string>,
+): Promise<string> {
   const app = join(work, name);
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type }, null, 2));
-  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', outDir: 'build', ...compilerOptions }, include: ['*.ts'] }, null, 2));
+  writeFileSync(
+    join(app, 'tsconfig.json'),
+    JSON.stringify(
+      { compilerOptions: { strict: true, target: 'ES2022', outDir: 'build', ...compilerOptions }, include: ['*.ts'] },
+      null,
+      2,
+    ),
+  );
   for (const [file, text] of Object.entries(files)) writeFileSync(join(app, file), text);
   const pins = Object.entries(peers ?? {}).map(([pkg, version]) => `${pkg}@${version}`);
   await npm(app, 'install', tarball, ...pins);
@@ -197,7 +254,9 @@ async function freshApp(name: string, type: 'module' | 'commonjs', compilerOptio
 /** The README's ```ts examples that import from 'website-stack', in order. */
 function readmeExamples(): string[] {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  return [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).filter((code) => code.includes("from 'website-stack'"));
+  return [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+    .map((m) => m[1])
+    .filter((code) => code.includes("from 'website-stack'"));
 }
 
 test("an ES module app runs the README's examples as written; the constructs example's CRD reaches its operator's Service", async () => {
@@ -205,7 +264,12 @@ test("an ES module app runs the README's examples as written; the constructs exa
   expect(examples.length).toBeGreaterThanOrEqual(2);
   // Each example writes into dist/ (cdk8s's default outdir), so each runs in an app of its own.
   for (const [index, example] of examples.entries()) {
-    const app = await freshApp(`esm-readme-${index}`, 'module', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'main.ts': example });
+    const app = await freshApp(
+      `esm-readme-${index}`,
+      'module',
+      { module: 'NodeNext', moduleResolution: 'NodeNext' },
+      { 'main.ts': example },
+    );
     await tsc(app, '-p', '.');
     await node(app, 'build/main.js');
     const objects = manifests(join(app, 'dist'));
@@ -217,7 +281,9 @@ test("an ES module app runs the README's examples as written; the constructs exa
       const service = only(objects, 'Service', crd.spec.conversion.webhook.clientConfig.service.name);
       expect(crd.spec.conversion.webhook.clientConfig.service.namespace).toBe(operator.metadata.namespace);
       expect(service.metadata.namespace).toBe(operator.metadata.namespace);
-      expect(service.spec.ports.map((p: { port: number }) => p.port)).toContain(crd.spec.conversion.webhook.clientConfig.service.port);
+      expect(service.spec.ports.map((p: { port: number }) => p.port)).toContain(
+        crd.spec.conversion.webhook.clientConfig.service.port,
+      );
       expect(service.spec.selector).toEqual(expect.objectContaining({ 'app.kubernetes.io/name': 'website-operator' }));
       expect(operator.spec.template.metadata.labels).toEqual(expect.objectContaining(service.spec.selector));
     }
@@ -252,12 +318,13 @@ app.synth();
       },
       peers,
     );
-    for (const [pkg, version] of Object.entries(peers)) expect(`${pkg}@${versionIn(app, pkg)}`).toBe(`${pkg}@${version}`);
+    for (const [pkg, version] of Object.entries(peers))
+      expect(`${pkg}@${versionIn(app, pkg)}`).toBe(`${pkg}@${version}`);
     // The peer ranges hold these versions.
     for (const [pkg, version] of Object.entries(peers)) {
-      expect(`${pkg}@${version} in ${rootPackage.peerDependencies[pkg]}: ${semver.satisfies(version, rootPackage.peerDependencies[pkg])}`).toBe(
-        `${pkg}@${version} in ${rootPackage.peerDependencies[pkg]}: true`,
-      );
+      expect(
+        `${pkg}@${version} in ${rootPackage.peerDependencies[pkg]}: ${semver.satisfies(version, rootPackage.peerDependencies[pkg])}`,
+      ).toBe(`${pkg}@${version} in ${rootPackage.peerDependencies[pkg]}: true`);
     }
     await tsc(app, '-p', '.');
     await node(app, 'build/main.js');

@@ -5,29 +5,44 @@
 // audit log, Warning events from the Events API, error lines from the operator's own log.
 import { execFile } from 'node:child_process';
 import { open, readFile, stat, writeFile } from 'node:fs/promises';
-import { type Server, type Socket, connect, createServer } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sleep } from '../../operator/src/controller/backoff.ts';
+import { LEASE_NAME } from '../../lib/operator/names.ts';
+import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
+import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { MANAGED_BY } from '../../lib/workload/website-workload.ts';
 import { firstDifference } from '../../operator/src/controller/apply.ts';
-import { DEPLOYMENTS, EVENTS, type KubeClient, type KubeObject, LEASES, SERVICES, isNotFound } from '../../operator/src/controller/kube-client.ts';
+import { sleep } from '../../operator/src/controller/backoff.ts';
+import {
+  DEPLOYMENTS,
+  EVENTS,
+  isNotFound,
+  type KubeClient,
+  type KubeObject,
+  LEASES,
+  SERVICES,
+} from '../../operator/src/controller/kube-client.ts';
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
-import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
-import { LEASE_NAME } from '../../lib/operator/names.ts';
-import { MANAGED_BY } from '../../lib/workload/website-workload.ts';
-import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { pacedChanges } from './churn.ts';
-import { TimedOut, eventually } from './poll.ts';
 import { type ClusterAccess, serviceAccountKubeconfig } from './kubectl.ts';
-import { type LogLine, OperatorProcess } from './operator-process.ts';
 import { OPERATOR_NS } from './operator-manifests.ts';
+import { type LogLine, OperatorProcess } from './operator-process.ts';
+import { eventually, TimedOut } from './poll.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WEBSITES = websitesType(DEFAULT_GROUP);
 
 /** The faults, in the order a full run injects them. */
-export const FAULTS = ['operator-kill', 'apiserver-restart', 'etcd-restart', 'watch-blackhole', 'leader-failover', 'paused-leader'] as const;
+export const FAULTS = [
+  'operator-kill',
+  'apiserver-restart',
+  'etcd-restart',
+  'watch-blackhole',
+  'leader-failover',
+  'paused-leader',
+] as const;
 export type Fault = (typeof FAULTS)[number];
 /** The same churn without a fault: the baseline of the time to converge. */
 export const NO_FAULT = 'none';
@@ -38,9 +53,12 @@ export const FAULT_TITLES: Record<Scenario, string> = {
   'operator-kill': 'kill -9 of the operator (restarted at once, as a Deployment restarts its container)',
   'apiserver-restart': 'kube-apiserver restarted (scripts/cluster.sh restart-apiserver)',
   'etcd-restart': 'etcd restarted (scripts/cluster.sh restart-etcd)',
-  'watch-blackhole': "the operator's connections black-holed: a TCP proxy between it and the API server stops forwarding on every open connection, without FIN or RST; new connections work",
-  'leader-failover': 'leader failover between two replicas: the leader is frozen (SIGSTOP) until the other one leads, then killed (kill -9)',
-  'paused-leader': 'a paused leader (a long GC pause, a stalled VM): frozen (SIGSTOP) until the other replica leads, then resumed (SIGCONT)',
+  'watch-blackhole':
+    "the operator's connections black-holed: a TCP proxy between it and the API server stops forwarding on every open connection, without FIN or RST; new connections work",
+  'leader-failover':
+    'leader failover between two replicas: the leader is frozen (SIGSTOP) until the other one leads, then killed (kill -9)',
+  'paused-leader':
+    'a paused leader (a long GC pause, a stalled VM): frozen (SIGSTOP) until the other replica leads, then resumed (SIGCONT)',
 };
 
 /** A cluster the chaos runs on: the administrator, the audit log of ServiceAccounts' requests, scripts/cluster.sh's environment. */
@@ -109,7 +127,12 @@ const NAMESPACE = OPERATOR_NS;
 export const chaosLabel = (prefix: string) => `website-stack/chaos=${prefix}`;
 
 /** Whether `done` comes to hold within `timeoutMs`; its own errors fail the run. */
-function holdsWithin(what: string, done: () => Promise<boolean> | boolean, timeoutMs: number, intervalMs = 250): Promise<boolean> {
+function holdsWithin(
+  what: string,
+  done: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<boolean> {
   return eventually(what, done, { timeoutMs, intervalMs, stopOnError: true }).then(
     () => true,
     (error) => {
@@ -251,7 +274,11 @@ async function leads(operator: OperatorProcess): Promise<boolean> {
 
 /** Names and spec numbers for the churn's creates, edits and deletes. */
 function specOf(i: number, edited: boolean): { title: string; replicas: number; color: string } {
-  return { title: `${edited ? 'Edited' : 'Website'} ${i}`, replicas: 1 + (edited ? (i >> 1) % 2 : 0), color: COLORS[i % COLORS.length] };
+  return {
+    title: `${edited ? 'Edited' : 'Website'} ${i}`,
+    replicas: 1 + (edited ? (i >> 1) % 2 : 0),
+    color: COLORS[i % COLORS.length],
+  };
 }
 
 /** Replaces what varies between occurrences (names, numbers, ids) so that alike lines group. */
@@ -279,11 +306,18 @@ export interface AuditRecord {
   readonly stage?: string;
   readonly verb: string;
   readonly userAgent?: string;
-  readonly objectRef?: { readonly resource?: string; readonly subresource?: string; readonly name?: string; readonly namespace?: string };
+  readonly objectRef?: {
+    readonly resource?: string;
+    readonly subresource?: string;
+    readonly name?: string;
+    readonly namespace?: string;
+  };
   readonly responseStatus?: { readonly code?: number };
   readonly requestReceivedTimestamp?: string;
   readonly stageTimestamp?: string;
-  readonly requestObject?: { readonly spec?: { readonly holderIdentity?: string; readonly leaseDurationSeconds?: number } };
+  readonly requestObject?: {
+    readonly spec?: { readonly holderIdentity?: string; readonly leaseDurationSeconds?: number };
+  };
 }
 
 const USER_AGENT = 'website-operator/';
@@ -298,11 +332,24 @@ const time = (timestamp: string | undefined) => Date.parse(timestamp ?? '');
  * it (requestReceivedTimestamp). A leader's last writes racing its loss are therefore allowed for
  * as long as its own Lease had not expired (client-go's guarantee: renewDeadline < leaseDuration).
  */
-export function nonLeaderWrites(records: readonly AuditRecord[], leaseName = LEASE_NAME): { violations: Finding[]; writes: number; holders: string[] } {
+export function nonLeaderWrites(
+  records: readonly AuditRecord[],
+  leaseName = LEASE_NAME,
+): { violations: Finding[]; writes: number; holders: string[] } {
   const fromOperator = records.filter((r) => r.stage === 'ResponseComplete' && r.userAgent?.startsWith(USER_AGENT));
   const leases = fromOperator
-    .filter((r) => r.objectRef?.resource === 'leases' && r.objectRef.name === leaseName && (r.verb === 'create' || r.verb === 'update') && (r.responseStatus?.code ?? 500) < 300)
-    .map((r) => ({ at: time(r.stageTimestamp), holder: r.requestObject?.spec?.holderIdentity ?? '', durationMs: (r.requestObject?.spec?.leaseDurationSeconds ?? 0) * 1000 }))
+    .filter(
+      (r) =>
+        r.objectRef?.resource === 'leases' &&
+        r.objectRef.name === leaseName &&
+        (r.verb === 'create' || r.verb === 'update') &&
+        (r.responseStatus?.code ?? 500) < 300,
+    )
+    .map((r) => ({
+      at: time(r.stageTimestamp),
+      holder: r.requestObject?.spec?.holderIdentity ?? '',
+      durationMs: (r.requestObject?.spec?.leaseDurationSeconds ?? 0) * 1000,
+    }))
     .sort((a, b) => a.at - b.at);
   const writes = fromOperator.filter((r) => WRITE_VERBS.has(r.verb) && r.objectRef?.resource !== 'leases');
   const violations: Finding[] = [];
@@ -360,7 +407,8 @@ export interface Inspection {
   readonly duplicates: Finding[];
 }
 
-export const converged = (i: Inspection) => i.lostUpdates.length === 0 && i.orphans.length === 0 && i.duplicates.length === 0;
+export const converged = (i: Inspection) =>
+  i.lostUpdates.length === 0 && i.orphans.length === 0 && i.duplicates.length === 0;
 
 type Child = KubeObject & { spec?: unknown };
 
@@ -379,7 +427,8 @@ export async function inspect(admin: KubeClient, prefix: string): Promise<Inspec
     admin.list<Child>(DEPLOYMENTS, NAMESPACE, { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}` }),
     admin.list<Child>(SERVICES, NAMESPACE, { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}` }),
   ]);
-  const ours = (child: Child) => child.metadata?.labels?.['app.kubernetes.io/instance']?.startsWith(`${prefix}-`) ?? false;
+  const ours = (child: Child) =>
+    child.metadata?.labels?.['app.kubernetes.io/instance']?.startsWith(`${prefix}-`) ?? false;
   const children = { Deployment: deployments.items.filter(ours), Service: services.items.filter(ours) };
   const uids = new Set(websites.items.map((w) => w.metadata.uid));
   const lostUpdates: Finding[] = [];
@@ -391,12 +440,20 @@ export async function inspect(admin: KubeClient, prefix: string): Promise<Inspec
       const instance = child.metadata!.labels!['app.kubernetes.io/instance'];
       perInstance.set(instance, [...(perInstance.get(instance) ?? []), child.metadata!.name!]);
       const owners = (child.metadata?.ownerReferences ?? []).filter((ref) => ref.kind === 'Website');
-      if (owners.length > 1) duplicates.push({ what: `${kind} ${child.metadata!.name}`, detail: `owned by ${owners.length} Websites` });
+      if (owners.length > 1)
+        duplicates.push({ what: `${kind} ${child.metadata!.name}`, detail: `owned by ${owners.length} Websites` });
       if (!owners.some((ref) => uids.has(ref.uid))) {
-        orphans.push({ what: `${kind} ${child.metadata!.name}`, detail: owners.length ? `its owner Website ${owners[0].name} (uid ${owners[0].uid}) is gone` : 'no owner Website' });
+        orphans.push({
+          what: `${kind} ${child.metadata!.name}`,
+          detail: owners.length
+            ? `its owner Website ${owners[0].name} (uid ${owners[0].uid}) is gone`
+            : 'no owner Website',
+        });
       }
     }
-    for (const [instance, names] of perInstance) if (names.length > 1) duplicates.push({ what: `Website ${instance}`, detail: `${names.length} ${kind}s: ${names.join(', ')}` });
+    for (const [instance, names] of perInstance)
+      if (names.length > 1)
+        duplicates.push({ what: `Website ${instance}`, detail: `${names.length} ${kind}s: ${names.join(', ')}` });
   }
   const byName = (items: Child[]) => new Map(items.map((c) => [c.metadata!.name!, c]));
   const deploymentsByName = byName(children.Deployment);
@@ -405,7 +462,9 @@ export async function inspect(admin: KubeClient, prefix: string): Promise<Inspec
     const name = website.metadata.name;
     const lost = (detail: string) => lostUpdates.push({ what: `Website ${name}`, detail });
     if (website.metadata.deletionTimestamp) {
-      lost(`deleted at ${website.metadata.deletionTimestamp} and still there (finalizers ${JSON.stringify(website.metadata.finalizers)})`);
+      lost(
+        `deleted at ${website.metadata.deletionTimestamp} and still there (finalizers ${JSON.stringify(website.metadata.finalizers)})`,
+      );
       continue;
     }
     const rendered = renderWorkload(website);
@@ -427,20 +486,37 @@ export async function inspect(admin: KubeClient, prefix: string): Promise<Inspec
     }
     const status = website.status;
     const ready = status?.conditions?.find((c) => c.type === 'Ready');
-    if (status?.observedGeneration !== website.metadata.generation || ready?.status !== 'True' || ready.observedGeneration !== website.metadata.generation || status?.availableReplicas !== website.spec.replicas) {
-      lost(`status ${JSON.stringify({ observedGeneration: status?.observedGeneration, availableReplicas: status?.availableReplicas, ready: ready && { status: ready.status, observedGeneration: ready.observedGeneration, reason: ready.reason } })} for ${spec}`);
+    if (
+      status?.observedGeneration !== website.metadata.generation ||
+      ready?.status !== 'True' ||
+      ready.observedGeneration !== website.metadata.generation ||
+      status?.availableReplicas !== website.spec.replicas
+    ) {
+      lost(
+        `status ${JSON.stringify({ observedGeneration: status?.observedGeneration, availableReplicas: status?.availableReplicas, ready: ready && { status: ready.status, observedGeneration: ready.observedGeneration, reason: ready.reason } })} for ${spec}`,
+      );
     }
   }
   return { websites: websites.items.length, lostUpdates, orphans, duplicates };
 }
 
 /** Polls inspect() until the run's Websites have converged; the time taken, or null after `timeoutMs`, and the last inspection. */
-async function converge(admin: KubeClient, prefix: string, timeoutMs: number, from: number): Promise<{ ms: number | null; inspection: Inspection }> {
+async function converge(
+  admin: KubeClient,
+  prefix: string,
+  timeoutMs: number,
+  from: number,
+): Promise<{ ms: number | null; inspection: Inspection }> {
   let inspection = await inspect(admin, prefix);
-  const done = await holdsWithin('convergence', async () => {
-    inspection = await inspect(admin, prefix).catch(() => inspection);
-    return converged(inspection);
-  }, timeoutMs, 1000);
+  const done = await holdsWithin(
+    'convergence',
+    async () => {
+      inspection = await inspect(admin, prefix).catch(() => inspection);
+      return converged(inspection);
+    },
+    timeoutMs,
+    1000,
+  );
   return { ms: done ? performance.now() - from : null, inspection };
 }
 
@@ -462,7 +538,12 @@ export class Chaos {
 
   private website(name: string, spec: { title: string; replicas: number; color: string }): KubeObject {
     const [key, value] = chaosLabel(this.plan.prefix).split('=');
-    return { apiVersion: `${DEFAULT_GROUP}/v1`, kind: 'Website', metadata: { name, namespace: NAMESPACE, labels: { [key]: value } }, spec };
+    return {
+      apiVersion: `${DEFAULT_GROUP}/v1`,
+      kind: 'Website',
+      metadata: { name, namespace: NAMESPACE, labels: { [key]: value } },
+      spec,
+    };
   }
 
   private nextName(): string {
@@ -476,14 +557,24 @@ export class Chaos {
     const labelSelector = chaosLabel(this.plan.prefix);
     const websites = (await admin.list<KubeObject>(WEBSITES, NAMESPACE, { labelSelector })).items;
     await inPool(websites, 16, async (w) => {
-      if (w.metadata?.finalizers?.length) await admin.patch(WEBSITES, { namespace: NAMESPACE, name: w.metadata.name }, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+      if (w.metadata?.finalizers?.length)
+        await admin
+          .patch(WEBSITES, { namespace: NAMESPACE, name: w.metadata.name }, 'merge', { metadata: { finalizers: null } })
+          .catch(() => undefined);
     });
-    if (websites.length) await admin.request('DELETE', WEBSITES, { namespace: NAMESPACE }, { query: { labelSelector } });
-    const gone = await holdsWithin('the chaos Websites and their children to be gone', async () => {
-      const inspection = await inspect(admin, this.plan.prefix);
-      return inspection.websites === 0 && inspection.orphans.length === 0;
-    }, 300_000, 1000);
-    if (!gone) throw new Error(`the chaos Websites of ${this.plan.prefix} or their children are still there after 5 minutes`);
+    if (websites.length)
+      await admin.request('DELETE', WEBSITES, { namespace: NAMESPACE }, { query: { labelSelector } });
+    const gone = await holdsWithin(
+      'the chaos Websites and their children to be gone',
+      async () => {
+        const inspection = await inspect(admin, this.plan.prefix);
+        return inspection.websites === 0 && inspection.orphans.length === 0;
+      },
+      300_000,
+      1000,
+    );
+    if (!gone)
+      throw new Error(`the chaos Websites of ${this.plan.prefix} or their children are still there after 5 minutes`);
     await admin.delete(LEASES, { namespace: NAMESPACE, name: LEASE_NAME }).catch((error) => {
       if (!isNotFound(error)) throw error;
     });
@@ -500,10 +591,14 @@ export class Chaos {
       const names = Array.from({ length: this.plan.n }, () => this.nextName());
       const start = performance.now();
       await inPool(names, 32, async (name) => {
-        await admin.create(WEBSITES, this.website(name, specOf(Number(name.slice(this.plan.prefix.length + 1)), false)));
+        await admin.create(
+          WEBSITES,
+          this.website(name, specOf(Number(name.slice(this.plan.prefix.length + 1)), false)),
+        );
       });
       this.live = names;
-      if (!(await holdsWithin('the operator to lead', () => leads(operator), 60_000))) throw new Error('the operator did not lead within 60 s');
+      if (!(await holdsWithin('the operator to lead', () => leads(operator), 60_000)))
+        throw new Error('the operator did not lead within 60 s');
       const { ms, inspection } = await converge(admin, this.plan.prefix, this.plan.convergeTimeoutMs, start);
       if (ms === null) throw new Error(`the first ${this.plan.n} Websites did not converge: ${describe(inspection)}`);
       this.log(`${this.plan.n} Websites created and converged in ${(ms / 1000).toFixed(1)} s`);
@@ -528,7 +623,8 @@ export class Chaos {
         this.live.push(name);
         return admin.create(WEBSITES, this.website(name, specOf(this.created, false)));
       }
-      if (kind === 3 && this.live.length) return admin.delete(WEBSITES, { namespace: NAMESPACE, name: this.live.shift()! });
+      if (kind === 3 && this.live.length)
+        return admin.delete(WEBSITES, { namespace: NAMESPACE, name: this.live.shift()! });
       this.edits += 1;
       const name = this.live[(this.edits * 7919) % this.live.length];
       return admin.patch(WEBSITES, { namespace: NAMESPACE, name }, 'merge', { spec: specOf(this.edits, true) });
@@ -557,15 +653,21 @@ export class Chaos {
         kubeconfig = await kubeconfigVia(kubeconfig, `https://127.0.0.1:${proxy.port}`);
       }
       let leader = await replicas.start('chaos-a', kubeconfig);
-      if (!(await holdsWithin('the operator to lead', () => leads(leader), 60_000))) throw new Error('the operator did not lead within 60 s');
-      const follower = fault === 'leader-failover' || fault === 'paused-leader' ? await replicas.start('chaos-b', kubeconfig) : undefined;
+      if (!(await holdsWithin('the operator to lead', () => leads(leader), 60_000)))
+        throw new Error('the operator did not lead within 60 s');
+      const follower =
+        fault === 'leader-failover' || fault === 'paused-leader'
+          ? await replicas.start('chaos-b', kubeconfig)
+          : undefined;
       const before = await converge(admin, prefix, this.plan.convergeTimeoutMs, performance.now());
-      if (before.ms === null) throw new Error(`the Websites had not converged before the fault: ${describe(before.inspection)}`);
+      if (before.ms === null)
+        throw new Error(`the Websites had not converged before the fault: ${describe(before.inspection)}`);
 
       const churnStart = performance.now();
       const at = () => `${((performance.now() - churnStart) / 1000).toFixed(1)} s`;
       // A random moment in [from, to) of the churn, as a fraction of it.
-      const moment = (from: number, to: number) => sleep(Math.max(0, churnStart + churnSeconds * 1000 * (from + Math.random() * (to - from)) - performance.now()));
+      const moment = (from: number, to: number) =>
+        sleep(Math.max(0, churnStart + churnSeconds * 1000 * (from + Math.random() * (to - from)) - performance.now()));
       const inject = async () => {
         switch (fault) {
           case 'none':
@@ -612,17 +714,29 @@ export class Chaos {
       };
       const [churn] = await Promise.all([this.churn(), inject()]);
       const churnStop = churnStart + churn.seconds * 1000;
-      this.log(`${fault}: churn sent ${churn.sent} changes (${churn.refused} refused) in ${churn.seconds.toFixed(1)} s; waiting for convergence`);
+      this.log(
+        `${fault}: churn sent ${churn.sent} changes (${churn.refused} refused) in ${churn.seconds.toFixed(1)} s; waiting for convergence`,
+      );
       const { ms, inspection } = await converge(admin, prefix, this.plan.convergeTimeoutMs, churnStop);
       if (fault === 'watch-blackhole') {
-        const stalled = await Promise.all(replicas.all.filter((r) => r.running).map((r) => r.metric('informer_watch_restarts_total', { reason: 'stalled' })));
+        const stalled = await Promise.all(
+          replicas.all
+            .filter((r) => r.running)
+            .map((r) => r.metric('informer_watch_restarts_total', { reason: 'stalled' })),
+        );
         note(`watches restarted as stalled: ${stalled.reduce((a, b) => a + b, 0)}`);
       }
       if (follower) {
-        const leading = await Promise.all([leader, follower].filter((r) => r.running).map(async (r) => `${r === leader ? 'chaos-a' : 'chaos-b'} ${(await leads(r)) ? 'leads' : 'follows'}`));
+        const leading = await Promise.all(
+          [leader, follower]
+            .filter((r) => r.running)
+            .map(async (r) => `${r === leader ? 'chaos-a' : 'chaos-b'} ${(await leads(r)) ? 'leads' : 'follows'}`),
+        );
         note(`at the end: ${leading.join(', ')}`);
       }
-      this.log(`${fault}: ${ms === null ? `NOT converged after ${this.plan.convergeTimeoutMs / 1000} s` : `converged ${(ms / 1000).toFixed(1)} s after the churn stopped`}; ${describe(inspection)}`);
+      this.log(
+        `${fault}: ${ms === null ? `NOT converged after ${this.plan.convergeTimeoutMs / 1000} s` : `converged ${(ms / 1000).toFixed(1)} s after the churn stopped`}; ${describe(inspection)}`,
+      );
       // The API server logs a request once it has answered it.
       await sleep(2000);
       const audit = nonLeaderWrites(await auditRecords(auditLog, auditFrom));
@@ -649,12 +763,28 @@ export class Chaos {
 
   /** Warning events since `since` about the run's objects (Websites, their Deployments, ReplicaSets, Pods, Services). */
   private async warningEvents(since: Date): Promise<Group[]> {
-    type Event = KubeObject & { type?: string; reason?: string; message?: string; count?: number; series?: { count?: number }; source?: { component?: string }; reportingComponent?: string; involvedObject?: { kind?: string; name?: string }; lastTimestamp?: string; eventTime?: string; firstTimestamp?: string };
+    type Event = KubeObject & {
+      type?: string;
+      reason?: string;
+      message?: string;
+      count?: number;
+      series?: { count?: number };
+      source?: { component?: string };
+      reportingComponent?: string;
+      involvedObject?: { kind?: string; name?: string };
+      lastTimestamp?: string;
+      eventTime?: string;
+      firstTimestamp?: string;
+    };
     const events = (await this.cluster.admin.list<Event>(EVENTS, NAMESPACE, { fieldSelector: 'type=Warning' })).items;
     const { prefix } = this.plan;
     return group(
       events
-        .filter((e) => (e.involvedObject?.name ?? '').includes(`${prefix}-`) && time(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp) >= since.getTime() - 1000)
+        .filter(
+          (e) =>
+            (e.involvedObject?.name ?? '').includes(`${prefix}-`) &&
+            time(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp) >= since.getTime() - 1000,
+        )
         .map((e) => {
           const source = e.source?.component || e.reportingComponent || 'unknown';
           return {
@@ -672,7 +802,10 @@ export class Chaos {
     const lines = replicas.logs().filter(({ line }) => line.level === 'error' || line.level === 'fatal');
     const stderr = replicas.all.flatMap((r) => r.stderr);
     return group([
-      ...lines.map(({ line }) => ({ key: `${line.level}: ${line.msg}: ${normalize(String(line.error ?? ''), prefix)}`, example: JSON.stringify(line) })),
+      ...lines.map(({ line }) => ({
+        key: `${line.level}: ${line.msg}: ${normalize(String(line.error ?? ''), prefix)}`,
+        example: JSON.stringify(line),
+      })),
       ...stderr.map((line) => ({ key: `stderr: ${normalize(line, prefix)}`, example: line })),
     ]);
   }
@@ -680,6 +813,8 @@ export class Chaos {
 
 /** The counts of an inspection, and its first findings. */
 export function describe(inspection: Inspection): string {
-  const first = [...inspection.lostUpdates, ...inspection.orphans, ...inspection.duplicates].slice(0, 3).map((f) => `${f.what}: ${f.detail}`);
+  const first = [...inspection.lostUpdates, ...inspection.orphans, ...inspection.duplicates]
+    .slice(0, 3)
+    .map((f) => `${f.what}: ${f.detail}`);
   return `${inspection.websites} Websites, ${inspection.lostUpdates.length} not matching their spec, ${inspection.orphans.length} orphans, ${inspection.duplicates.length} duplicates${first.length ? ` (${first.join('; ')})` : ''}`;
 }

@@ -12,7 +12,11 @@ export interface PacedResult {
  * controller or API server that cannot keep up does not pile up requests here), and counts the
  * changes the API server accepted and refused. The churn of `npm run bench` and `npm run chaos`.
  */
-export async function pacedChanges(rate: number, seconds: number, change: (i: number) => Promise<unknown>): Promise<PacedResult> {
+export async function pacedChanges(
+  rate: number,
+  seconds: number,
+  change: (i: number) => Promise<unknown>,
+): Promise<PacedResult> {
   const inFlight = new Set<Promise<unknown>>();
   let sent = 0;
   let refused = 0;

@@ -6,10 +6,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { COLOR_PATTERN, DEFAULT_COLOR, DEFAULT_REPLICA_BOUNDS, MAX_TITLE_LENGTH } from '../../lib/website/schema.ts';
+import { escapeHtml, linearChannel, pageHtml, textColorOn } from '../../lib/workload/page.ts';
 import type { KubeObject, ResourceType } from '../../operator/src/controller/kube-client.ts';
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
-import { escapeHtml, linearChannel, pageHtml, textColorOn } from '../../lib/workload/page.ts';
-import { COLOR_PATTERN, DEFAULT_COLOR, DEFAULT_REPLICA_BOUNDS, MAX_TITLE_LENGTH } from '../../lib/website/schema.ts';
 import type { WebsiteSpec } from './website.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -44,12 +44,25 @@ export const KRO_WEBSITES: ResourceType = { group: 'kro.run', version: 'v1alpha1
  * chart's template, whose only template actions in that document are the name and labels.
  */
 export function kroStaticRules(clusterRoleTemplate: string): Array<Record<string, unknown>> {
-  const branch = clusterRoleTemplate.split(/\{\{ else if eq \.Values\.rbac\.mode "aggregation" -\}\}/)[1]?.split(/\{\{-? end \}\}/)[0];
+  const branch = clusterRoleTemplate
+    .split(/\{\{ else if eq \.Values\.rbac\.mode "aggregation" -\}\}/)[1]
+    ?.split(/\{\{-? end \}\}/)[0];
   const document = branch
     ?.split(/^---$/m)
-    .map((text) => parse(text.split('\n').filter((line) => !line.includes('{{')).join('\n')) as { kind?: string; rules?: Array<Record<string, unknown>> } | null)
+    .map(
+      (text) =>
+        parse(
+          text
+            .split('\n')
+            .filter((line) => !line.includes('{{'))
+            .join('\n'),
+        ) as { kind?: string; rules?: Array<Record<string, unknown>> } | null,
+    )
     .find((doc) => doc?.kind === 'ClusterRole' && doc.rules);
-  if (!document?.rules) throw new Error("kro's helm/templates/cluster-role.yaml has no aggregation-mode ClusterRole with rules: has the chart changed? Update kroStaticRules for this kro version");
+  if (!document?.rules)
+    throw new Error(
+      "kro's helm/templates/cluster-role.yaml has no aggregation-mode ClusterRole with rules: has the chart changed? Update kroStaticRules for this kro version",
+    );
   return document.rules;
 }
 
@@ -77,7 +90,13 @@ export function kroRbacManifests(staticRules: Array<Record<string, unknown>>): A
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: KRO_SERVICE_ACCOUNT, namespace: KRO_NS } },
     ...Object.entries(roles).flatMap(([name, rules]) => [
       { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects,
+      },
     ]),
   ];
 }
@@ -98,7 +117,10 @@ function celString(text: string): string {
 
 /** `schema.spec.title`, HTML-escaped exactly as escapeHtml does it ('&' first, so nothing is escaped twice). */
 export function celEscapedTitle(): string {
-  return [...'&<>"\''].reduce((expr, c) => `${expr}.replace(${celString(c)}, ${celString(escapeHtml(c))})`, 'schema.spec.title');
+  return [...'&<>"\''].reduce(
+    (expr, c) => `${expr}.replace(${celString(c)}, ${celString(escapeHtml(c))})`,
+    'schema.spec.title',
+  );
 }
 
 /**
@@ -121,13 +143,20 @@ export function celTextColor(): string {
 }
 
 /** Values no real Website has, rendered through renderWorkload and then replaced by expressions. */
-const PLACEHOLDER = { name: 'kro-placeholder-name', namespace: 'kro-placeholder-ns', title: 'kro-placeholder-title', replicas: 3, color: DEFAULT_COLOR };
+const PLACEHOLDER = {
+  name: 'kro-placeholder-name',
+  namespace: 'kro-placeholder-ns',
+  title: 'kro-placeholder-title',
+  replicas: 3,
+  color: DEFAULT_COLOR,
+};
 
 /** Replaces every occurrence of `from` in the strings of `value`, recursively. */
 function replaceStrings(value: unknown, from: string, to: string): unknown {
   if (typeof value === 'string') return value.split(from).join(to);
   if (Array.isArray(value)) return value.map((v) => replaceStrings(v, from, to));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceStrings(v, from, to)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceStrings(v, from, to)]));
   return value;
 }
 
@@ -147,7 +176,11 @@ export function kroTemplates(): { deployment: KubeObject; service: KubeObject } 
     spec: { title: p.title, replicas: p.replicas, color: p.color },
   });
   const html = pageHtml({ text: p.title, background: p.color, foreground: textColorOn(p.color) });
-  const kroHtml = pageHtml({ text: `\${${celEscapedTitle()}}`, background: '${schema.spec.color}', foreground: `\${${celTextColor()}}` });
+  const kroHtml = pageHtml({
+    text: `\${${celEscapedTitle()}}`,
+    background: '${schema.spec.color}',
+    foreground: `\${${celTextColor()}}`,
+  });
   const convert = (object: KubeObject): KubeObject => {
     const { ownerReferences: _owners, ...metadata } = object.metadata!;
     let out: unknown = { ...object, metadata };
@@ -159,11 +192,17 @@ export function kroTemplates(): { deployment: KubeObject; service: KubeObject } 
   };
   const deployment = convert(rendered.deployment);
   const spec = deployment.spec as { replicas: unknown };
-  if (spec.replicas !== p.replicas) throw new Error(`renderWorkload's Deployment has no spec.replicas ${p.replicas}: update kroTemplates for its new shape`);
+  if (spec.replicas !== p.replicas)
+    throw new Error(
+      `renderWorkload's Deployment has no spec.replicas ${p.replicas}: update kroTemplates for its new shape`,
+    );
   spec.replicas = '${schema.spec.replicas}';
   const service = convert(rendered.service);
   const leftover = JSON.stringify({ deployment, service }).match(/kro-placeholder-\w+/);
-  if (leftover) throw new Error(`renderWorkload's output still holds ${leftover[0]} after conversion: update kroTemplates for its new shape`);
+  if (leftover)
+    throw new Error(
+      `renderWorkload's output still holds ${leftover[0]} after conversion: update kroTemplates for its new shape`,
+    );
   return { deployment, service };
 }
 
@@ -214,7 +253,12 @@ export function websiteRgd(): KubeObject {
 
 /** A kro Website as the benchmark creates it. */
 export function kroWebsite(name: string, spec: WebsiteSpec, namespace = KRO_WEBSITES_NS): KubeObject {
-  return { apiVersion: `${KRO_WEBSITES.group}/${KRO_WEBSITES.version}`, kind: 'Website', metadata: { name, namespace }, spec: { title: spec.title, replicas: spec.replicas, color: spec.color } };
+  return {
+    apiVersion: `${KRO_WEBSITES.group}/${KRO_WEBSITES.version}`,
+    kind: 'Website',
+    metadata: { name, namespace },
+    spec: { title: spec.title, replicas: spec.replicas, color: spec.color },
+  };
 }
 
 export interface Condition {
@@ -225,6 +269,8 @@ export interface Condition {
 
 /** kro's Ready condition is True for the instance's current generation (its children ready, status written). */
 export function kroWebsiteReady(website: KubeObject): boolean {
-  const conditions = ((website.status as { conditions?: Condition[] } | undefined)?.conditions ?? []);
-  return conditions.some((c) => c.type === 'Ready' && c.status === 'True' && c.observedGeneration === website.metadata?.generation);
+  const conditions = (website.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
+  return conditions.some(
+    (c) => c.type === 'Ready' && c.status === 'True' && c.observedGeneration === website.metadata?.generation,
+  );
 }

@@ -29,7 +29,11 @@ export interface KubectlOptions {
 }
 
 /** Runs kubectl against `cluster`; never throws on a non-zero exit. */
-export async function kubectl(cluster: ClusterAccess, args: readonly string[], options: KubectlOptions = {}): Promise<KubectlResult> {
+export async function kubectl(
+  cluster: ClusterAccess,
+  args: readonly string[],
+  options: KubectlOptions = {},
+): Promise<KubectlResult> {
   const auth = options.token ? await tokenFlags(cluster, options.token) : ['--kubeconfig', cluster.kubeconfig];
   return new Promise((resolve) => {
     const child = execFile(cluster.kubectl, [...auth, ...args], { maxBuffer: 256 << 20 }, (error, stdout, stderr) => {
@@ -40,7 +44,11 @@ export async function kubectl(cluster: ClusterAccess, args: readonly string[], o
 }
 
 /** Like kubectl(), but fails with kubectl's own message when the command fails. */
-export async function kubectlOk(cluster: ClusterAccess, args: readonly string[], options: KubectlOptions = {}): Promise<string> {
+export async function kubectlOk(
+  cluster: ClusterAccess,
+  args: readonly string[],
+  options: KubectlOptions = {},
+): Promise<string> {
   const result = await kubectl(cluster, args, options);
   if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${result.code}): ${result.stderr.trim()}`);
   return result.stdout;
@@ -85,9 +93,15 @@ async function tokenFlags(cluster: ClusterAccess, token: string): Promise<string
  * A kubeconfig holding only the cluster's address and CA and a ServiceAccount token (only those:
  * with a client certificate present the API server would authenticate the certificate instead).
  */
-export async function serviceAccountKubeconfig(cluster: ClusterAccess, serviceAccount = 'website-operator', namespace = OPERATOR_NS): Promise<string> {
+export async function serviceAccountKubeconfig(
+  cluster: ClusterAccess,
+  serviceAccount = 'website-operator',
+  namespace = OPERATOR_NS,
+): Promise<string> {
   const { server, ca } = await clusterEndpoint(cluster);
-  const token = (await kubectlOk(cluster, ['create', 'token', serviceAccount, '-n', namespace, '--duration=2h'])).trim();
+  const token = (
+    await kubectlOk(cluster, ['create', 'token', serviceAccount, '-n', namespace, '--duration=2h'])
+  ).trim();
   const path = join(await mkdtemp(join(tmpdir(), 'operator-')), 'kubeconfig');
   const config = {
     apiVersion: 'v1',

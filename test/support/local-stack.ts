@@ -23,8 +23,16 @@ export interface TracingBinaries {
 
 /** Builds (once, cached) and locates binaries or groups of scripts/binaries.sh: name → path. */
 export function builtBinaries(...names: string[]): Record<string, string> {
-  const out = execFileSync('bash', [join(ROOT, 'scripts/binaries.sh'), ...names], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  return Object.fromEntries(out.trim().split('\n').map((line) => line.split('=', 2) as [string, string]));
+  const out = execFileSync('bash', [join(ROOT, 'scripts/binaries.sh'), ...names], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .map((line) => line.split('=', 2) as [string, string]),
+  );
 }
 
 /** Builds (once, cached) and locates the trace stack's binaries. */
@@ -45,7 +53,10 @@ export function localize<T>(value: T, addresses: Readonly<Record<string, string>
   const keys = Object.keys(addresses).sort((a, b) => b.length - a.length);
   if (keys.length === 0) return value;
   const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const pattern = new RegExp(`(?<![A-Za-z0-9.-])(${keys.map(escapeRegExp).join('|')})(?![A-Za-z0-9_-]|\\.[A-Za-z0-9])`, 'g');
+  const pattern = new RegExp(
+    `(?<![A-Za-z0-9.-])(${keys.map(escapeRegExp).join('|')})(?![A-Za-z0-9_-]|\\.[A-Za-z0-9])`,
+    'g',
+  );
   const visit = (v: unknown): unknown => {
     if (typeof v === 'string') return v.replace(pattern, (key) => addresses[key]);
     if (Array.isArray(v)) return v.map(visit);
@@ -71,8 +82,12 @@ type Manifest = Record<string, any>;
 
 /** The manifests of a dist/ trace stack (`tracing-dev`: dist/tracing-dev/tracing-dev.yaml), or of any YAML text. */
 export function chartManifests(chartOrYaml: string): Manifest[] {
-  const text = chartOrYaml.includes('\n') ? chartOrYaml : readFileSync(join(ROOT, 'dist', chartOrYaml, `${chartOrYaml}.yaml`), 'utf8');
-  return parseAllDocuments(text).map((d) => d.toJS()).filter(Boolean);
+  const text = chartOrYaml.includes('\n')
+    ? chartOrYaml
+    : readFileSync(join(ROOT, 'dist', chartOrYaml, `${chartOrYaml}.yaml`), 'utf8');
+  return parseAllDocuments(text)
+    .map((d) => d.toJS())
+    .filter(Boolean);
 }
 
 /** One Deployment of a chart, resolved for running locally. */
@@ -126,20 +141,28 @@ export async function planPods(manifests: Manifest[], options: PlanOptions): Pro
   for (const d of deployments) {
     const byName: Record<string, { container: number; local: number }> = {};
     for (const c of d.spec.template.spec.containers) {
-      for (const p of c.ports ?? []) byName[p.name] = { container: p.containerPort, local: await localPort(`${d.metadata.name}/${p.name}`) };
+      for (const p of c.ports ?? [])
+        byName[p.name] = { container: p.containerPort, local: await localPort(`${d.metadata.name}/${p.name}`) };
     }
     ports.set(d.metadata.name, byName);
   }
   // Services: <name>.<namespace>.svc[.cluster.local]:<port> → the selected pod's local port.
   const services: Record<string, string> = {};
   for (const s of manifests.filter((m) => m.kind === 'Service')) {
-    const target = deployments.find((d) => Object.entries(s.spec.selector).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
+    const target = deployments.find((d) =>
+      Object.entries(s.spec.selector).every(([k, v]) => d.spec.template.metadata.labels[k] === v),
+    );
     if (!target) continue;
     const ns = s.metadata.namespace;
     for (const p of s.spec.ports) {
       const local = ports.get(target.metadata.name)![p.targetPort ?? p.name];
       if (!local) continue;
-      for (const host of [`${s.metadata.name}.${ns}.svc`, `${s.metadata.name}.${ns}.svc.cluster.local`, `${s.metadata.name}.${ns}`, s.metadata.name]) {
+      for (const host of [
+        `${s.metadata.name}.${ns}.svc`,
+        `${s.metadata.name}.${ns}.svc.cluster.local`,
+        `${s.metadata.name}.${ns}`,
+        s.metadata.name,
+      ]) {
         services[`${host}:${p.port}`] = `127.0.0.1:${local.local}`;
       }
     }
@@ -165,13 +188,17 @@ export async function planPods(manifests: Manifest[], options: PlanOptions): Pro
       const local = join(podDir, mount.name);
       if (volume.configMap) {
         const data = configMaps.get(volume.configMap.name)?.data ?? {};
-        for (const key of Object.keys(data)) configFile = { path: join(local, key), mountPath: `${mount.mountPath}/${key}`, key };
+        for (const key of Object.keys(data))
+          configFile = { path: join(local, key), mountPath: `${mount.mountPath}/${key}`, key };
       } else if (volume.secret) {
         const values = options.secrets?.[volume.secret.secretName];
         if (!values) throw new Error(`${name} mounts Secret '${volume.secret.secretName}': pass its keys in secrets`);
         mkdirSync(local, { recursive: true, mode: 0o700 });
-        for (const key of (volume.secret.items ?? Object.keys(values).map((k) => ({ key: k, path: k }))).map((i: Manifest) => i.key)) {
-          if (values[key] === undefined) throw new Error(`${name} mounts key '${key}' of Secret '${volume.secret.secretName}': pass it in secrets`);
+        for (const key of (volume.secret.items ?? Object.keys(values).map((k) => ({ key: k, path: k }))).map(
+          (i: Manifest) => i.key,
+        )) {
+          if (values[key] === undefined)
+            throw new Error(`${name} mounts key '${key}' of Secret '${volume.secret.secretName}': pass it in secrets`);
           writeFileSync(join(local, key), values[key], { mode: 0o600 });
           addresses[`${mount.mountPath}/${key}`] = join(local, key);
         }
@@ -186,7 +213,8 @@ export async function planPods(manifests: Manifest[], options: PlanOptions): Pro
       else if (e.valueFrom?.secretKeyRef) {
         const { name: secret, key } = e.valueFrom.secretKeyRef;
         const value = options.secrets?.[secret]?.[key];
-        if (value === undefined) throw new Error(`${name} reads key '${key}' of Secret '${secret}' into ${e.name}: pass it in secrets`);
+        if (value === undefined)
+          throw new Error(`${name} reads key '${key}' of Secret '${secret}' into ${e.name}: pass it in secrets`);
         env[e.name] = value;
       }
     }
@@ -227,7 +255,10 @@ export function localCommand(pod: LocalPod, binaries: TracingBinaries): { comman
   if (image.endsWith('/example-hotrod')) {
     // HotROD's four services listen on fixed ports unless told: the local ones.
     const flag = (service: string) => `--${service}-service-port=${pod.ports[service]}`;
-    return { command: binaries.hotrod, args: [...pod.args, flag('frontend'), flag('customer'), flag('driver'), flag('route')] };
+    return {
+      command: binaries.hotrod,
+      args: [...pod.args, flag('frontend'), flag('customer'), flag('driver'), flag('route')],
+    };
   }
   throw new Error(`no local binary for image ${pod.image} (pod ${pod.name})`);
 }
@@ -241,12 +272,20 @@ export interface RunningPod {
 }
 
 /** Starts `pod`; `detached` leaves it running after this process exits (`tracing:up`). */
-export function startPod(pod: LocalPod, binaries: TracingBinaries, options: { logDir: string; detached?: boolean }): RunningPod {
+export function startPod(
+  pod: LocalPod,
+  binaries: TracingBinaries,
+  options: { logDir: string; detached?: boolean },
+): RunningPod {
   const { command, args } = localCommand(pod, binaries);
   mkdirSync(options.logDir, { recursive: true });
   const logFile = join(options.logDir, `${pod.name}.log`);
   const fd = openSync(logFile, 'a');
-  const child = spawn(command, args, { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...pod.env }, stdio: ['ignore', fd, fd], detached: options.detached ?? false });
+  const child = spawn(command, args, {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...pod.env },
+    stdio: ['ignore', fd, fd],
+    detached: options.detached ?? false,
+  });
   closeSync(fd);
   if (options.detached) child.unref();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -280,7 +319,9 @@ export async function waitHealthy(running: RunningPod, url: string, timeoutMs = 
     // Exited, or not healthy in time: the pod's own log says why.
   }
   const tail = readFileSync(running.logFile, 'utf8').split('\n').slice(-20).join('\n');
-  throw new Error(`${running.pod.name} did not become healthy at ${url} (exit code ${running.process.exitCode ?? 'none'}); log tail:\n${tail}`);
+  throw new Error(
+    `${running.pod.name} did not become healthy at ${url} (exit code ${running.process.exitCode ?? 'none'}); log tail:\n${tail}`,
+  );
 }
 
 /** The URL that says `pod` is up: its health port, or HotROD's frontend. */
@@ -329,7 +370,10 @@ export async function startLocalStack(manifests: Manifest[], options: StackOptio
     running,
     port(pod, name) {
       const found = pods.find((p) => p.name === pod);
-      if (!found || found.ports[name] === undefined) throw new Error(`no port '${name}' on pod '${pod}' (pods: ${pods.map((p) => `${p.name}[${Object.keys(p.ports)}]`).join(', ')})`);
+      if (!found || found.ports[name] === undefined)
+        throw new Error(
+          `no port '${name}' on pod '${pod}' (pods: ${pods.map((p) => `${p.name}[${Object.keys(p.ports)}]`).join(', ')})`,
+        );
       return found.ports[name];
     },
     url(pod, name) {
@@ -341,7 +385,10 @@ export async function startLocalStack(manifests: Manifest[], options: StackOptio
   };
   try {
     for (const pod of [...pods].sort((a, b) => rank(a.name) - rank(b.name))) {
-      const r = startPod(pod, binaries, { logDir: options.logDir ?? join(options.dir, 'logs'), detached: options.detached });
+      const r = startPod(pod, binaries, {
+        logDir: options.logDir ?? join(options.dir, 'logs'),
+        detached: options.detached,
+      });
       running.push(r);
       await waitHealthy(r, healthUrl(pod));
     }

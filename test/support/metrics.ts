@@ -20,12 +20,14 @@ export function samples(text: string, select: (name: string) => boolean = () => 
   const found: Sample[] = [];
   for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
-    if (match && select(match[1])) found.push({ name: match[1], labels: seriesLabels(match[2] ?? ''), value: Number(match[3]) });
+    if (match && select(match[1]))
+      found.push({ name: match[1], labels: seriesLabels(match[2] ?? ''), value: Number(match[3]) });
   }
   return found;
 }
 
-const includes = (own: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>) => Object.entries(labels).every(([k, v]) => own[k] === v);
+const includes = (own: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>) =>
+  Object.entries(labels).every(([k, v]) => own[k] === v);
 
 /** Sum of the samples of metric `name` whose labels include `labels`. */
 export function sumMetric(text: string, name: string, labels: Readonly<Record<string, string>> = {}): number {
@@ -43,7 +45,8 @@ export const RECONCILED_RESOURCES = ['websites', 'deployments', 'services'] as c
 export function reconcileWrites(metricsText: string): number {
   let total = 0;
   for (const verb of WRITE_VERBS) {
-    for (const resource of RECONCILED_RESOURCES) total += sumMetric(metricsText, 'rest_client_requests_total', { verb, resource });
+    for (const resource of RECONCILED_RESOURCES)
+      total += sumMetric(metricsText, 'rest_client_requests_total', { verb, resource });
   }
   return total;
 }

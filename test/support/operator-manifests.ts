@@ -39,7 +39,11 @@ export function localEndpointRbacManifests(namespace = OPERATOR_NS): Array<Recor
       metadata: { name, namespace },
       rules: [
         { apiGroups: [''], resources: ['services'], verbs: ['get'] },
-        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'create', 'patch', 'delete'] },
+        {
+          apiGroups: ['discovery.k8s.io'],
+          resources: ['endpointslices'],
+          verbs: ['list', 'create', 'patch', 'delete'],
+        },
       ],
     },
     {

@@ -64,28 +64,43 @@ export class OperatorProcess {
    * `entrypoint`: the bundle (operatorBundle()) by default; another file Node runs, such as the
    * sources (operator/src/bin/operator.ts, type-stripped), for comparison.
    */
-  static async start(identity: string, kubeconfig: string, env: Record<string, string> = {}, entrypoint?: string): Promise<OperatorProcess> {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', entrypoint ?? (await operatorBundle())], {
-      env: {
-        PATH: process.env.PATH,
-        KUBECONFIG: kubeconfig,
-        POD_NAME: identity,
-        METRICS_PORT: '0',
-        HEALTH_PORT: '0',
-        // Outside a pod it makes itself the webhook Service's endpoint: only for those who ask.
-        WEBHOOK_ENABLED: 'false',
-        // As the operator Deployment runs it.
-        LEADER_ELECTION: 'true',
-        ...env,
+  static async start(
+    identity: string,
+    kubeconfig: string,
+    env: Record<string, string> = {},
+    entrypoint?: string,
+  ): Promise<OperatorProcess> {
+    const child = spawn(
+      process.execPath,
+      ['--disable-warning=ExperimentalWarning', entrypoint ?? (await operatorBundle())],
+      {
+        env: {
+          PATH: process.env.PATH,
+          KUBECONFIG: kubeconfig,
+          POD_NAME: identity,
+          METRICS_PORT: '0',
+          HEALTH_PORT: '0',
+          // Outside a pod it makes itself the webhook Service's endpoint: only for those who ask.
+          WEBHOOK_ENABLED: 'false',
+          // As the operator Deployment runs it.
+          LEADER_ELECTION: 'true',
+          ...env,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    );
     const operator = new OperatorProcess(child);
     const exited = operator.exited.then((code) => {
       throw new Error(`operator ${identity} exited (${code}) before listening:\n${operator.stderr.join('\n')}`);
     });
     try {
-      await Promise.race([eventually(`operator ${identity} to listen`, () => operator.metricsPort !== 0, { timeoutMs: 30_000, intervalMs: 50 }), exited]);
+      await Promise.race([
+        eventually(`operator ${identity} to listen`, () => operator.metricsPort !== 0, {
+          timeoutMs: 30_000,
+          intervalMs: 50,
+        }),
+        exited,
+      ]);
     } catch (error) {
       // Not listening in time: do not leave it running (and holding the caller's pipes open).
       await operator.kill();

@@ -21,8 +21,17 @@ export interface PollOptions {
  * A probe that throws counts as not yet (unless `stopOnError`); after `timeoutMs` it fails with
  * `what`, the progress and the probe's last error.
  */
-export async function eventually<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, options: PollOptions | number = {}): Promise<T> {
-  const { timeoutMs = 60_000, intervalMs = 250, progress, stopOnError = false } = typeof options === 'number' ? { timeoutMs: options } : options;
+export async function eventually<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  options: PollOptions | number = {},
+): Promise<T> {
+  const {
+    timeoutMs = 60_000,
+    intervalMs = 250,
+    progress,
+    stopOnError = false,
+  } = typeof options === 'number' ? { timeoutMs: options } : options;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -34,8 +43,12 @@ export async function eventually<T>(what: string, probe: () => T | undefined | f
       last = error;
     }
     if (Date.now() > deadline) {
-      const detail = [progress?.(), last && `last error: ${last instanceof Error ? last.message : String(last)}`].filter(Boolean).join('; ');
-      throw new TimedOut(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${detail ? ` (${detail})` : ''}`);
+      const detail = [progress?.(), last && `last error: ${last instanceof Error ? last.message : String(last)}`]
+        .filter(Boolean)
+        .join('; ');
+      throw new TimedOut(
+        `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${detail ? ` (${detail})` : ''}`,
+      );
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

@@ -63,7 +63,11 @@ export interface ShellOperatorProcess {
  * which reads the script and template from the namespace's ConfigMap and runs as the ServiceAccount.
  * `env` adds INTERVAL, ONCE, ... (see the script's header).
  */
-export function startShellOperator(cluster: ClusterAccess, namespace: string, env: Record<string, string> = {}): ShellOperatorProcess {
+export function startShellOperator(
+  cluster: ClusterAccess,
+  namespace: string,
+  env: Record<string, string> = {},
+): ShellOperatorProcess {
   const child = tracked(
     spawn('bash', [join(ROOT, 'scripts/shell-operator.sh')], {
       env: { ...process.env, KUBECONFIG: cluster.kubeconfig, KUBECTL: cluster.kubectl, NAMESPACE: namespace, ...env },
@@ -73,10 +77,12 @@ export function startShellOperator(cluster: ClusterAccess, namespace: string, en
   const lines: ShellOperatorLine[] = [];
   createInterface({ input: child.stderr! }).on('line', (text) => lines.push({ at: Date.now(), text }));
   let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
       exitCode = code;
       resolve(code);
-    }));
+    }),
+  );
   const cycles = () => lines.filter((l) => l.text.includes(' cycle done: '));
   return {
     pid: child.pid!,
@@ -86,11 +92,21 @@ export function startShellOperator(cluster: ClusterAccess, namespace: string, en
     running: () => exitCode === undefined,
     async waitForCycles(count, timeoutMs) {
       const probe = () => {
-        if (exitCode !== undefined) throw new Error(`the shell operator exited (${exitCode}); its log:\n${lines.map((l) => l.text).join('\n')}`);
+        if (exitCode !== undefined)
+          throw new Error(`the shell operator exited (${exitCode}); its log:\n${lines.map((l) => l.text).join('\n')}`);
         return cycles().length >= count;
       };
-      const progress = () => `${cycles().length} finished; its log ends:\n${lines.slice(-10).map((l) => l.text).join('\n')}`;
-      await eventually(`the shell operator to finish ${count} cycles`, probe, { timeoutMs, intervalMs: 100, progress, stopOnError: true });
+      const progress = () =>
+        `${cycles().length} finished; its log ends:\n${lines
+          .slice(-10)
+          .map((l) => l.text)
+          .join('\n')}`;
+      await eventually(`the shell operator to finish ${count} cycles`, probe, {
+        timeoutMs,
+        intervalMs: 100,
+        progress,
+        stopOnError: true,
+      });
     },
     async stop() {
       const start = Date.now();

@@ -21,12 +21,35 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sumMetric } from './metrics.ts';
-import { eventually } from './poll.ts';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
-import { type LocalStack, type RunningPod, chartManifests, healthUrl, startLocalStack, startPod, tracingBinaries, waitHealthy } from './local-stack.ts';
-import { type ClientTls, type OtlpProtocol, exportSpans, hex, jaegerTrace, otlpExporter, otlpRequest, sdkTraces, sendOtlpJson, sendOtlpJsonTls, synthYaml, testPki } from './traces.ts';
+import {
+  chartManifests,
+  healthUrl,
+  type LocalStack,
+  type RunningPod,
+  startLocalStack,
+  startPod,
+  tracingBinaries,
+  waitHealthy,
+} from './local-stack.ts';
+import { sumMetric } from './metrics.ts';
+import { eventually } from './poll.ts';
+import {
+  type ClientTls,
+  exportSpans,
+  hex,
+  jaegerTrace,
+  type OtlpProtocol,
+  otlpExporter,
+  otlpRequest,
+  sdkTraces,
+  sendOtlpJson,
+  sendOtlpJsonTls,
+  synthYaml,
+  testPki,
+} from './traces.ts';
+
 /** Spans per trace the sender makes: a failing request, its database query and a cache call. */
 const SPANS_PER_TRACE = 3;
 
@@ -122,7 +145,13 @@ class Load {
   private readonly exporter: ReturnType<typeof otlpExporter>;
   private readonly done: Promise<void>;
 
-  constructor(ports: { http: number; grpc: number }, tls: ClientTls, service: string, tracesPerSecond: number, maxSeconds: number) {
+  constructor(
+    ports: { http: number; grpc: number },
+    tls: ClientTls,
+    service: string,
+    tracesPerSecond: number,
+    maxSeconds: number,
+  ) {
     // The SDK's own retries (for about 10 s) bridge a short refusal, as they would in an application.
     this.exporter = otlpExporter('http/protobuf', ports, tls);
     this.done = this.run(service, tracesPerSecond, maxSeconds);
@@ -133,9 +162,19 @@ class Load {
     const start = Date.now();
     for (let tick = 0; !this.stopped && Date.now() - start < maxSeconds * 1000; tick++) {
       // Whole traces per tick, spread so that the rate holds on average.
-      const count = Math.floor(((tick + 1) * tracesPerSecond * tickMs) / 1000) - Math.floor((tick * tracesPerSecond * tickMs) / 1000);
+      const count =
+        Math.floor(((tick + 1) * tracesPerSecond * tickMs) / 1000) -
+        Math.floor((tick * tracesPerSecond * tickMs) / 1000);
       if (count > 0) {
-        const { traceIds, spans } = await sdkTraces(service, Array.from({ length: count }, () => ({ name: 'POST /orders', error: true, attributes: { 'url.path': '/orders' }, children: [{ name: 'INSERT orders', error: true, children: [{ name: 'SET session' }] }] })));
+        const { traceIds, spans } = await sdkTraces(
+          service,
+          Array.from({ length: count }, () => ({
+            name: 'POST /orders',
+            error: true,
+            attributes: { 'url.path': '/orders' },
+            children: [{ name: 'INSERT orders', error: true, children: [{ name: 'SET session' }] }],
+          })),
+        );
         const sent = exportSpans(this.exporter, spans).then(
           () => void this.accepted.push(...traceIds),
           () => void this.refused.push(...traceIds),
@@ -160,7 +199,10 @@ class Load {
 async function queue(metricsPort: number): Promise<{ size: number; capacity: number }> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    return { size: sumMetric(text, 'otelcol_exporter_queue_size'), capacity: sumMetric(text, 'otelcol_exporter_queue_capacity') };
+    return {
+      size: sumMetric(text, 'otelcol_exporter_queue_size'),
+      capacity: sumMetric(text, 'otelcol_exporter_queue_capacity'),
+    };
   } catch {
     return { size: 0, capacity: 0 };
   }
@@ -171,7 +213,12 @@ async function queue(metricsPort: number): Promise<{ size: number; capacity: num
  * arrived for `quietMs` (longer than the decision wait plus the longest retry interval); returns
  * the spans found per trace.
  */
-async function storedSpans(query: string, traceIds: readonly string[], quietMs: number, log: (line: string) => void): Promise<{ found: Map<string, number>; lastProgress: number }> {
+async function storedSpans(
+  query: string,
+  traceIds: readonly string[],
+  quietMs: number,
+  log: (line: string) => void,
+): Promise<{ found: Map<string, number>; lastProgress: number }> {
   const found = new Map<string, number>(traceIds.map((id) => [id, 0]));
   let lastProgress = Date.now();
   for (;;) {
@@ -208,11 +255,24 @@ interface Context {
 }
 
 /** Runs the load through `fault` (which returns after the fault is over) and counts what arrived. */
-async function underLoad(ctx: Context, name: string, injected: string, fault: () => Promise<number>): Promise<FaultResult> {
+async function underLoad(
+  ctx: Context,
+  name: string,
+  injected: string,
+  fault: () => Promise<number>,
+): Promise<FaultResult> {
   const { sizes, log } = ctx;
   const service = `chaos-${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${hex(3)}`;
-  log(`${name}: ${sizes.tracesPerSecond} error traces/s (${sizes.tracesPerSecond * SPANS_PER_TRACE} spans/s) as ${service}`);
-  const load = new Load(ctx.ports, ctx.tls, service, sizes.tracesPerSecond, sizes.beforeSeconds + sizes.jaegerDownSeconds + sizes.afterSeconds + 120);
+  log(
+    `${name}: ${sizes.tracesPerSecond} error traces/s (${sizes.tracesPerSecond * SPANS_PER_TRACE} spans/s) as ${service}`,
+  );
+  const load = new Load(
+    ctx.ports,
+    ctx.tls,
+    service,
+    sizes.tracesPerSecond,
+    sizes.beforeSeconds + sizes.jaegerDownSeconds + sizes.afterSeconds + 120,
+  );
   let peak = 0;
   let capacity = 0;
   const sampler = setInterval(() => {
@@ -230,7 +290,9 @@ async function underLoad(ctx: Context, name: string, injected: string, fault: ()
     await load.stop();
     clearInterval(sampler);
   }
-  log(`  load stopped: ${load.accepted.length} traces accepted, ${load.refused.length} refused; reading them back from Jaeger`);
+  log(
+    `  load stopped: ${load.accepted.length} traces accepted, ${load.refused.length} refused; reading them back from Jaeger`,
+  );
   const stoppedAt = Date.now();
   // Quiet for 90 s: past the 10 s decision wait, the 10 s longest retry interval, and a slow write.
   const { found, lastProgress } = await storedSpans(ctx.query(), load.accepted, 90_000, log);
@@ -254,7 +316,12 @@ async function underLoad(ctx: Context, name: string, injected: string, fault: ()
 }
 
 /** Stops `names` with `signal`, waits `holdMs`, starts them again; returns the seconds they were down. */
-async function outage(pods: Pods, names: readonly string[], signal: 'SIGTERM' | 'SIGKILL', holdMs: number): Promise<number> {
+async function outage(
+  pods: Pods,
+  names: readonly string[],
+  signal: 'SIGTERM' | 'SIGKILL',
+  holdMs: number,
+): Promise<number> {
   const start = Date.now();
   for (const name of names) await pods.stop(name, signal);
   await sleep(holdMs);
@@ -316,12 +383,21 @@ async function unauthenticated(ctx: Context): Promise<UnauthenticatedResult[]> {
   await exportSpans(exporter, control.spans);
   await exporter.shutdown();
   // Without it the gateway stores nothing, and its refusals would prove nothing.
-  await eventually('the authenticated control trace in Jaeger', () => jaegerTrace(ctx.query(), control.traceIds[0]), { timeoutMs: 90_000, intervalMs: 1000, stopOnError: true });
+  await eventually('the authenticated control trace in Jaeger', () => jaegerTrace(ctx.query(), control.traceIds[0]), {
+    timeoutMs: 90_000,
+    intervalMs: 1000,
+    stopOnError: true,
+  });
   await sleep(3000);
   const results: UnauthenticatedResult[] = [];
   for (const [i, attempt] of attempts.entries()) {
     const spansStored = (await jaegerTrace(ctx.query(), attempt.traceId))?.spans.length ?? 0;
-    results.push({ transport: attempt.transport, outcome: outcomes[i], refused: outcomes[i].startsWith('refused'), spansStored });
+    results.push({
+      transport: attempt.transport,
+      outcome: outcomes[i],
+      refused: outcomes[i].startsWith('refused'),
+      spansStored,
+    });
     ctx.log(`  ${attempt.transport}: ${outcomes[i]}; ${spansStored} spans stored`);
   }
   return results;
@@ -333,7 +409,10 @@ function markdown(sizes: Sizes, faults: readonly FaultResult[], unauth: readonly
     '',
     '| Fault | Injected as | Down (s) | Spans sent | Accepted | Refused (sender saw it) | Stored | Lost (accepted, not stored) | Stored within (s after the load) | Gateway queue peak / capacity (spans) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...faults.map((f) => `| ${f.fault} | ${f.injected} | ${f.downSeconds} | ${f.spansSent} | ${f.spansAccepted} | ${f.spansRefused} | ${f.spansStored} | ${f.spansLost} | ${f.secondsToStore} | ${f.peakQueue} / ${f.queueCapacity} |`),
+    ...faults.map(
+      (f) =>
+        `| ${f.fault} | ${f.injected} | ${f.downSeconds} | ${f.spansSent} | ${f.spansAccepted} | ${f.spansRefused} | ${f.spansStored} | ${f.spansLost} | ${f.secondsToStore} | ${f.peakQueue} / ${f.queueCapacity} |`,
+    ),
     '',
     '| OTLP to the gateway without a client certificate | Outcome | Spans stored |',
     '|---|---|---:|',
@@ -377,12 +456,28 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
     };
     const p = pods;
     const faults: FaultResult[] = [];
-    faults.push(await underLoad(ctx, 'Jaeger down', 'SIGTERM to Jaeger, started again', () => outage(p, ['jaeger'], 'SIGTERM', sizes.jaegerDownSeconds * 1000)));
-    faults.push(await underLoad(ctx, 'Collector restart', 'SIGTERM to the gateway, started again at once', () => outage(p, ['otel-collector'], 'SIGTERM', 0)));
-    if (!options.short) faults.push(await underLoad(ctx, 'Collector crash', 'SIGKILL to the gateway, started again at once', () => outage(p, ['otel-collector'], 'SIGKILL', 0)));
+    faults.push(
+      await underLoad(ctx, 'Jaeger down', 'SIGTERM to Jaeger, started again', () =>
+        outage(p, ['jaeger'], 'SIGTERM', sizes.jaegerDownSeconds * 1000),
+      ),
+    );
+    faults.push(
+      await underLoad(ctx, 'Collector restart', 'SIGTERM to the gateway, started again at once', () =>
+        outage(p, ['otel-collector'], 'SIGTERM', 0),
+      ),
+    );
+    if (!options.short)
+      faults.push(
+        await underLoad(ctx, 'Collector crash', 'SIGKILL to the gateway, started again at once', () =>
+          outage(p, ['otel-collector'], 'SIGKILL', 0),
+        ),
+      );
     log('unauthenticated OTLP to the gateway');
     const unauth = await unauthenticated(ctx);
-    return { markdown: markdown(sizes, faults, unauth), json: { sizes, spansPerTrace: SPANS_PER_TRACE, faults, unauthenticated: unauth } };
+    return {
+      markdown: markdown(sizes, faults, unauth),
+      json: { sizes, spansPerTrace: SPANS_PER_TRACE, faults, unauthenticated: unauth },
+    };
   } finally {
     await pods?.stopAll();
     rmSync(dir, { recursive: true, force: true });

@@ -16,10 +16,10 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { App, Chart } from 'cdk8s';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { type LocalStack, type StackOptions, chartManifests, startLocalStack, tracingBinaries } from './local-stack.ts';
+import { chartManifests, type LocalStack, type StackOptions, startLocalStack, tracingBinaries } from './local-stack.ts';
 
-export { tracingBinaries };
 export type { LocalStack };
+export { tracingBinaries };
 
 /** Starts every Deployment of `chart` (a dist/ chart name, or YAML) in a temporary folder, backends first, each healthy before the next. */
 export function startStack(chart: string, options: Omit<StackOptions, 'dir'> = {}): Promise<LocalStack> {
@@ -49,11 +49,22 @@ export interface TestSpan {
 
 const attribute = ([key, value]: [string, string | number | boolean]) => ({
   key,
-  value: typeof value === 'string' ? { stringValue: value } : typeof value === 'boolean' ? { boolValue: value } : Number.isInteger(value) ? { intValue: String(value) } : { doubleValue: value },
+  value:
+    typeof value === 'string'
+      ? { stringValue: value }
+      : typeof value === 'boolean'
+        ? { boolValue: value }
+        : Number.isInteger(value)
+          ? { intValue: String(value) }
+          : { doubleValue: value },
 });
 
 /** An OTLP/JSON ExportTraceServiceRequest: `traces` of `service`, each a trace id and its spans ending now. */
-export function otlpRequest(service: string, traces: readonly { traceId: string; spans: readonly TestSpan[] }[], resource: Readonly<Record<string, string>> = {}) {
+export function otlpRequest(
+  service: string,
+  traces: readonly { traceId: string; spans: readonly TestSpan[] }[],
+  resource: Readonly<Record<string, string>> = {},
+) {
   const now = BigInt(Date.now()) * 1_000_000n;
   return {
     resourceSpans: [
@@ -83,17 +94,35 @@ export function otlpRequest(service: string, traces: readonly { traceId: string;
 }
 
 /** POSTs an OTLP/JSON request to `<base>/v1/traces`; returns the HTTP status. */
-export async function sendOtlpJson(base: string, request: unknown, headers: Record<string, string> = {}): Promise<number> {
-  const response = await fetch(`${base}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(request) });
+export async function sendOtlpJson(
+  base: string,
+  request: unknown,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  const response = await fetch(`${base}/v1/traces`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(request),
+  });
   await response.arrayBuffer();
   return response.status;
 }
 
 /** POSTs an OTLP/JSON request over https to `<base>/v1/traces`, trusting `tls.ca`, presenting `tls.cert`/`tls.key` when given; returns the HTTP status. */
-export async function sendOtlpJsonTls(base: string, request: unknown, tls: { ca: string; cert?: string; key?: string }, headers: Record<string, string> = {}): Promise<number> {
+export async function sendOtlpJsonTls(
+  base: string,
+  request: unknown,
+  tls: { ca: string; cert?: string; key?: string },
+  headers: Record<string, string> = {},
+): Promise<number> {
   const dispatcher = new Agent({ connect: tls });
   try {
-    const response = await undiciFetch(`${base}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(request), dispatcher });
+    const response = await undiciFetch(`${base}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(request),
+      dispatcher,
+    });
     await response.arrayBuffer();
     return response.status;
   } finally {
@@ -117,13 +146,27 @@ export interface SpanTree {
  * Spans made by the OpenTelemetry SDK, one trace per tree (ids from the SDK's generator), ended
  * bottom-up as an instrumented service ends them: what its exporters send.
  */
-export async function sdkTraces(service: string, trees: readonly SpanTree[]): Promise<{ traceIds: string[]; spans: ReadableSpan[] }> {
+export async function sdkTraces(
+  service: string,
+  trees: readonly SpanTree[],
+): Promise<{ traceIds: string[]; spans: ReadableSpan[] }> {
   const memory = new InMemorySpanExporter();
-  const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': service }), spanProcessors: [new SimpleSpanProcessor({ exporter: memory })] });
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({ 'service.name': service }),
+    spanProcessors: [new SimpleSpanProcessor({ exporter: memory })],
+  });
   const tracer = provider.getTracer('website-stack-tests');
   const end = Date.now();
   const make = (node: SpanTree, parent: Context, root: boolean): string => {
-    const span = tracer.startSpan(node.name, { kind: node.kind ?? (root ? SpanKind.SERVER : SpanKind.INTERNAL), attributes: { ...node.attributes }, startTime: end - (node.durationMs ?? 5) }, parent);
+    const span = tracer.startSpan(
+      node.name,
+      {
+        kind: node.kind ?? (root ? SpanKind.SERVER : SpanKind.INTERNAL),
+        attributes: { ...node.attributes },
+        startTime: end - (node.durationMs ?? 5),
+      },
+      parent,
+    );
     const inside = trace.setSpan(parent, span);
     for (const child of node.children ?? []) make(child, inside, false);
     if (node.error) span.setStatus({ code: SpanStatusCode.ERROR, message: 'failed' });
@@ -150,11 +193,21 @@ export interface ClientTls {
 }
 
 /** An OpenTelemetry SDK exporter for `protocol` to a collector's OTLP ports; https/TLS when `tls` is given. */
-export function otlpExporter(protocol: OtlpProtocol, ports: { readonly http: number; readonly grpc: number }, tls?: ClientTls) {
+export function otlpExporter(
+  protocol: OtlpProtocol,
+  ports: { readonly http: number; readonly grpc: number },
+  tls?: ClientTls,
+) {
   const scheme = tls ? 'https' : 'http';
   const agent = tls ? { httpAgentOptions: { ca: tls.ca, ...(tls.cert ? { cert: tls.cert, key: tls.key } : {}) } } : {};
   if (protocol === 'grpc') {
-    const channel = tls ? credentials.createSsl(Buffer.from(tls.ca), tls.key ? Buffer.from(tls.key) : null, tls.cert ? Buffer.from(tls.cert) : null) : credentials.createInsecure();
+    const channel = tls
+      ? credentials.createSsl(
+          Buffer.from(tls.ca),
+          tls.key ? Buffer.from(tls.key) : null,
+          tls.cert ? Buffer.from(tls.cert) : null,
+        )
+      : credentials.createInsecure();
     return new GrpcExporter({ url: `${scheme}://127.0.0.1:${ports.grpc}`, credentials: channel });
   }
   const url = `${scheme}://127.0.0.1:${ports.http}/v1/traces`;
@@ -164,7 +217,9 @@ export function otlpExporter(protocol: OtlpProtocol, ports: { readonly http: num
 /** Exports `spans` once with `exporter`; rejects with the exporter's error when the collector does not accept them. */
 export function exportSpans(exporter: ReturnType<typeof otlpExporter>, spans: ReadableSpan[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    exporter.export(spans, (result) => (result.code === 0 ? resolve() : reject(result.error ?? new Error(`export failed with code ${result.code}`))));
+    exporter.export(spans, (result) =>
+      result.code === 0 ? resolve() : reject(result.error ?? new Error(`export failed with code ${result.code}`)),
+    );
   });
 }
 
@@ -186,7 +241,9 @@ export interface JaegerTrace {
 
 /** Traces of `service` in Jaeger (up to `limit`, which must stay below the storage's max_traces), or [] when it has none. */
 export async function jaegerTraces(queryBase: string, service: string, limit = 20_000): Promise<JaegerTrace[]> {
-  const response = await fetch(`${queryBase}/api/traces?service=${encodeURIComponent(service)}&limit=${limit}&lookback=1h`);
+  const response = await fetch(
+    `${queryBase}/api/traces?service=${encodeURIComponent(service)}&limit=${limit}&lookback=1h`,
+  );
   if (!response.ok) throw new Error(`Jaeger /api/traces answered ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { data: JaegerTrace[] | null }).data ?? [];
 }
@@ -195,7 +252,8 @@ export async function jaegerTraces(queryBase: string, service: string, limit = 2
 export async function jaegerTrace(queryBase: string, traceId: string): Promise<JaegerTrace | undefined> {
   const response = await fetch(`${queryBase}/api/traces/${traceId}`);
   if (response.status === 404) return undefined;
-  if (!response.ok) throw new Error(`Jaeger /api/traces/${traceId} answered ${response.status}: ${await response.text()}`);
+  if (!response.ok)
+    throw new Error(`Jaeger /api/traces/${traceId} answered ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { data: JaegerTrace[] }).data[0];
 }
 
@@ -213,14 +271,65 @@ export function testPki(dnsNames: readonly string[]): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'pki-'));
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   const read = (file: string) => readFileSync(join(dir, file), 'utf8');
-  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca');
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=test-ca',
+  );
   const issue = (name: string, ext: string) => {
     writeFileSync(join(dir, `${name}.ext`), ext);
-    ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
-    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', '-extfile', `${name}.ext`);
+    ssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      `/CN=${name}`,
+    );
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '1',
+      '-extfile',
+      `${name}.ext`,
+    );
   };
   const sans = [...dnsNames.map((n) => `DNS:${n}`), 'IP:127.0.0.1'].join(',');
   issue('server', `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n`);
   issue('client', 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n');
-  return { ca: read('ca.crt'), serverCert: read('server.crt'), serverKey: read('server.key'), clientCert: read('client.crt'), clientKey: read('client.key') };
+  return {
+    ca: read('ca.crt'),
+    serverCert: read('server.crt'),
+    serverKey: read('server.key'),
+    clientCert: read('client.crt'),
+    clientKey: read('client.key'),
+  };
 }

@@ -6,9 +6,19 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import cassandraDriver from 'cassandra-driver';
-import { type Cassandra, startCassandra } from './cassandra.ts';
-import { type LocalStack, OTLP_PROTOCOLS, type TestPki, hex, jaegerTrace, otlpRequest, sendOtlpJsonTls, startStack, testPki } from '../support/traces.ts';
 import { eventually } from '../support/poll.ts';
+import {
+  hex,
+  jaegerTrace,
+  type LocalStack,
+  OTLP_PROTOCOLS,
+  otlpRequest,
+  sendOtlpJsonTls,
+  startStack,
+  type TestPki,
+  testPki,
+} from '../support/traces.ts';
+import { type Cassandra, startCassandra } from './cassandra.ts';
 import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
 
 const CHART = 'tracing-production-cassandra';
@@ -33,7 +43,11 @@ describe('the production stack on Cassandra', () => {
 
   beforeAll(async () => {
     cassandra = await startCassandra(join(dir, 'node'));
-    stack = await startStack(CHART, { order: ORDER, secrets: secrets(pki, 'cassandra'), extraAddresses: { 'cassandra.tracing.svc:9042': cassandra.contactPoint } });
+    stack = await startStack(CHART, {
+      order: ORDER,
+      secrets: secrets(pki, 'cassandra'),
+      extraAddresses: { 'cassandra.tracing.svc:9042': cassandra.contactPoint },
+    });
   }, 300_000);
 
   afterAll(async () => {
@@ -45,31 +59,58 @@ describe('the production stack on Cassandra', () => {
   test('an error trace sent to the gateway is kept, written by the collector and read back by the separate query process', async () => {
     const traceId = hex(16);
     const root = hex(8);
-    expect(await sendOtlpJsonTls(`https://127.0.0.1:${stack.port('otel-collector', 'otlp-http')}`, otlpRequest('checkout', [{
-      traceId,
-      spans: [
-        { name: 'POST /checkout', spanId: root, error: true, attributes: { 'http.request.method': 'POST', 'http.response.status_code': 500 } },
-        { name: 'SELECT stock', parentSpanId: root, attributes: { 'db.system.name': 'postgresql' } },
-      ],
-    }]), sender())).toBe(200);
+    expect(
+      await sendOtlpJsonTls(
+        `https://127.0.0.1:${stack.port('otel-collector', 'otlp-http')}`,
+        otlpRequest('checkout', [
+          {
+            traceId,
+            spans: [
+              {
+                name: 'POST /checkout',
+                spanId: root,
+                error: true,
+                attributes: { 'http.request.method': 'POST', 'http.response.status_code': 500 },
+              },
+              { name: 'SELECT stock', parentSpanId: root, attributes: { 'db.system.name': 'postgresql' } },
+            ],
+          },
+        ]),
+        sender(),
+      ),
+    ).toBe(200);
     // Tail sampling decides 10 s after the first span; then the collector writes it over mutual TLS.
     // Spans are stored one by one: wait for both.
-    const trace = await eventually('both spans in Jaeger query', async () => {
-      const found = await jaegerTrace(stack.url('jaeger-query', 'query'), traceId);
-      return found && found.spans.length >= 2 ? found : undefined;
-    }, 90_000);
+    const trace = await eventually(
+      'both spans in Jaeger query',
+      async () => {
+        const found = await jaegerTrace(stack.url('jaeger-query', 'query'), traceId);
+        return found && found.spans.length >= 2 ? found : undefined;
+      },
+      90_000,
+    );
     expect(trace.spans.map((s) => s.operationName).sort()).toEqual(['POST /checkout', 'SELECT stock']);
     const child = trace.spans.find((s) => s.operationName === 'SELECT stock')!;
     expect(child.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: root })]);
   });
 
-  test.each(OTLP_PROTOCOLS)('over %s: not one span of a health check with children reaches Cassandra, failing and slow probes included; ordinary traces do, whole', async (protocol) => {
-    const ports = { http: stack.port('otel-collector', 'otlp-http'), grpc: stack.port('otel-collector', 'otlp-grpc') };
-    // Late by 4 s: inside the gateway's 10 s decision_wait, as a slow service's child would be.
-    const sent = await sendHealthAndOrdinaryTraces(protocol, ports, { service: `health-prod-${protocol.replace('/', '-')}`, tls: sender(), lateMs: 4000 });
-    const stored = await storedHealthSpans(stack.url('jaeger-query', 'query'), sent, 90_000);
-    expect(stored).toEqual(Object.fromEntries(sent.health.map((id) => [id, 0])));
-  });
+  test.each(OTLP_PROTOCOLS)(
+    'over %s: not one span of a health check with children reaches Cassandra, failing and slow probes included; ordinary traces do, whole',
+    async (protocol) => {
+      const ports = {
+        http: stack.port('otel-collector', 'otlp-http'),
+        grpc: stack.port('otel-collector', 'otlp-grpc'),
+      };
+      // Late by 4 s: inside the gateway's 10 s decision_wait, as a slow service's child would be.
+      const sent = await sendHealthAndOrdinaryTraces(protocol, ports, {
+        service: `health-prod-${protocol.replace('/', '-')}`,
+        tls: sender(),
+        lateMs: 4000,
+      });
+      const stored = await storedHealthSpans(stack.url('jaeger-query', 'query'), sent, 90_000);
+      expect(stored).toEqual(Object.fromEntries(sent.health.map((id) => [id, 0])));
+    },
+  );
 
   test("the schema Jaeger's collector created keeps traces 7 days: Cassandra's TTL on its trace, service and operation tables", async () => {
     const client = new cassandraDriver.Client({
@@ -78,9 +119,15 @@ describe('the production stack on Cassandra', () => {
       credentials: { username: 'cassandra', password: 'cassandra' },
     });
     try {
-      const result = await client.execute("SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = 'jaeger_v1_dc1'");
+      const result = await client.execute(
+        "SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = 'jaeger_v1_dc1'",
+      );
       const ttl = Object.fromEntries(result.rows.map((row) => [row.table_name, row.default_time_to_live]));
-      expect(ttl).toMatchObject({ traces: 7 * 24 * 3600, service_names: 7 * 24 * 3600, operation_names_v2: 7 * 24 * 3600 });
+      expect(ttl).toMatchObject({
+        traces: 7 * 24 * 3600,
+        service_names: 7 * 24 * 3600,
+        operation_names_v2: 7 * 24 * 3600,
+      });
     } finally {
       await client.shutdown();
     }
@@ -88,21 +135,38 @@ describe('the production stack on Cassandra', () => {
 
   test("Jaeger's collector refuses OTLP from a client without a certificate, and accepts the gateway's", async () => {
     const post = (client: { cert?: string; key?: string }) =>
-      sendOtlpJsonTls(`https://127.0.0.1:${stack.port('jaeger-collector', 'otlp-http')}`, otlpRequest('direct', [{ traceId: hex(16), spans: [{ name: 'direct' }] }]), { ca: pki.ca, ...client });
+      sendOtlpJsonTls(
+        `https://127.0.0.1:${stack.port('jaeger-collector', 'otlp-http')}`,
+        otlpRequest('direct', [{ traceId: hex(16), spans: [{ name: 'direct' }] }]),
+        { ca: pki.ca, ...client },
+      );
     await expect(post({})).rejects.toThrow(/fetch failed/);
     expect(await post({ cert: pki.clientCert, key: pki.clientKey })).toBe(200);
   });
 
   test('the Cassandra password is in no log and no configuration file', () => {
     for (const r of stack.running) {
-      expect([r.pod.name, readFileSync(r.logFile, 'utf8').includes('password: cassandra')]).toEqual([r.pod.name, false]);
-      if (r.pod.config) expect([r.pod.name, readFileSync(r.pod.config.path, 'utf8').includes('cassandra\n')]).toEqual([r.pod.name, false]);
+      expect([r.pod.name, readFileSync(r.logFile, 'utf8').includes('password: cassandra')]).toEqual([
+        r.pod.name,
+        false,
+      ]);
+      if (r.pod.config)
+        expect([r.pod.name, readFileSync(r.pod.config.path, 'utf8').includes('cassandra\n')]).toEqual([
+          r.pod.name,
+          false,
+        ]);
     }
   });
 
   test("a wrong password stops Jaeger's collector with Cassandra's refusal in its log", async () => {
     await expect(
-      startStack(CHART, { order: ORDER, secrets: secrets(pki, 'not-the-password'), extraAddresses: { 'cassandra.tracing.svc:9042': cassandra.contactPoint } }),
-    ).rejects.toThrow(/jaeger-collector did not become healthy[\s\S]*(Provided username cassandra and\/or password are incorrect|password are incorrect)/);
+      startStack(CHART, {
+        order: ORDER,
+        secrets: secrets(pki, 'not-the-password'),
+        extraAddresses: { 'cassandra.tracing.svc:9042': cassandra.contactPoint },
+      }),
+    ).rejects.toThrow(
+      /jaeger-collector did not become healthy[\s\S]*(Provided username cassandra and\/or password are incorrect|password are incorrect)/,
+    );
   });
 });

@@ -17,7 +17,12 @@ export interface Cassandra {
 function cassandraSh(args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile('bash', [SCRIPT, ...args], { maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`scripts/cassandra.sh ${args.join(' ')} failed (${typeof error.code === 'number' ? error.code : 1}):\n${stderr.trim()}`));
+      if (error)
+        reject(
+          new Error(
+            `scripts/cassandra.sh ${args.join(' ')} failed (${typeof error.code === 'number' ? error.code : 1}):\n${stderr.trim()}`,
+          ),
+        );
       else resolve(stdout);
     });
   });

@@ -2,7 +2,7 @@
 // runs the full one): a gateway with the production settings, in front of Jaeger on Badger, under
 // constant load keeps every span it accepted through a Jaeger outage, and refuses OTLP without a
 // client certificate on every transport. Figures (durations, queue peaks) are reported by the run, never asserted here.
-import { type FaultResult, type UnauthenticatedResult, traceChaos } from '../support/trace-chaos.ts';
+import { type FaultResult, traceChaos, type UnauthenticatedResult } from '../support/trace-chaos.ts';
 
 describe('the trace stack under faults (short chaos run)', () => {
   let report: { faults: FaultResult[]; unauthenticated: UnauthenticatedResult[] };
@@ -19,6 +19,7 @@ describe('the trace stack under faults (short chaos run)', () => {
 
   test('OTLP without a client certificate is refused by the production gateway over HTTP, HTTPS and gRPC, and none of it is stored', () => {
     expect(report.unauthenticated.length).toBe(5);
-    for (const attempt of report.unauthenticated) expect([attempt.transport, attempt.refused, attempt.spansStored]).toEqual([attempt.transport, true, 0]);
+    for (const attempt of report.unauthenticated)
+      expect([attempt.transport, attempt.refused, attempt.spansStored]).toEqual([attempt.transport, true, 0]);
   });
 });

@@ -4,22 +4,57 @@
 // arrives whole. Shared by the development and production stack tests.
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
-import { type ClientTls, type OtlpProtocol, type SpanTree, exportSpans, jaegerTrace, otlpExporter, sdkTraces } from '../support/traces.ts';
 import { eventually } from '../support/poll.ts';
+import {
+  type ClientTls,
+  exportSpans,
+  jaegerTrace,
+  type OtlpProtocol,
+  otlpExporter,
+  type SpanTree,
+  sdkTraces,
+} from '../support/traces.ts';
 
-const db = (statement: string): SpanTree => ({ name: statement, kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': statement } });
+const db = (statement: string): SpanTree => ({
+  name: statement,
+  kind: SpanKind.CLIENT,
+  attributes: { 'db.system.name': 'postgresql', 'db.query.text': statement },
+});
 
 /**
  * Health checks as the collector's healthCheckPaths define them (current and older HTTP
  * conventions), each with children: the probe's database query, a cache ping under it.
  */
 const HEALTH_CHECKS: readonly SpanTree[] = [
-  { name: 'GET /healthz', attributes: { 'http.request.method': 'GET', 'url.path': '/healthz' }, children: [{ ...db('SELECT 1'), children: [{ name: 'PING', kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis' } }] }] },
-  { name: 'GET /readyz', attributes: { 'http.request.method': 'GET', 'http.route': '/readyz' }, children: [db('SELECT 1')] },
+  {
+    name: 'GET /healthz',
+    attributes: { 'http.request.method': 'GET', 'url.path': '/healthz' },
+    children: [
+      {
+        ...db('SELECT 1'),
+        children: [{ name: 'PING', kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis' } }],
+      },
+    ],
+  },
+  {
+    name: 'GET /readyz',
+    attributes: { 'http.request.method': 'GET', 'http.route': '/readyz' },
+    children: [db('SELECT 1')],
+  },
   { name: 'GET', attributes: { 'http.method': 'GET', 'http.target': '/livez?verbose=1' }, children: [db('SELECT 1')] },
   // A failing probe, and a slow one: the drop wins over the rules that keep errors and slow traces.
-  { name: 'GET /health', error: true, attributes: { 'http.request.method': 'GET', 'url.path': '/health/' }, children: [{ ...db('SELECT 1'), error: true }] },
-  { name: 'GET /healthz', durationMs: 1500, attributes: { 'http.request.method': 'GET', 'url.path': '/healthz' }, children: [{ ...db('SELECT 1'), durationMs: 1400 }] },
+  {
+    name: 'GET /health',
+    error: true,
+    attributes: { 'http.request.method': 'GET', 'url.path': '/health/' },
+    children: [{ ...db('SELECT 1'), error: true }],
+  },
+  {
+    name: 'GET /healthz',
+    durationMs: 1500,
+    attributes: { 'http.request.method': 'GET', 'url.path': '/healthz' },
+    children: [{ ...db('SELECT 1'), durationMs: 1400 }],
+  },
 ];
 
 /**
@@ -27,14 +62,31 @@ const HEALTH_CHECKS: readonly SpanTree[] = [
  * dependency's /healthz (only a root makes a health check), one whose path only looks like a probe.
  */
 const ORDINARY: readonly SpanTree[] = [
-  { name: 'GET /orders', error: true, attributes: { 'http.request.method': 'GET', 'url.path': '/orders' }, children: [{ ...db('SELECT * FROM orders'), error: true }] },
+  {
+    name: 'GET /orders',
+    error: true,
+    attributes: { 'http.request.method': 'GET', 'url.path': '/orders' },
+    children: [{ ...db('SELECT * FROM orders'), error: true }],
+  },
   {
     name: 'POST /checkout',
     error: true,
     attributes: { 'http.request.method': 'POST', 'url.path': '/checkout' },
-    children: [{ name: 'GET', kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'GET', 'url.path': '/healthz', 'server.address': 'payments' } }, db('UPDATE stock')],
+    children: [
+      {
+        name: 'GET',
+        kind: SpanKind.CLIENT,
+        attributes: { 'http.request.method': 'GET', 'url.path': '/healthz', 'server.address': 'payments' },
+      },
+      db('UPDATE stock'),
+    ],
   },
-  { name: 'GET /healthzone', error: true, attributes: { 'http.request.method': 'GET', 'url.path': '/healthzone' }, children: [db('SELECT zone')] },
+  {
+    name: 'GET /healthzone',
+    error: true,
+    attributes: { 'http.request.method': 'GET', 'url.path': '/healthzone' },
+    children: [db('SELECT zone')],
+  },
 ];
 
 const byTrace = (spans: ReadableSpan[], traceId: string) => spans.filter((s) => s.spanContext().traceId === traceId);
@@ -53,7 +105,11 @@ export interface SentTraces {
  * (an SDK's batches end children first); and one health check's last child `lateMs` after its
  * root, once the collector may already have decided the trace; then one more ordinary trace.
  */
-export async function sendHealthAndOrdinaryTraces(protocol: OtlpProtocol, ports: { http: number; grpc: number }, options: { service: string; tls?: ClientTls; lateMs: number }): Promise<SentTraces> {
+export async function sendHealthAndOrdinaryTraces(
+  protocol: OtlpProtocol,
+  ports: { http: number; grpc: number },
+  options: { service: string; tls?: ClientTls; lateMs: number },
+): Promise<SentTraces> {
   const exporter = otlpExporter(protocol, ports, options.tls);
   try {
     const health = await sdkTraces(options.service, HEALTH_CHECKS);
@@ -61,7 +117,11 @@ export async function sendHealthAndOrdinaryTraces(protocol: OtlpProtocol, ports:
     const [together, childrenFirst, late, ...rest] = health.traceIds;
     const send = (spans: ReadableSpan[]) => exportSpans(exporter, spans);
     // Ordinary traces and the health checks sent whole, mixed in one export.
-    await send([...ordinary.spans, ...byTrace(health.spans, together), ...rest.flatMap((id) => byTrace(health.spans, id))]);
+    await send([
+      ...ordinary.spans,
+      ...byTrace(health.spans, together),
+      ...rest.flatMap((id) => byTrace(health.spans, id)),
+    ]);
     // Children first, the root half a second later.
     await send(byTrace(health.spans, childrenFirst).filter((s) => !isRoot(s)));
     await new Promise((r) => setTimeout(r, 500));
@@ -75,7 +135,13 @@ export async function sendHealthAndOrdinaryTraces(protocol: OtlpProtocol, ports:
     // Sent after everything else: once it is stored, every earlier trace has been decided.
     const last = await sdkTraces(options.service, ORDINARY.slice(0, 1));
     await send(last.spans);
-    return { health: health.traceIds, ordinary: [...ordinary.traceIds, ...last.traceIds].map((traceId) => ({ traceId, spans: byTrace([...ordinary.spans, ...last.spans], traceId).length })) };
+    return {
+      health: health.traceIds,
+      ordinary: [...ordinary.traceIds, ...last.traceIds].map((traceId) => ({
+        traceId,
+        spans: byTrace([...ordinary.spans, ...last.spans], traceId).length,
+      })),
+    };
   } finally {
     await exporter.shutdown();
   }
@@ -86,9 +152,17 @@ export async function sendHealthAndOrdinaryTraces(protocol: OtlpProtocol, ports:
  * span; then returns, per health-check trace id, the number of its spans Jaeger holds (all 0 when
  * none leaked).
  */
-export async function storedHealthSpans(query: string, sent: SentTraces, timeoutMs: number): Promise<Record<string, number>> {
+export async function storedHealthSpans(
+  query: string,
+  sent: SentTraces,
+  timeoutMs: number,
+): Promise<Record<string, number>> {
   for (const { traceId, spans } of sent.ordinary) {
-    await eventually(`ordinary trace ${traceId} whole in Jaeger (${spans} spans)`, async () => ((await jaegerTrace(query, traceId))?.spans.length === spans ? true : undefined), timeoutMs);
+    await eventually(
+      `ordinary trace ${traceId} whole in Jaeger (${spans} spans)`,
+      async () => ((await jaegerTrace(query, traceId))?.spans.length === spans ? true : undefined),
+      timeoutMs,
+    );
   }
   const stored: Record<string, number> = {};
   for (const traceId of sent.health) stored[traceId] = (await jaegerTrace(query, traceId))?.spans.length ?? 0;

@@ -1,6 +1,7 @@
 // HotROD → Collector → Jaeger, all three from dist/tracing-dev/tracing-dev.yaml, as synthesized.
-import { type JaegerTrace, type LocalStack, jaegerTraces, startStack } from '../support/traces.ts';
+
 import { eventually } from '../support/poll.ts';
+import { type JaegerTrace, jaegerTraces, type LocalStack, startStack } from '../support/traces.ts';
 
 let stack: LocalStack;
 let trace: JaegerTrace;
@@ -16,7 +17,11 @@ beforeAll(async () => {
     const traces = await jaegerTraces(stack.url('jaeger', 'query'), 'frontend');
     const dispatch = traces.find((t) => t.spans.some((s) => s.operationName === '/dispatch'));
     const services = new Set(dispatch?.spans.map((s) => dispatch.processes[s.processID].serviceName));
-    return dispatch && ['customer', 'driver', 'route'].every((s) => services.has(s)) && dispatch.spans.filter((s) => s.operationName === '/route').length === 10 ? dispatch : undefined;
+    return dispatch &&
+      ['customer', 'driver', 'route'].every((s) => services.has(s)) &&
+      dispatch.spans.filter((s) => s.operationName === '/route').length === 10
+      ? dispatch
+      : undefined;
   });
 });
 
@@ -33,7 +38,9 @@ const parentOf = (span: Span) => {
 
 describe('one /dispatch request through the development stack', () => {
   test('is one trace holding spans of frontend, customer, driver and route', () => {
-    expect(new Set(trace.spans.map(service))).toEqual(new Set(['frontend', 'customer', 'mysql', 'driver', 'redis-manual', 'route']));
+    expect(new Set(trace.spans.map(service))).toEqual(
+      new Set(['frontend', 'customer', 'mysql', 'driver', 'redis-manual', 'route']),
+    );
   });
 
   test('every span carries the one trace id (traceparent crossed every hop)', () => {
@@ -48,7 +55,12 @@ describe('one /dispatch request through the development stack', () => {
     // Each server span's parent is the caller's client span, whose parent is the caller's server span.
     const calledFrom = (server: Span) => {
       const client = parentOf(server)!;
-      return [service(client), tag(client, 'span.kind'), service(parentOf(client)!), parentOf(client)!.spanID === root.spanID];
+      return [
+        service(client),
+        tag(client, 'span.kind'),
+        service(parentOf(client)!),
+        parentOf(client)!.spanID === root.spanID,
+      ];
     };
     const customer = trace.spans.find((s) => service(s) === 'customer' && s.operationName === '/customer')!;
     expect(calledFrom(customer)).toEqual(['frontend', 'client', 'frontend', true]);
@@ -60,16 +72,24 @@ describe('one /dispatch request through the development stack', () => {
     for (const route of routes) expect(calledFrom(route)).toEqual(['frontend', 'client', 'frontend', true]);
     expect(new Set(routes.map((r) => parentOf(r)!.spanID)).size).toBe(10);
     // The driver's Redis lookups are the driver's children; the customer's SQL query the customer's.
-    for (const redis of trace.spans.filter((s) => service(s) === 'redis-manual')) expect(parentOf(redis)!.spanID).toBe(driver.spanID);
+    for (const redis of trace.spans.filter((s) => service(s) === 'redis-manual'))
+      expect(parentOf(redis)!.spanID).toBe(driver.spanID);
     expect(parentOf(trace.spans.find((s) => service(s) === 'mysql')!)!.spanID).toBe(customer.spanID);
     // Parallel route calls overlap in time.
     const sorted = routes.map((r) => parentOf(r)!).sort((a, b) => (a as any).startTime - (b as any).startTime);
-    expect(sorted.some((s, i) => i > 0 && (s as any).startTime < (sorted[i - 1] as any).startTime + sorted[i - 1].duration)).toBe(true);
+    expect(
+      sorted.some((s, i) => i > 0 && (s as any).startTime < (sorted[i - 1] as any).startTime + sorted[i - 1].duration),
+    ).toBe(true);
   });
 
   test('HTTP spans carry the HTTP attributes', () => {
     const root = trace.spans.find((s) => s.operationName === '/dispatch')!;
-    expect([tag(root, 'http.request.method'), tag(root, 'http.response.status_code'), tag(root, 'url.path'), tag(root, 'span.kind')]).toEqual(['GET', 200, '/dispatch', 'server']);
+    expect([
+      tag(root, 'http.request.method'),
+      tag(root, 'http.response.status_code'),
+      tag(root, 'url.path'),
+      tag(root, 'span.kind'),
+    ]).toEqual(['GET', 200, '/dispatch', 'server']);
     const client = parentOf(trace.spans.find((s) => service(s) === 'customer')!)!;
     expect(tag(client, 'url.full')).toMatch(/\/customer\?customer=123$/);
   });
@@ -78,6 +98,8 @@ describe('one /dispatch request through the development stack', () => {
     const root = trace.spans.find((s) => s.operationName === '/dispatch')!;
     expect(root.logs.length).toBeGreaterThan(0);
     const messages = root.logs.flatMap((l) => l.fields.filter((f) => f.key === 'event').map((f) => f.value));
-    expect(messages).toEqual(expect.arrayContaining(['HTTP request received', 'Found customer', 'Found drivers', 'Finding route']));
+    expect(messages).toEqual(
+      expect.arrayContaining(['HTTP request received', 'Found customer', 'Found drivers', 'Finding route']),
+    );
   });
 });

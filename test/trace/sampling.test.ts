@@ -2,8 +2,16 @@
 // Bounds are binomial: n traces kept with probability p give n·p ± 5·sqrt(n·p·(1-p)); a correct
 // sampler falls outside with probability below 1e-6.
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
-import { type LocalStack, hex, jaegerTraces, otlpRequest, sendOtlpJson, startStack, synthYaml } from '../support/traces.ts';
 import { eventually } from '../support/poll.ts';
+import {
+  hex,
+  jaegerTraces,
+  type LocalStack,
+  otlpRequest,
+  sendOtlpJson,
+  startStack,
+  synthYaml,
+} from '../support/traces.ts';
 
 const ORDER = ['jaeger', 'otel-collector'];
 
@@ -14,10 +22,18 @@ function binomialBounds(n: number, percentage: number): [number, number] {
 }
 
 /** Sends `count` one-span traces of `service` in requests of 500; returns their ids. */
-async function sendTraces(base: string, service: string, count: number, span: { durationMs?: number; error?: boolean } = {}): Promise<string[]> {
+async function sendTraces(
+  base: string,
+  service: string,
+  count: number,
+  span: { durationMs?: number; error?: boolean } = {},
+): Promise<string[]> {
   const ids: string[] = [];
   for (let sent = 0; sent < count; sent += 500) {
-    const batch = Array.from({ length: Math.min(500, count - sent) }, () => ({ traceId: hex(16), spans: [{ name: 'GET /work', ...span }] }));
+    const batch = Array.from({ length: Math.min(500, count - sent) }, () => ({
+      traceId: hex(16),
+      spans: [{ name: 'GET /work', ...span }],
+    }));
     expect(await sendOtlpJson(base, otlpRequest(service, batch))).toBe(200);
     ids.push(...batch.map((t) => t.traceId));
   }
@@ -38,7 +54,16 @@ async function settledCount(query: string, service: string): Promise<number> {
 describe('probabilistic sampling at 1 % (the OtelCollector default, the spec sample configuration)', () => {
   let stack: LocalStack;
   beforeAll(async () => {
-    stack = await startStack(synthYaml((chart) => new DevelopmentTracingStack(chart, 'Tracing', { sampling: { mode: 'probabilistic', percentage: 1 }, hotrod: false })), { order: ORDER });
+    stack = await startStack(
+      synthYaml(
+        (chart) =>
+          new DevelopmentTracingStack(chart, 'Tracing', {
+            sampling: { mode: 'probabilistic', percentage: 1 },
+            hotrod: false,
+          }),
+      ),
+      { order: ORDER },
+    );
   });
   afterAll(() => stack?.stop());
 
@@ -53,9 +78,22 @@ describe('probabilistic sampling at 1 % (the OtelCollector default, the spec sam
   test('keeps or drops every span of a trace together (the decision follows the trace id)', async () => {
     const traces = Array.from({ length: 2000 }, () => {
       const root = hex(8);
-      return { traceId: hex(16), spans: [{ name: 'root', spanId: root }, { name: 'child', parentSpanId: root }, { name: 'child', parentSpanId: root }] };
+      return {
+        traceId: hex(16),
+        spans: [
+          { name: 'root', spanId: root },
+          { name: 'child', parentSpanId: root },
+          { name: 'child', parentSpanId: root },
+        ],
+      };
     });
-    for (let i = 0; i < traces.length; i += 500) expect(await sendOtlpJson(stack.url('otel-collector', 'otlp-http'), otlpRequest('whole-traces', traces.slice(i, i + 500)))).toBe(200);
+    for (let i = 0; i < traces.length; i += 500)
+      expect(
+        await sendOtlpJson(
+          stack.url('otel-collector', 'otlp-http'),
+          otlpRequest('whole-traces', traces.slice(i, i + 500)),
+        ),
+      ).toBe(200);
     await settledCount(stack.url('jaeger', 'query'), 'whole-traces');
     const kept = await jaegerTraces(stack.url('jaeger', 'query'), 'whole-traces');
     expect(kept.length).toBeGreaterThan(0);
@@ -66,7 +104,13 @@ describe('probabilistic sampling at 1 % (the OtelCollector default, the spec sam
 describe('tail-based sampling (the production collector: errors, slower than 1 s, 1 % of the rest)', () => {
   let stack: LocalStack;
   beforeAll(async () => {
-    stack = await startStack(synthYaml((chart) => new DevelopmentTracingStack(chart, 'Tracing', { sampling: { mode: 'tail', percentage: 1 }, hotrod: false })), { order: ORDER });
+    stack = await startStack(
+      synthYaml(
+        (chart) =>
+          new DevelopmentTracingStack(chart, 'Tracing', { sampling: { mode: 'tail', percentage: 1 }, hotrod: false }),
+      ),
+      { order: ORDER },
+    );
   });
   afterAll(() => stack?.stop());
 
@@ -79,7 +123,11 @@ describe('tail-based sampling (the production collector: errors, slower than 1 s
     const n = 10_000;
     await sendTraces(base, 'tail-rest', n);
     // Decisions come decision_wait (10 s) after a trace's first span.
-    await eventually('every error trace in Jaeger', async () => ((await jaegerTraces(query, 'tail-errors')).length >= errors.length ? true : undefined), 90_000);
+    await eventually(
+      'every error trace in Jaeger',
+      async () => ((await jaegerTraces(query, 'tail-errors')).length >= errors.length ? true : undefined),
+      90_000,
+    );
     const kept = await settledCount(query, 'tail-rest');
     expect((await jaegerTraces(query, 'tail-errors')).map((t) => t.traceID).sort()).toEqual([...errors].sort());
     expect((await jaegerTraces(query, 'tail-slow')).map((t) => t.traceID).sort()).toEqual([...slow].sort());

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
 import { App, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
+import { parseAllDocuments } from 'yaml';
 import { buildDist, DIST_ALTERNATIVES, SYNC_WAVES, TRACING_SYNC_WAVES } from '../../lib/app.ts';
 import { argoSync, requireSyncWaves } from '../../lib/argocd.ts';
 import type { Manifest } from '../helpers.ts';
@@ -25,7 +25,11 @@ function readDir(dir: string): Record<string, Manifest[]> {
 describe('the synthesized app', () => {
   const units = buildDist('/nonexistent');
   /** Every chart's objects by `<unit>/<chart>`, the path of its file under dist/ without `.yaml`. */
-  const charts = Object.fromEntries(Object.entries(units).flatMap(([unit, app]) => app.charts.map((c) => [`${unit}/${c.node.id}`, c.toJson() as Manifest[]])));
+  const charts = Object.fromEntries(
+    Object.entries(units).flatMap(([unit, app]) =>
+      app.charts.map((c) => [`${unit}/${c.node.id}`, c.toJson() as Manifest[]]),
+    ),
+  );
 
   test('has one folder per deployable unit and one file per chart, with stable names', () => {
     expect(Object.keys(charts).sort()).toEqual([
@@ -53,12 +57,17 @@ describe('the synthesized app', () => {
 
   test('committed dist/ is exactly what the charts synthesize', () => {
     const dist = readDir(join(root, 'dist'));
-    expect(Object.keys(dist)).toEqual(Object.keys(charts).sort().map((id) => `${id}.yaml`));
+    expect(Object.keys(dist)).toEqual(
+      Object.keys(charts)
+        .sort()
+        .map((id) => `${id}.yaml`),
+    );
     for (const [id, objects] of Object.entries(charts)) expect(dist[`${id}.yaml`]).toEqual(objects);
   });
 
   test('Argo CD applies the CRD, then the operator, then the Websites', () => {
-    const waves = (id: string) => new Set(charts[id].map((m) => m.metadata.annotations['argocd.argoproj.io/sync-wave']));
+    const waves = (id: string) =>
+      new Set(charts[id].map((m) => m.metadata.annotations['argocd.argoproj.io/sync-wave']));
     expect(waves('website-operator/website-crd')).toEqual(new Set([String(SYNC_WAVES.crd)]));
     expect(waves('website-shell-operator/website-crd')).toEqual(new Set([String(SYNC_WAVES.crd)]));
     expect(waves('website-operator/website-operator')).toEqual(new Set([String(SYNC_WAVES.operator)]));
@@ -74,14 +83,29 @@ describe('the synthesized app', () => {
   test('every object in every committed dist/ file carries a sync wave', () => {
     const dist = readDir(join(root, 'dist'));
     for (const [file, objects] of Object.entries(dist)) {
-      for (const m of objects) expect([file, m.kind, m.metadata.name, m.metadata.annotations?.['argocd.argoproj.io/sync-wave']]).toEqual([file, m.kind, m.metadata.name, expect.stringMatching(/^-?\d+$/)]);
+      for (const m of objects)
+        expect([file, m.kind, m.metadata.name, m.metadata.annotations?.['argocd.argoproj.io/sync-wave']]).toEqual([
+          file,
+          m.kind,
+          m.metadata.name,
+          expect.stringMatching(/^-?\d+$/),
+        ]);
     }
   });
 
-  test.each(['tracing-dev/tracing-dev', 'tracing-production-elasticsearch/tracing-production-elasticsearch', 'tracing-production-cassandra/tracing-production-cassandra'])(
+  test.each([
+    'tracing-dev/tracing-dev',
+    'tracing-production-elasticsearch/tracing-production-elasticsearch',
+    'tracing-production-cassandra/tracing-production-cassandra',
+  ])(
     '%s: namespace, configuration, Services and NetworkPolicies, then Jaeger, then the Collector, then HotROD, then scaling',
     (id) => {
-      const wave = (kind: string, name: string) => Number(charts[id].find((m) => m.kind === kind && m.metadata.name === name)?.metadata.annotations['argocd.argoproj.io/sync-wave']);
+      const wave = (kind: string, name: string) =>
+        Number(
+          charts[id].find((m) => m.kind === kind && m.metadata.name === name)?.metadata.annotations[
+            'argocd.argoproj.io/sync-wave'
+          ],
+        );
       const w = TRACING_SYNC_WAVES;
       expect(w.config).toBeLessThan(w.jaeger);
       expect(w.jaeger).toBeLessThan(w.collector);
@@ -110,7 +134,9 @@ describe('the synthesized app', () => {
     argoSync(waved, { wave: 0 });
     new k8s.KubeConfigMap(new Chart(app, 'forgotten'), 'b', { metadata: { name: 'b' } });
     try {
-      expect(() => app.synth()).toThrow(/ConfigMap 'b' \(forgotten\/b\) has no argocd\.argoproj\.io\/sync-wave annotation/);
+      expect(() => app.synth()).toThrow(
+        /ConfigMap 'b' \(forgotten\/b\) has no argocd\.argoproj\.io\/sync-wave annotation/,
+      );
     } finally {
       rmSync(app.outdir, { recursive: true, force: true });
     }
@@ -118,8 +144,11 @@ describe('the synthesized app', () => {
 
   test('sample Websites are v1 objects in the namespace the operator watches', () => {
     const crd = charts['website-operator/website-crd'][0];
-    const operatorNamespace = charts['website-operator/website-operator'].find((m) => m.kind === 'Namespace')!.metadata.name;
-    expect(charts['website-shell-operator/website-shell-operator'].find((m) => m.kind === 'Namespace')!.metadata.name).toBe(operatorNamespace);
+    const operatorNamespace = charts['website-operator/website-operator'].find((m) => m.kind === 'Namespace')!.metadata
+      .name;
+    expect(
+      charts['website-shell-operator/website-shell-operator'].find((m) => m.kind === 'Namespace')!.metadata.name,
+    ).toBe(operatorNamespace);
     expect(charts['website-samples/website-samples'].length).toBeGreaterThanOrEqual(2);
     for (const website of charts['website-samples/website-samples']) {
       expect(website.apiVersion).toBe(`${crd.spec.group}/v1`);

@@ -26,7 +26,10 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 function run(args: string[], env: Record<string, string>) {
-  const result = spawnSync('bash', [script, ...args], { env: { PATH: process.env.PATH!, HOME: dir, WEBSITE_STACK_CACHE: join(dir, 'cache'), ...env }, encoding: 'utf8' });
+  const result = spawnSync('bash', [script, ...args], {
+    env: { PATH: process.env.PATH!, HOME: dir, WEBSITE_STACK_CACHE: join(dir, 'cache'), ...env },
+    encoding: 'utf8',
+  });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -65,7 +68,9 @@ describe('scripts/binaries.sh', () => {
   test('says how to get Go when it is missing and a build is needed', () => {
     const result = run(['kwok'], { PATH: '/usr/bin:/bin' });
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(/Go is not installed\. Install Go >= 1\.25 .* or point KUBEBUILDER_ASSETS \/ TEST_ASSET_\* at existing binaries/);
+    expect(result.stderr).toMatch(
+      /Go is not installed\. Install Go >= 1\.25 .* or point KUBEBUILDER_ASSETS \/ TEST_ASSET_\* at existing binaries/,
+    );
   });
 
   test('rejects an unknown binary name', () => {
@@ -75,7 +80,15 @@ describe('scripts/binaries.sh', () => {
   });
 
   test('builds the cluster set when no name is given, and nothing of the trace stack', () => {
-    const cluster = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'etcd', 'kwok', 'kwokctl'];
+    const cluster = [
+      'kube-apiserver',
+      'kube-controller-manager',
+      'kube-scheduler',
+      'kubectl',
+      'etcd',
+      'kwok',
+      'kwokctl',
+    ];
     for (const name of cluster) fakeBinary(name);
     const result = run([], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
     expect(result.stdout).toBe(cluster.map((name) => `${name}=${join(dir, name)}\n`).join(''));
@@ -86,7 +99,12 @@ describe('scripts/binaries.sh', () => {
     const jaeger = fakeBinary('my-jaeger');
     const hotrod = fakeBinary('my-hotrod');
     const otelcol = fakeBinary('my-otelcol');
-    const result = run(['tracing'], { TEST_ASSET_JAEGER: jaeger, TEST_ASSET_HOTROD: hotrod, TEST_ASSET_OTELCOL: otelcol, PATH: noGo });
+    const result = run(['tracing'], {
+      TEST_ASSET_JAEGER: jaeger,
+      TEST_ASSET_HOTROD: hotrod,
+      TEST_ASSET_OTELCOL: otelcol,
+      PATH: noGo,
+    });
     expect(result.stdout).toBe(`jaeger=${jaeger}\nhotrod=${hotrod}\notelcol=${otelcol}\n`);
     expect(result.code).toBe(0);
   });
@@ -147,7 +165,7 @@ describe('scripts/binaries.sh', () => {
     expect(result.stderr).toContain('Go is not installed');
   });
 
-  test("keys the cached otelcol by the Collector version and a hash of the builder manifest", () => {
+  test('keys the cached otelcol by the Collector version and a hash of the builder manifest', () => {
     const otelcol = cached(`otelcol-${pinned('OTELCOL_VERSION')}-${manifestHash(manifest)}`);
     const result = run(['otelcol'], { PATH: noGo });
     expect(result.stdout).toBe(`otelcol=${otelcol}\n`);
@@ -184,8 +202,10 @@ describe('scripts/binaries.sh', () => {
     expect(after).not.toBe(before);
   });
 
-  test('builds otelcol from the trace stack\'s components, less the routing connector the proxy cannot supply', () => {
-    const modules = [...readFileSync(manifest, 'utf8').matchAll(/^\s*- gomod: (\S+) (\S+)$/gm)].map((m) => m[1].split('/').pop());
+  test("builds otelcol from the trace stack's components, less the routing connector the proxy cannot supply", () => {
+    const modules = [...readFileSync(manifest, 'utf8').matchAll(/^\s*- gomod: (\S+) (\S+)$/gm)].map((m) =>
+      m[1].split('/').pop(),
+    );
     expect(modules.sort()).toEqual(
       [
         'otlpreceiver',

@@ -1,7 +1,7 @@
 // The chaos run's own parts that need no cluster (test/support/chaos.ts): judging writes against Lease
 // holders from audit records, grouping log lines, and the black-hole proxy on loopback sockets.
 import { once } from 'node:events';
-import { type Socket, connect, createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { type AuditRecord, BlackHoleProxy, group, nonLeaderWrites, normalize } from '../support/chaos.ts';
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0) + seconds * 1000).toISOString();
@@ -64,7 +64,11 @@ describe('grouping', () => {
     ];
     const groups = group(lines.map((line) => ({ key: normalize(line, 'chaos'), example: line })));
     expect(groups).toEqual([
-      { key: 'Deployment website-chaos-… replicas N: Operation cannot be fulfilled on <uid>', count: 2, example: lines[0] },
+      {
+        key: 'Deployment website-chaos-… replicas N: Operation cannot be fulfilled on <uid>',
+        count: 2,
+        example: lines[0],
+      },
       { key: 'Pod website-chaos-…-<pod> evicted', count: 1, example: lines[2] },
     ]);
   });

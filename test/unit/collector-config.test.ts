@@ -1,4 +1,11 @@
-import { EXPORT_QUEUE, EXPORT_RETRY, assertValidBackends, backendExporter, exporterAuth, exporterTls } from '../../lib/tracing/collector/exporters.ts';
+import {
+  assertValidBackends,
+  backendExporter,
+  EXPORT_QUEUE,
+  EXPORT_RETRY,
+  exporterAuth,
+  exporterTls,
+} from '../../lib/tracing/collector/exporters.ts';
 import { healthCheckConditions, processorChain, tailSampling } from '../../lib/tracing/collector/processors.ts';
 import { assertValidReceiverSecurity, otlpReceivers } from '../../lib/tracing/collector/receivers.ts';
 import { assertValidRouting, tracePipelines } from '../../lib/tracing/collector/routing.ts';
@@ -20,7 +27,9 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
   });
 
   test('basic: basicauth/<backend> as a client, the username inline and the password from <BACKEND>_PASSWORD', () => {
-    expect(exporterAuth('central', { type: 'basic', username: 'tracing', password: secret('central', 'password') })).toEqual({
+    expect(
+      exporterAuth('central', { type: 'basic', username: 'tracing', password: secret('central', 'password') }),
+    ).toEqual({
       authenticator: 'basicauth/central',
       extension: { client_auth: { username: 'tracing', password: '${env:CENTRAL_PASSWORD}' } },
       env: { name: 'CENTRAL_PASSWORD', valueFrom: { secretKeyRef: { name: 'central', key: 'password' } } },
@@ -28,10 +37,20 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
   });
 
   test('oauth2-client-credentials: oauth2client/<backend> with the token URL, the scopes when given, the secret from <BACKEND>_CLIENT_SECRET', () => {
-    const auth = { type: 'oauth2-client-credentials', tokenUrl: 'https://idp.example/token', clientId: 'collector', clientSecret: secret('idp', 'secret') } as const;
+    const auth = {
+      type: 'oauth2-client-credentials',
+      tokenUrl: 'https://idp.example/token',
+      clientId: 'collector',
+      clientSecret: secret('idp', 'secret'),
+    } as const;
     expect(exporterAuth('idp', { ...auth, scopes: ['traces.write', 'openid'] })).toEqual({
       authenticator: 'oauth2client/idp',
-      extension: { client_id: 'collector', client_secret: '${env:IDP_CLIENT_SECRET}', token_url: 'https://idp.example/token', scopes: ['traces.write', 'openid'] },
+      extension: {
+        client_id: 'collector',
+        client_secret: '${env:IDP_CLIENT_SECRET}',
+        token_url: 'https://idp.example/token',
+        scopes: ['traces.write', 'openid'],
+      },
       env: { name: 'IDP_CLIENT_SECRET', valueFrom: { secretKeyRef: { name: 'idp', key: 'secret' } } },
     });
     expect(exporterAuth('idp', auth).extension).not.toHaveProperty('scopes');
@@ -39,22 +58,41 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
 
   test('TLS: gRPC is plaintext only when tls is unset; an HTTP backend follows its URL; a Secret brings a private CA, and a client certificate for mutual TLS', () => {
     expect(exporterTls(JAEGER)).toEqual({ tls: { insecure: true }, secretMounts: [] });
-    expect(exporterTls({ name: 'h', protocol: 'http', endpoint: 'https://otlp.example.net' })).toEqual({ secretMounts: [] });
+    expect(exporterTls({ name: 'h', protocol: 'http', endpoint: 'https://otlp.example.net' })).toEqual({
+      secretMounts: [],
+    });
     expect(exporterTls({ ...JAEGER, tls: {} })).toEqual({ tls: { min_version: '1.2' }, secretMounts: [] });
     expect(exporterTls({ ...JAEGER, tls: { secretName: 'jaeger-ca' } })).toEqual({
       tls: { ca_file: '/etc/otelcol/tls/jaeger/ca.crt', min_version: '1.2' },
       secretMounts: [{ secretName: 'jaeger-ca', mountPath: '/etc/otelcol/tls/jaeger', keys: ['ca.crt'] }],
     });
     expect(exporterTls({ ...JAEGER, tls: { secretName: 'jaeger-client', clientCertificate: true } })).toEqual({
-      tls: { ca_file: '/etc/otelcol/tls/jaeger/ca.crt', cert_file: '/etc/otelcol/tls/jaeger/tls.crt', key_file: '/etc/otelcol/tls/jaeger/tls.key', min_version: '1.2' },
-      secretMounts: [{ secretName: 'jaeger-client', mountPath: '/etc/otelcol/tls/jaeger', keys: ['ca.crt', 'tls.crt', 'tls.key'] }],
+      tls: {
+        ca_file: '/etc/otelcol/tls/jaeger/ca.crt',
+        cert_file: '/etc/otelcol/tls/jaeger/tls.crt',
+        key_file: '/etc/otelcol/tls/jaeger/tls.key',
+        min_version: '1.2',
+      },
+      secretMounts: [
+        { secretName: 'jaeger-client', mountPath: '/etc/otelcol/tls/jaeger', keys: ['ca.crt', 'tls.crt', 'tls.key'] },
+      ],
     });
   });
 
   test('the exporter names its authenticator, queues and retries through outages, and is otlp_http/<name> for an HTTP backend', () => {
-    const exporter = backendExporter({ name: 'central', protocol: 'http', endpoint: 'https://otlp.central.example', auth: { type: 'basic', username: 'u', password: secret('central') } });
+    const exporter = backendExporter({
+      name: 'central',
+      protocol: 'http',
+      endpoint: 'https://otlp.central.example',
+      auth: { type: 'basic', username: 'u', password: secret('central') },
+    });
     expect(exporter.id).toBe('otlp_http/central');
-    expect(exporter.exporter).toEqual({ endpoint: 'https://otlp.central.example', auth: { authenticator: 'basicauth/central' }, retry_on_failure: EXPORT_RETRY, sending_queue: EXPORT_QUEUE });
+    expect(exporter.exporter).toEqual({
+      endpoint: 'https://otlp.central.example',
+      auth: { authenticator: 'basicauth/central' },
+      retry_on_failure: EXPORT_RETRY,
+      sending_queue: EXPORT_QUEUE,
+    });
     expect(Object.keys(exporter.extensions)).toEqual(['basicauth/central']);
     expect(exporter.env.map((e) => e.name)).toEqual(['CENTRAL_PASSWORD']);
     const plain = backendExporter(JAEGER);
@@ -65,13 +103,37 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
 
   test.each([
     ['no backend', [], /W: name at least one backend to export to/],
-    ['a name with capitals or underscores', [{ name: 'Jaeger_1', endpoint: 'j:4317' }], /backend name 'Jaeger_1' must be lower-case letters, digits and dashes/],
+    [
+      'a name with capitals or underscores',
+      [{ name: 'Jaeger_1', endpoint: 'j:4317' }],
+      /backend name 'Jaeger_1' must be lower-case letters, digits and dashes/,
+    ],
     ['a name used twice', [JAEGER, { ...JAEGER, endpoint: 'other:4317' }], /two backends are named 'jaeger'/],
-    ['the name of the collector\'s own receiver', [{ name: 'receiver', endpoint: 'j:4317' }], /backend name 'receiver' is taken by the collector's own receiver settings/],
-    ['an OTLP/HTTP endpoint without scheme', [{ name: 'h', protocol: 'http', endpoint: 'otlp.example.net:4318' }], /backend 'h' speaks OTLP\/HTTP: its endpoint must be an http\(s\):\/\/ base URL, got 'otlp.example.net:4318'/],
-    ['gRPC credentials without tls', [{ ...JAEGER, auth: { type: 'basic', username: 'u', password: secret('p') } }], /backend 'jaeger' would send its basic credentials in clear text; set tls/],
-    ['tls to an http:// endpoint', [{ name: 'h', protocol: 'http', endpoint: 'http://h:4318', tls: { secretName: 'ca' } }], /backend 'h' has tls settings but an http:\/\/ endpoint; use https:\/\//],
-    ['a client certificate without its Secret', [{ ...JAEGER, tls: { clientCertificate: true } }], /backend 'jaeger' wants a client certificate: name the Secret holding tls.crt and tls.key in tls.secretName/],
+    [
+      "the name of the collector's own receiver",
+      [{ name: 'receiver', endpoint: 'j:4317' }],
+      /backend name 'receiver' is taken by the collector's own receiver settings/,
+    ],
+    [
+      'an OTLP/HTTP endpoint without scheme',
+      [{ name: 'h', protocol: 'http', endpoint: 'otlp.example.net:4318' }],
+      /backend 'h' speaks OTLP\/HTTP: its endpoint must be an http\(s\):\/\/ base URL, got 'otlp.example.net:4318'/,
+    ],
+    [
+      'gRPC credentials without tls',
+      [{ ...JAEGER, auth: { type: 'basic', username: 'u', password: secret('p') } }],
+      /backend 'jaeger' would send its basic credentials in clear text; set tls/,
+    ],
+    [
+      'tls to an http:// endpoint',
+      [{ name: 'h', protocol: 'http', endpoint: 'http://h:4318', tls: { secretName: 'ca' } }],
+      /backend 'h' has tls settings but an http:\/\/ endpoint; use https:\/\//,
+    ],
+    [
+      'a client certificate without its Secret',
+      [{ ...JAEGER, tls: { clientCertificate: true } }],
+      /backend 'jaeger' wants a client certificate: name the Secret holding tls.crt and tls.key in tls.secretName/,
+    ],
   ] as const)('%s is refused, saying what to change', (_, backends, error) => {
     expect(() => assertValidBackends(backends, 'W')).toThrow(error);
   });
@@ -89,18 +151,32 @@ describe('receivers: OTLP over gRPC and HTTP, with the same TLS and authenticati
 
   test('TLS from the Secret, verifying clients against its ca.crt unless requireClientCertificate is false', () => {
     const mutual = otlpReceivers({ tls: { secretName: 'collector-tls' } });
-    const tls = { cert_file: '/etc/otelcol/tls/receiver/tls.crt', key_file: '/etc/otelcol/tls/receiver/tls.key', client_ca_file: '/etc/otelcol/tls/receiver/ca.crt', min_version: '1.2' };
-    expect(mutual.receivers.otlp.protocols).toEqual({ grpc: { endpoint: '0.0.0.0:4317', tls }, http: { endpoint: '0.0.0.0:4318', tls } });
-    expect(mutual.secretMounts).toEqual([{ secretName: 'collector-tls', mountPath: '/etc/otelcol/tls/receiver', keys: ['ca.crt', 'tls.crt', 'tls.key'] }]);
+    const tls = {
+      cert_file: '/etc/otelcol/tls/receiver/tls.crt',
+      key_file: '/etc/otelcol/tls/receiver/tls.key',
+      client_ca_file: '/etc/otelcol/tls/receiver/ca.crt',
+      min_version: '1.2',
+    };
+    expect(mutual.receivers.otlp.protocols).toEqual({
+      grpc: { endpoint: '0.0.0.0:4317', tls },
+      http: { endpoint: '0.0.0.0:4318', tls },
+    });
+    expect(mutual.secretMounts).toEqual([
+      { secretName: 'collector-tls', mountPath: '/etc/otelcol/tls/receiver', keys: ['ca.crt', 'tls.crt', 'tls.key'] },
+    ]);
     const server = otlpReceivers({ tls: { secretName: 'collector-tls', requireClientCertificate: false } });
     expect(server.receivers.otlp.protocols.grpc?.tls).not.toHaveProperty('client_ca_file');
-    expect(server.secretMounts).toEqual([{ secretName: 'collector-tls', mountPath: '/etc/otelcol/tls/receiver', keys: ['tls.crt', 'tls.key'] }]);
+    expect(server.secretMounts).toEqual([
+      { secretName: 'collector-tls', mountPath: '/etc/otelcol/tls/receiver', keys: ['tls.crt', 'tls.key'] },
+    ]);
   });
 
   test('a bearer token (from RECEIVER_BEARER_TOKEN) or an OIDC issuer authenticates senders on both protocols', () => {
     const bearer = otlpReceivers({ bearerToken: secret('senders', 'token') });
     expect(bearer.extensions).toEqual({ 'bearertokenauth/receiver': { token: '${env:RECEIVER_BEARER_TOKEN}' } });
-    expect(bearer.env).toEqual([{ name: 'RECEIVER_BEARER_TOKEN', valueFrom: { secretKeyRef: { name: 'senders', key: 'token' } } }]);
+    expect(bearer.env).toEqual([
+      { name: 'RECEIVER_BEARER_TOKEN', valueFrom: { secretKeyRef: { name: 'senders', key: 'token' } } },
+    ]);
     expect(bearer.receivers.otlp.protocols.grpc?.auth).toEqual({ authenticator: 'bearertokenauth/receiver' });
     expect(bearer.receivers.otlp.protocols.http?.auth).toEqual({ authenticator: 'bearertokenauth/receiver' });
     const oidc = otlpReceivers({ oidc: { issuerUrl: 'https://idp.example', audience: 'collector' } });
@@ -110,30 +186,57 @@ describe('receivers: OTLP over gRPC and HTTP, with the same TLS and authenticati
   });
 
   test('bearer token and OIDC together are refused', () => {
-    expect(() => assertValidReceiverSecurity({ bearerToken: secret('s'), oidc: { issuerUrl: 'https://idp.example', audience: 'a' } }, 'W')).toThrow(
-      'W: receiverSecurity takes bearerToken or oidc, not both',
-    );
+    expect(() =>
+      assertValidReceiverSecurity(
+        { bearerToken: secret('s'), oidc: { issuerUrl: 'https://idp.example', audience: 'a' } },
+        'W',
+      ),
+    ).toThrow('W: receiverSecurity takes bearerToken or oidc, not both');
     expect(() => assertValidReceiverSecurity({ bearerToken: secret('s') }, 'W')).not.toThrow();
   });
 });
 
 describe('the processor chain', () => {
   test('memory_limiter leaves a quarter of its share for spikes (at least 1 %); batch takes its timeout and size', () => {
-    const { processors } = processorChain({ memoryLimitPercentage: 50, batch: { timeout: '200ms', sendBatchSize: 10 } });
-    expect(processors.memory_limiter).toEqual({ check_interval: '1s', limit_percentage: 50, spike_limit_percentage: 13 });
+    const { processors } = processorChain({
+      memoryLimitPercentage: 50,
+      batch: { timeout: '200ms', sendBatchSize: 10 },
+    });
+    expect(processors.memory_limiter).toEqual({
+      check_interval: '1s',
+      limit_percentage: 50,
+      spike_limit_percentage: 13,
+    });
     expect(processors.batch).toEqual({ timeout: '200ms', send_batch_size: 10 });
-    expect(processorChain({ memoryLimitPercentage: 1 }).processors.memory_limiter).toMatchObject({ spike_limit_percentage: 1 });
+    expect(processorChain({ memoryLimitPercentage: 1 }).processors.memory_limiter).toMatchObject({
+      spike_limit_percentage: 1,
+    });
   });
 
   test('the chain: memory_limiter, head sampling, the trace-level decision, batch; each only when it has work', () => {
     expect(processorChain({}).chain).toEqual(['memory_limiter', 'probabilistic_sampler', 'tail_sampling', 'batch']);
-    expect(processorChain({ sampling: { mode: 'always' } }).chain).toEqual(['memory_limiter', 'tail_sampling', 'batch']);
-    expect(processorChain({ sampling: { mode: 'probabilistic', percentage: 5 }, healthCheckPaths: [] }).chain).toEqual(['memory_limiter', 'probabilistic_sampler', 'batch']);
-    expect(processorChain({ sampling: { mode: 'tail', percentage: 5 }, healthCheckPaths: [] }).chain).toEqual(['memory_limiter', 'tail_sampling', 'batch']);
+    expect(processorChain({ sampling: { mode: 'always' } }).chain).toEqual([
+      'memory_limiter',
+      'tail_sampling',
+      'batch',
+    ]);
+    expect(processorChain({ sampling: { mode: 'probabilistic', percentage: 5 }, healthCheckPaths: [] }).chain).toEqual([
+      'memory_limiter',
+      'probabilistic_sampler',
+      'batch',
+    ]);
+    expect(processorChain({ sampling: { mode: 'tail', percentage: 5 }, healthCheckPaths: [] }).chain).toEqual([
+      'memory_limiter',
+      'tail_sampling',
+      'batch',
+    ]);
   });
 
   test('tail sampling takes its threshold, decision wait and trace count, and sizes the decision cache from the count', () => {
-    const tail = tailSampling({ mode: 'tail', percentage: 5, latencyThresholdMs: 300, decisionWait: '30s', numTraces: 1000 }, []);
+    const tail = tailSampling(
+      { mode: 'tail', percentage: 5, latencyThresholdMs: 300, decisionWait: '30s', numTraces: 1000 },
+      [],
+    );
     expect(tail).toEqual({
       decision_wait: '30s',
       num_traces: 1000,
@@ -148,7 +251,9 @@ describe('the processor chain', () => {
   });
 
   test('health-check paths are matched literally: regular-expression characters in them are escaped', () => {
-    expect(healthCheckConditions(['/status.json', 'ping'])[0]).toBe('IsRootSpan() and IsMatch(attributes["url.path"], "^/(status\\\\.json|ping)/?$")');
+    expect(healthCheckConditions(['/status.json', 'ping'])[0]).toBe(
+      'IsRootSpan() and IsMatch(attributes["url.path"], "^/(status\\\\.json|ping)/?$")',
+    );
   });
 });
 
@@ -160,7 +265,9 @@ describe('the traces pipelines', () => {
   test('without routing: one pipeline from otlp through the chain to every backend', () => {
     expect(tracePipelines([JAEGER, VENDOR], CHAIN)).toEqual({
       filters: {},
-      pipelines: { traces: { receivers: ['otlp'], processors: CHAIN, exporters: ['otlp_grpc/jaeger', 'otlp_http/vendor'] } },
+      pipelines: {
+        traces: { receivers: ['otlp'], processors: CHAIN, exporters: ['otlp_grpc/jaeger', 'otlp_http/vendor'] },
+      },
     });
   });
 
@@ -174,33 +281,58 @@ describe('the traces pipelines', () => {
       defaultBackends: ['jaeger', 'vendor'],
     });
     expect(Object.keys(pipelines)).toEqual(['traces/eu', 'traces/vendor', 'traces/jaeger']);
-    expect(pipelines['traces/vendor']).toEqual({ receivers: ['otlp'], processors: ['memory_limiter', 'filter/route-vendor', 'tail_sampling', 'batch'], exporters: ['otlp_http/vendor'] });
+    expect(pipelines['traces/vendor']).toEqual({
+      receivers: ['otlp'],
+      processors: ['memory_limiter', 'filter/route-vendor', 'tail_sampling', 'batch'],
+      exporters: ['otlp_http/vendor'],
+    });
     const claimed = 'resource.attributes["tenant"] == "eu" or resource.attributes["tenant"] == "acme"';
     expect(filters['filter/route-vendor'].traces.span).toEqual([
       `not (resource.attributes["tenant"] == "eu" or resource.attributes["tenant"] == "acme" or (resource.attributes["tenant"] == nil or not (${claimed})))`,
     ]);
-    expect(filters['filter/route-jaeger'].traces.span).toEqual([`not ((resource.attributes["tenant"] == nil or not (${claimed})))`]);
+    expect(filters['filter/route-jaeger'].traces.span).toEqual([
+      `not ((resource.attributes["tenant"] == nil or not (${claimed})))`,
+    ]);
   });
 
   test('with no routes every span is unclaimed: the default backends get all of them', () => {
-    const { filters } = tracePipelines([JAEGER], CHAIN, { attribute: 'tenant', routes: [], defaultBackends: ['jaeger'] });
-    expect(filters['filter/route-jaeger'].traces.span).toEqual(['not ((resource.attributes["tenant"] == nil or not (false)))']);
+    const { filters } = tracePipelines([JAEGER], CHAIN, {
+      attribute: 'tenant',
+      routes: [],
+      defaultBackends: ['jaeger'],
+    });
+    expect(filters['filter/route-jaeger'].traces.span).toEqual([
+      'not ((resource.attributes["tenant"] == nil or not (false)))',
+    ]);
   });
 
   test('a route value listed twice, or a default backend that does not exist, is refused', () => {
-    expect(() => assertValidRouting({ attribute: 'tenant', routes: [{ value: 'a', backends: ['jaeger'] }, { value: 'a', backends: ['jaeger'] }], defaultBackends: [] }, [JAEGER], 'W')).toThrow(
-      "W: routing lists a value of 'tenant' twice",
-    );
-    expect(() => assertValidRouting({ attribute: 'tenant', routes: [], defaultBackends: ['jaeger', 'eu'] }, [JAEGER], 'W')).toThrow(
-      "W: routing names backend 'eu', which is not among the backends (jaeger)",
-    );
+    expect(() =>
+      assertValidRouting(
+        {
+          attribute: 'tenant',
+          routes: [
+            { value: 'a', backends: ['jaeger'] },
+            { value: 'a', backends: ['jaeger'] },
+          ],
+          defaultBackends: [],
+        },
+        [JAEGER],
+        'W',
+      ),
+    ).toThrow("W: routing lists a value of 'tenant' twice");
+    expect(() =>
+      assertValidRouting({ attribute: 'tenant', routes: [], defaultBackends: ['jaeger', 'eu'] }, [JAEGER], 'W'),
+    ).toThrow("W: routing names backend 'eu', which is not among the backends (jaeger)");
   });
 });
 
 describe('the composed document', () => {
   test('authenticators are listed exporters first, then receivers; env and Secret mounts in the same order', () => {
     const { config, env, secretMounts } = collectorConfig({
-      backends: [{ ...JAEGER, tls: { secretName: 'jaeger-ca' }, auth: { type: 'bearer-token', token: secret('jaeger') } }],
+      backends: [
+        { ...JAEGER, tls: { secretName: 'jaeger-ca' }, auth: { type: 'bearer-token', token: secret('jaeger') } },
+      ],
       receiverSecurity: { tls: { secretName: 'collector-tls' }, bearerToken: secret('senders') },
       logLevel: 'debug',
     });
@@ -217,6 +349,8 @@ describe('the composed document', () => {
     expect(() => assertReplicasSeeWholeTraces(config, undefined, 3, 'W')).not.toThrow();
     const decided = collectorConfig({ backends: [JAEGER] }).config;
     expect(() => assertReplicasSeeWholeTraces(decided, undefined, 1, 'W')).not.toThrow();
-    expect(() => assertReplicasSeeWholeTraces(decided, undefined, 2, 'W')).toThrow(/^W: dropping health-check traces whole/);
+    expect(() => assertReplicasSeeWholeTraces(decided, undefined, 2, 'W')).toThrow(
+      /^W: dropping health-check traces whole/,
+    );
   });
 });

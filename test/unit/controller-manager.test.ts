@@ -15,17 +15,40 @@ const NS = 'team-a';
 const GROUP = 'example.com';
 const WIDGETS: ResourceType = { group: GROUP, version: 'v1', resource: 'widgets' };
 
-const ref = (overrides: Record<string, unknown> = {}) => ({ apiVersion: `${GROUP}/v1`, kind: 'Widget', name: 'w', uid: 'uid-w', controller: true, ...overrides });
+const ref = (overrides: Record<string, unknown> = {}) => ({
+  apiVersion: `${GROUP}/v1`,
+  kind: 'Widget',
+  name: 'w',
+  uid: 'uid-w',
+  controller: true,
+  ...overrides,
+});
 
 describe('ownerKey', () => {
-  test('the controller owner of the primary kind and group, in the child\'s namespace', () => {
-    expect(ownerKey({ metadata: { namespace: NS, ownerReferences: [ref({ controller: false, name: 'x' }), ref()] } }, 'Widget', GROUP)).toBe(`${NS}/w`);
+  test("the controller owner of the primary kind and group, in the child's namespace", () => {
+    expect(
+      ownerKey(
+        { metadata: { namespace: NS, ownerReferences: [ref({ controller: false, name: 'x' }), ref()] } },
+        'Widget',
+        GROUP,
+      ),
+    ).toBe(`${NS}/w`);
   });
 
   test('none for an owner that is no controller, of another kind, or of another group (even one whose name starts alike)', () => {
-    expect(ownerKey({ metadata: { namespace: NS, ownerReferences: [ref({ controller: false })] } }, 'Widget', GROUP)).toBeUndefined();
-    expect(ownerKey({ metadata: { namespace: NS, ownerReferences: [ref({ kind: 'Gadget' })] } }, 'Widget', GROUP)).toBeUndefined();
-    expect(ownerKey({ metadata: { namespace: NS, ownerReferences: [ref({ apiVersion: `${GROUP}.other/v1` })] } }, 'Widget', GROUP)).toBeUndefined();
+    expect(
+      ownerKey({ metadata: { namespace: NS, ownerReferences: [ref({ controller: false })] } }, 'Widget', GROUP),
+    ).toBeUndefined();
+    expect(
+      ownerKey({ metadata: { namespace: NS, ownerReferences: [ref({ kind: 'Gadget' })] } }, 'Widget', GROUP),
+    ).toBeUndefined();
+    expect(
+      ownerKey(
+        { metadata: { namespace: NS, ownerReferences: [ref({ apiVersion: `${GROUP}.other/v1` })] } },
+        'Widget',
+        GROUP,
+      ),
+    ).toBeUndefined();
     expect(ownerKey({ metadata: { namespace: NS } }, 'Widget', GROUP)).toBeUndefined();
   });
 });
@@ -39,14 +62,24 @@ describe('Controller', () => {
 
   async function start(api: FakeKubeApi) {
     const metrics = new OperatorMetrics({ processMetrics: false });
-    manager = new Manager(testOperatorConfig({ watchNamespaces: [NS] }), { client: api, logger: createLogger('silent', new PassThrough()), metrics });
+    manager = new Manager(testOperatorConfig({ watchNamespaces: [NS] }), {
+      client: api,
+      logger: createLogger('silent', new PassThrough()),
+      metrics,
+    });
     const reconciled: string[] = [];
     const widgets = manager.informer<KubeObject>(WIDGETS);
     const deployments = manager.informer(DEPLOYMENTS, { labelSelector: 'owned=yes', resync: false });
     const controller = new Controller(manager, {
       name: 'widget',
       // A change to `ignored` alone is no change to reconcile.
-      for: { kind: 'Widget', group: GROUP, informer: widgets, update: (previous, current) => previous.spec !== undefined && JSON.stringify(previous.spec) !== JSON.stringify(current.spec) },
+      for: {
+        kind: 'Widget',
+        group: GROUP,
+        informer: widgets,
+        update: (previous, current) =>
+          previous.spec !== undefined && JSON.stringify(previous.spec) !== JSON.stringify(current.spec),
+      },
       owns: [deployments],
       reconciler: {
         reconcile: async (key) => {
@@ -79,9 +112,13 @@ describe('Controller', () => {
     expect(await h.reconciled()).toEqual([`${NS}/old`]);
     await api.create(WIDGETS, { metadata: { name: 'w', namespace: NS }, spec: { size: 1 } });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
-    api.modify(WIDGETS, NS, 'w', (w) => { w.ignored = true; });
+    api.modify(WIDGETS, NS, 'w', (w) => {
+      w.ignored = true;
+    });
     expect(await h.reconciled()).toEqual([]);
-    api.modify(WIDGETS, NS, 'w', (w) => { w.spec = { size: 2 }; });
+    api.modify(WIDGETS, NS, 'w', (w) => {
+      w.spec = { size: 2 };
+    });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
     await api.delete(WIDGETS, { namespace: NS, name: 'w' });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
@@ -91,11 +128,22 @@ describe('Controller', () => {
     const api = new FakeKubeApi();
     const h = await start(api);
     await h.reconciled();
-    await api.create(DEPLOYMENTS, { metadata: { name: 'd', namespace: NS, labels: { owned: 'yes' }, ownerReferences: [ref()] } });
+    await api.create(DEPLOYMENTS, {
+      metadata: { name: 'd', namespace: NS, labels: { owned: 'yes' }, ownerReferences: [ref()] },
+    });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
-    api.modify(DEPLOYMENTS, NS, 'd', (d) => { d.status = { availableReplicas: 1 }; });
+    api.modify(DEPLOYMENTS, NS, 'd', (d) => {
+      d.status = { availableReplicas: 1 };
+    });
     expect(await h.reconciled()).toEqual([`${NS}/w`]);
-    await api.create(DEPLOYMENTS, { metadata: { name: 'other', namespace: NS, labels: { owned: 'yes' }, ownerReferences: [ref({ kind: 'ReplicaSet', apiVersion: 'apps/v1' })] } });
+    await api.create(DEPLOYMENTS, {
+      metadata: {
+        name: 'other',
+        namespace: NS,
+        labels: { owned: 'yes' },
+        ownerReferences: [ref({ kind: 'ReplicaSet', apiVersion: 'apps/v1' })],
+      },
+    });
     await api.create(DEPLOYMENTS, { metadata: { name: 'orphan', namespace: NS, labels: { owned: 'yes' } } });
     expect(await h.reconciled()).toEqual([]);
   });

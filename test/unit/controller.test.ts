@@ -1,7 +1,14 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
-import { firstDifference, isSubset, jsonEqual, needsApply, objectHash, withHash } from '../../operator/src/controller/apply.ts';
+import {
+  firstDifference,
+  isSubset,
+  jsonEqual,
+  needsApply,
+  objectHash,
+  withHash,
+} from '../../operator/src/controller/apply.ts';
 import { backoffDelay, sleep } from '../../operator/src/controller/backoff.ts';
 import { objectKey } from '../../operator/src/controller/informer.ts';
 import { resourcePath } from '../../operator/src/controller/kube-client.ts';
@@ -13,7 +20,9 @@ import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 describe('backoff', () => {
   test('doubles from the base and stops at the cap', () => {
     const options = { baseMs: 5, maxMs: 1000 };
-    expect([0, 1, 2, 3, 8, 9, 100, 5000].map((n) => backoffDelay(n, options))).toEqual([0, 5, 10, 20, 640, 1000, 1000, 1000]);
+    expect([0, 1, 2, 3, 8, 9, 100, 5000].map((n) => backoffDelay(n, options))).toEqual([
+      0, 5, 10, 20, 640, 1000, 1000, 1000,
+    ]);
   });
 
   test('sleep ends early when its signal aborts', async () => {
@@ -26,10 +35,15 @@ describe('backoff', () => {
 
 describe('resourcePath', () => {
   test('core and grouped resources, namespaced or not, with a subresource', () => {
-    expect(resourcePath({ group: '', version: 'v1', resource: 'services' }, { namespace: 'ns', name: 'a' })).toBe('/api/v1/namespaces/ns/services/a');
-    expect(resourcePath({ group: 'web.example.com', version: 'v1', resource: 'websites' }, { namespace: 'ns', name: 'a', subresource: 'status' })).toBe(
-      '/apis/web.example.com/v1/namespaces/ns/websites/a/status',
+    expect(resourcePath({ group: '', version: 'v1', resource: 'services' }, { namespace: 'ns', name: 'a' })).toBe(
+      '/api/v1/namespaces/ns/services/a',
     );
+    expect(
+      resourcePath(
+        { group: 'web.example.com', version: 'v1', resource: 'websites' },
+        { namespace: 'ns', name: 'a', subresource: 'status' },
+      ),
+    ).toBe('/apis/web.example.com/v1/namespaces/ns/websites/a/status');
     expect(resourcePath({ group: 'apps', version: 'v1', resource: 'deployments' })).toBe('/apis/apps/v1/deployments');
     expect(objectKey({ metadata: { namespace: 'ns', name: 'a' } })).toBe('ns/a');
     expect(objectKey({ metadata: { name: 'cluster-scoped' } })).toBe('cluster-scoped');
@@ -37,7 +51,10 @@ describe('resourcePath', () => {
 });
 
 describe('apply decision', () => {
-  const desired = { metadata: { name: 'a', labels: { x: '1' } }, spec: { replicas: 2, ports: [{ port: 80, name: 'http' }] } };
+  const desired = {
+    metadata: { name: 'a', labels: { x: '1' } },
+    spec: { replicas: 2, ports: [{ port: 80, name: 'http' }] },
+  };
   const stored = {
     metadata: { name: 'a', labels: { x: '1', added: 'by-someone' }, uid: 'u', resourceVersion: '7' },
     spec: { replicas: 2, ports: [{ name: 'http', port: 80, protocol: 'TCP' }], sessionAffinity: 'None' },
@@ -128,7 +145,11 @@ describe('WorkQueue', () => {
       await until(() => exporter.getFinishedSpans().length === 2);
       await running.stop();
       expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes, s.status])).toEqual([
-        ['reconcile Thing', { key: 'ns/a', failures: 0 }, { code: SpanStatusCode.ERROR, message: 'the API server is busy' }],
+        [
+          'reconcile Thing',
+          { key: 'ns/a', failures: 0 },
+          { code: SpanStatusCode.ERROR, message: 'the API server is busy' },
+        ],
         ['reconcile Thing', { key: 'ns/a', failures: 1 }, { code: SpanStatusCode.UNSET }],
       ]);
     } finally {
@@ -221,7 +242,9 @@ describe('WorkQueue', () => {
     expect(gaps[1]).toBeGreaterThanOrEqual(19);
     expect(gaps[2]).toBeGreaterThanOrEqual(39);
     expect(queue.failuresOf('ns/a')).toBe(0);
-    expect((await metrics.registry.getSingleMetricAsString('workqueue_retries_total')).trim().split('\n').pop()).toBe('workqueue_retries_total{name="test"} 3');
+    expect((await metrics.registry.getSingleMetricAsString('workqueue_retries_total')).trim().split('\n').pop()).toBe(
+      'workqueue_retries_total{name="test"} 3',
+    );
   });
 
   test('a TerminalError (or an error caused by one) is not retried: logged once at error level, counted, its failures forgotten; a new add runs it again', async () => {
@@ -251,9 +274,21 @@ describe('WorkQueue', () => {
       // The same terminal error again: once at error level is enough.
       { level: 'debug', msg: failed },
     ]);
-    expect((await metrics.registry.getSingleMetricAsString('controller_runtime_terminal_reconcile_errors_total')).trim().split('\n').pop()).toBe('controller_runtime_terminal_reconcile_errors_total{controller="website"} 2');
-    expect((await metrics.registry.getSingleMetricAsString('controller_runtime_reconcile_errors_total')).trim().split('\n').pop()).toBe('controller_runtime_reconcile_errors_total{controller="website"} 3');
-    expect((await metrics.registry.getSingleMetricAsString('workqueue_retries_total')).trim().split('\n').pop()).toBe('workqueue_retries_total{name="website"} 1');
+    expect(
+      (await metrics.registry.getSingleMetricAsString('controller_runtime_terminal_reconcile_errors_total'))
+        .trim()
+        .split('\n')
+        .pop(),
+    ).toBe('controller_runtime_terminal_reconcile_errors_total{controller="website"} 2');
+    expect(
+      (await metrics.registry.getSingleMetricAsString('controller_runtime_reconcile_errors_total'))
+        .trim()
+        .split('\n')
+        .pop(),
+    ).toBe('controller_runtime_reconcile_errors_total{controller="website"} 3');
+    expect((await metrics.registry.getSingleMetricAsString('workqueue_retries_total')).trim().split('\n').pop()).toBe(
+      'workqueue_retries_total{name="website"} 1',
+    );
   });
 
   test('an immediate add does not wait for a pending backoff', async () => {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ConversionError, convertWebsite, v1ToV1beta1, v1beta1ToV1 } from '../../lib/website/conversion.ts';
+import { ConversionError, convertWebsite, v1beta1ToV1, v1ToV1beta1 } from '../../lib/website/conversion.ts';
 import { DEFAULT_COLOR } from '../../lib/website/schema.ts';
 import type { ObjectMeta, WebsiteStatus, WebsiteV1, WebsiteV1beta1 } from '../../lib/website/types.ts';
 
@@ -88,7 +88,12 @@ describe('Website conversion', () => {
   });
 
   test('adds the colour default going to v1', () => {
-    const old: WebsiteV1beta1 = { apiVersion: `${group}/v1beta1`, kind: 'Website', metadata: { name: 'a' }, spec: { heading: 'A', instances: 2 } };
+    const old: WebsiteV1beta1 = {
+      apiVersion: `${group}/v1beta1`,
+      kind: 'Website',
+      metadata: { name: 'a' },
+      spec: { heading: 'A', instances: 2 },
+    };
     expect(v1beta1ToV1(old).spec).toEqual({ title: 'A', replicas: 2, color: '#2196F3' });
   });
 
@@ -112,18 +117,50 @@ describe('Website conversion', () => {
   });
 
   test('convertWebsite honours a configured group', () => {
-    const w = { apiVersion: 'sites.acme.io/v1beta1', kind: 'Website', metadata: { name: 'a' }, spec: { heading: 'A', instances: 1 } };
+    const w = {
+      apiVersion: 'sites.acme.io/v1beta1',
+      kind: 'Website',
+      metadata: { name: 'a' },
+      spec: { heading: 'A', instances: 1 },
+    };
     expect(convertWebsite(w, 'sites.acme.io/v1', 'sites.acme.io').apiVersion).toBe('sites.acme.io/v1');
-    expect(() => convertWebsite(w, `${group}/v1`)).toThrow(/apiVersion 'sites.acme.io\/v1beta1': expected web\.example\.com\/v1/);
+    expect(() => convertWebsite(w, `${group}/v1`)).toThrow(
+      /apiVersion 'sites.acme.io\/v1beta1': expected web\.example\.com\/v1/,
+    );
   });
 
   test.each<[string, unknown, string, RegExp]>([
     ['a non-object', 'x', `${group}/v1`, /not a JSON object/],
-    ['another kind', { apiVersion: `${group}/v1`, kind: 'Pod', metadata: { name: 'p' }, spec: {} }, `${group}/v1beta1`, /object 'p' has kind 'Pod'/],
-    ['an unknown target version', { apiVersion: `${group}/v1`, kind: 'Website', spec: { title: 'a', replicas: 1 } }, `${group}/v2`, /desiredAPIVersion 'web.example.com\/v2'/],
-    ['a missing spec', { apiVersion: `${group}/v1`, kind: 'Website', metadata: { name: 'w' } }, `${group}/v1beta1`, /Website 'w' has no spec/],
-    ['a v1beta1 object without heading', { apiVersion: `${group}/v1beta1`, kind: 'Website', spec: { instances: 1 } }, `${group}/v1`, /needs spec\.heading/],
-    ['a v1 object without replicas', { apiVersion: `${group}/v1`, kind: 'Website', spec: { title: 'x' } }, `${group}/v1beta1`, /needs spec\.title \(string\) and spec\.replicas/],
+    [
+      'another kind',
+      { apiVersion: `${group}/v1`, kind: 'Pod', metadata: { name: 'p' }, spec: {} },
+      `${group}/v1beta1`,
+      /object 'p' has kind 'Pod'/,
+    ],
+    [
+      'an unknown target version',
+      { apiVersion: `${group}/v1`, kind: 'Website', spec: { title: 'a', replicas: 1 } },
+      `${group}/v2`,
+      /desiredAPIVersion 'web.example.com\/v2'/,
+    ],
+    [
+      'a missing spec',
+      { apiVersion: `${group}/v1`, kind: 'Website', metadata: { name: 'w' } },
+      `${group}/v1beta1`,
+      /Website 'w' has no spec/,
+    ],
+    [
+      'a v1beta1 object without heading',
+      { apiVersion: `${group}/v1beta1`, kind: 'Website', spec: { instances: 1 } },
+      `${group}/v1`,
+      /needs spec\.heading/,
+    ],
+    [
+      'a v1 object without replicas',
+      { apiVersion: `${group}/v1`, kind: 'Website', spec: { title: 'x' } },
+      `${group}/v1beta1`,
+      /needs spec\.title \(string\) and spec\.replicas/,
+    ],
   ])('rejects %s with a ConversionError', (_, object, to, message) => {
     expect(() => convertWebsite(object, to)).toThrow(ConversionError);
     expect(() => convertWebsite(object, to)).toThrow(message);

@@ -2,10 +2,19 @@
 // ClusterRole read from kro's chart, and the readiness predicate. (That kro runs them as meant is
 // `npm run bench:kro-check`, on a real cluster with the real kro.)
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
-import { KRO_VERSION, celTextColor, kroRbacManifests, kroStaticRules, kroTemplates, kroWebsite, kroWebsiteReady, websiteRgd } from '../support/kro.ts';
+import {
+  celTextColor,
+  KRO_VERSION,
+  kroRbacManifests,
+  kroStaticRules,
+  kroTemplates,
+  kroWebsite,
+  kroWebsiteReady,
+  websiteRgd,
+} from '../support/kro.ts';
 
 describe('kro ResourceGraphDefinition', () => {
-  test('its templates are renderWorkload\'s output with expressions for name, namespace, replicas and page; no owner references, managed by kro', () => {
+  test("its templates are renderWorkload's output with expressions for name, namespace, replicas and page; no owner references, managed by kro", () => {
     const { deployment, service } = kroTemplates();
     const ours = renderWorkload({
       apiVersion: 'web.example.com/v1',
@@ -16,19 +25,30 @@ describe('kro ResourceGraphDefinition', () => {
     expect(deployment.metadata).toEqual({
       name: 'website-${schema.metadata.name}',
       namespace: '${schema.metadata.namespace}',
-      labels: { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': '${schema.metadata.name}', 'app.kubernetes.io/managed-by': 'kro' },
+      labels: {
+        'app.kubernetes.io/name': 'website',
+        'app.kubernetes.io/instance': '${schema.metadata.name}',
+        'app.kubernetes.io/managed-by': 'kro',
+      },
     });
     expect(service.metadata).toEqual(deployment.metadata);
     expect((deployment.spec as { replicas: unknown }).replicas).toBe('${schema.spec.replicas}');
     const env = (deployment.spec as any).template.spec.containers[0].env as Array<{ name: string; value: string }>;
     const page = env.find((e) => e.name === 'WEBSITE_HTML')!.value;
     expect(page).toContain('<h1 id="title">${schema.spec.title.replace("&", "&amp;")');
-    expect(page).toContain('body { background: ${schema.spec.color}; color: ${cel.bind(c, schema.spec.color.lowerAscii()');
+    expect(page).toContain(
+      'body { background: ${schema.spec.color}; color: ${cel.bind(c, schema.spec.color.lowerAscii()',
+    );
     // Everything else is ours verbatim: the image, probes, security context, volumes, the Service's ports.
     const oursContainer = (ours.deployment.spec as any).template.spec.containers[0];
     const kroContainer = (deployment.spec as any).template.spec.containers[0];
-    expect({ ...kroContainer, env: kroContainer.env.map((e: { name: string }) => e.name) }).toEqual({ ...oursContainer, env: oursContainer.env.map((e: { name: string }) => e.name) });
-    expect(kroContainer.env.find((e: { name: string }) => e.name === 'NGINX_CONF')).toEqual(oursContainer.env.find((e: { name: string }) => e.name === 'NGINX_CONF'));
+    expect({ ...kroContainer, env: kroContainer.env.map((e: { name: string }) => e.name) }).toEqual({
+      ...oursContainer,
+      env: oursContainer.env.map((e: { name: string }) => e.name),
+    });
+    expect(kroContainer.env.find((e: { name: string }) => e.name === 'NGINX_CONF')).toEqual(
+      oursContainer.env.find((e: { name: string }) => e.name === 'NGINX_CONF'),
+    );
     expect((service.spec as any).ports).toEqual((ours.service.spec as any).ports);
   });
 
@@ -57,11 +77,21 @@ describe('kro ResourceGraphDefinition', () => {
 });
 
 describe('kroWebsiteReady', () => {
-  const website = (generation: number, conditions: unknown[]) => ({ metadata: { name: 'a', generation }, status: { conditions } });
+  const website = (generation: number, conditions: unknown[]) => ({
+    metadata: { name: 'a', generation },
+    status: { conditions },
+  });
   test("kro's Ready condition, for the current generation only", () => {
     expect(kroWebsiteReady(website(2, [{ type: 'Ready', status: 'True', observedGeneration: 2 }]))).toBe(true);
     expect(kroWebsiteReady(website(3, [{ type: 'Ready', status: 'True', observedGeneration: 2 }]))).toBe(false);
-    expect(kroWebsiteReady(website(2, [{ type: 'Ready', status: 'False', observedGeneration: 2 }, { type: 'InstanceManaged', status: 'True', observedGeneration: 2 }]))).toBe(false);
+    expect(
+      kroWebsiteReady(
+        website(2, [
+          { type: 'Ready', status: 'False', observedGeneration: 2 },
+          { type: 'InstanceManaged', status: 'True', observedGeneration: 2 },
+        ]),
+      ),
+    ).toBe(false);
     expect(kroWebsiteReady({ metadata: { name: 'a', generation: 1 } })).toBe(false);
   });
 });
@@ -93,7 +123,9 @@ describe("kro's RBAC", () => {
 
   test("reads the aggregation mode's static rules from the chart, and binds them and the Website rules to the ServiceAccount", () => {
     const rules = kroStaticRules(template);
-    expect(rules).toEqual([{ apiGroups: ['kro.run'], resources: ['resourcegraphdefinitions'], verbs: ['get', 'list', 'watch'] }]);
+    expect(rules).toEqual([
+      { apiGroups: ['kro.run'], resources: ['resourcegraphdefinitions'], verbs: ['get', 'list', 'watch'] },
+    ]);
     const manifests = kroRbacManifests(rules) as any[];
     expect(manifests.filter((m) => m.kind === 'ClusterRoleBinding').map((m) => m.subjects)).toEqual([
       [{ kind: 'ServiceAccount', name: 'kro', namespace: 'kro-system' }],
@@ -104,7 +136,9 @@ describe("kro's RBAC", () => {
   });
 
   test('says what to do when the chart has changed shape', () => {
-    expect(() => kroStaticRules('kind: ClusterRole\nrules: []\n')).toThrow(`Update kroStaticRules for this kro version`);
+    expect(() => kroStaticRules('kind: ClusterRole\nrules: []\n')).toThrow(
+      `Update kroStaticRules for this kro version`,
+    );
     expect(KRO_VERSION).toMatch(/^v\d+\.\d+\.\d+$/);
   });
 });

@@ -11,7 +11,12 @@ import { BlackHoleProxy } from '../support/chaos.ts';
 
 test('after a request times out on a connection that went silent, the next request goes over a new connection and succeeds', async () => {
   const ca = await createCertificateAuthority({ commonName: 'test CA', validityMs: 3_600_000 });
-  const serving = await issueServingCertificate(ca, { commonName: '127.0.0.1', dnsNames: [], ipAddresses: ['127.0.0.1'], validityMs: 3_600_000 });
+  const serving = await issueServingCertificate(ca, {
+    commonName: '127.0.0.1',
+    dnsNames: [],
+    ipAddresses: ['127.0.0.1'],
+    validityMs: 3_600_000,
+  });
   let sessions = 0;
   const server = createSecureServer({ cert: serving.cert, key: serving.key, allowHTTP1: true }, (request, response) => {
     response.writeHead(200, { 'content-type': 'application/json' });
@@ -24,7 +29,9 @@ test('after a request times out on a connection that went silent, the next reque
   try {
     const kc = new KubeConfig();
     kc.loadFromOptions({
-      clusters: [{ name: 'local', server: `https://127.0.0.1:${proxy.port}`, caData: Buffer.from(ca.cert).toString('base64') }],
+      clusters: [
+        { name: 'local', server: `https://127.0.0.1:${proxy.port}`, caData: Buffer.from(ca.cert).toString('base64') },
+      ],
       users: [{ name: 'u', token: 'token' }],
       contexts: [{ name: 'ctx', cluster: 'local', user: 'u' }],
       currentContext: 'ctx',

@@ -1,9 +1,12 @@
-import { type Manifest, only, synth } from '../helpers.ts';
 import { addressPort, urlPort } from '../../lib/network-policy.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
-import { ProductionTracingStack, type ProductionTracingStackProps } from '../../lib/tracing/production-tracing-stack.ts';
+import {
+  ProductionTracingStack,
+  type ProductionTracingStackProps,
+} from '../../lib/tracing/production-tracing-stack.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
+import { type Manifest, only, synth } from '../helpers.ts';
 
 /** A pod somewhere: its namespace and labels. */
 interface Pod {
@@ -16,11 +19,14 @@ const matches = (selector: Manifest | undefined, labels: Readonly<Record<string,
 /** Whether a peer of a policy in `policyNamespace` names `pod` (namespaces carry their kubernetes.io/metadata.name label). */
 const peerMatches = (peer: Manifest, policyNamespace: string, pod: Pod) => {
   if (peer.ipBlock) return false;
-  const inNamespace = peer.namespaceSelector ? matches(peer.namespaceSelector, { 'kubernetes.io/metadata.name': pod.namespace }) : pod.namespace === policyNamespace;
+  const inNamespace = peer.namespaceSelector
+    ? matches(peer.namespaceSelector, { 'kubernetes.io/metadata.name': pod.namespace })
+    : pod.namespace === policyNamespace;
   return inNamespace && (peer.podSelector ? matches(peer.podSelector, pod.labels) : true);
 };
 const portMatches = (rulePorts: Manifest[] | undefined, port: number, protocol: string) =>
-  rulePorts === undefined || rulePorts.some((p) => (p.protocol ?? 'TCP') === protocol && (p.port === undefined || p.port === port));
+  rulePorts === undefined ||
+  rulePorts.some((p) => (p.protocol ?? 'TCP') === protocol && (p.port === undefined || p.port === port));
 
 /**
  * Whether `policies` let `from` open a connection to `to` on `port`: the Kubernetes semantics
@@ -28,11 +34,33 @@ const portMatches = (rulePorts: Manifest[] | undefined, port: number, protocol: 
  * selecting it must allow the flow), for pod-to-pod traffic.
  */
 function allowed(policies: Manifest[], from: Pod, to: Pod, port: number, protocol = 'TCP'): boolean {
-  const selecting = (pod: Pod, type: string) => policies.filter((p) => p.metadata.namespace === pod.namespace && matches(p.spec.podSelector, pod.labels) && p.spec.policyTypes.includes(type));
+  const selecting = (pod: Pod, type: string) =>
+    policies.filter(
+      (p) =>
+        p.metadata.namespace === pod.namespace &&
+        matches(p.spec.podSelector, pod.labels) &&
+        p.spec.policyTypes.includes(type),
+    );
   const egress = selecting(from, 'Egress');
-  const out = egress.length === 0 || egress.some((p) => (p.spec.egress ?? []).some((r: Manifest) => (r.to === undefined || r.to.some((peer: Manifest) => peerMatches(peer, p.metadata.namespace, to))) && portMatches(r.ports, port, protocol)));
+  const out =
+    egress.length === 0 ||
+    egress.some((p) =>
+      (p.spec.egress ?? []).some(
+        (r: Manifest) =>
+          (r.to === undefined || r.to.some((peer: Manifest) => peerMatches(peer, p.metadata.namespace, to))) &&
+          portMatches(r.ports, port, protocol),
+      ),
+    );
   const ingress = selecting(to, 'Ingress');
-  const into = ingress.length === 0 || ingress.some((p) => (p.spec.ingress ?? []).some((r: Manifest) => (r.from === undefined || r.from.some((peer: Manifest) => peerMatches(peer, p.metadata.namespace, from))) && portMatches(r.ports, port, protocol)));
+  const into =
+    ingress.length === 0 ||
+    ingress.some((p) =>
+      (p.spec.ingress ?? []).some(
+        (r: Manifest) =>
+          (r.from === undefined || r.from.some((peer: Manifest) => peerMatches(peer, p.metadata.namespace, from))) &&
+          portMatches(r.ports, port, protocol),
+      ),
+    );
   return out && into;
 }
 
@@ -55,7 +83,10 @@ describe("WebsiteOperator's NetworkPolicies", () => {
   test('isolate the operator both ways and deny by default every pod of this package in the namespace', () => {
     expect(policies.map((p) => p.metadata.name).sort()).toEqual(['website-operator', 'website-stack-default-deny']);
     const deny = only(manifests, 'NetworkPolicy', 'website-stack-default-deny');
-    expect(deny.spec).toEqual({ podSelector: { matchLabels: { 'app.kubernetes.io/part-of': 'website-stack' } }, policyTypes: ['Ingress', 'Egress'] });
+    expect(deny.spec).toEqual({
+      podSelector: { matchLabels: { 'app.kubernetes.io/part-of': 'website-stack' } },
+      policyTypes: ['Ingress', 'Egress'],
+    });
   });
 
   test('let the API server reach the webhook (9443) from wherever it is, and Prometheus the metrics (8080), nothing else in', () => {
@@ -69,14 +100,29 @@ describe("WebsiteOperator's NetworkPolicies", () => {
 
   test('let the operator out to the API server (443, 6443) and DNS only', () => {
     const own = only(manifests, 'NetworkPolicy', 'website-operator');
-    expect(own.spec.egress[0]).toEqual({ ports: [{ protocol: 'TCP', port: 443 }, { protocol: 'TCP', port: 6443 }] });
+    expect(own.spec.egress[0]).toEqual({
+      ports: [
+        { protocol: 'TCP', port: 443 },
+        { protocol: 'TCP', port: 6443 },
+      ],
+    });
     expect(allowed(policies, pod, dns, 53, 'UDP')).toBe(true);
     expect(allowed(policies, pod, dns, 53, 'TCP')).toBe(true);
     expect(allowed(policies, pod, app, 80)).toBe(false);
   });
 
   test('leave the Websites in its namespace alone', () => {
-    const [deployment] = synth((chart) => new WebsiteWorkload(chart, 'w', { website: { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'hello', namespace: 'website-system', uid: 'u' }, spec: { title: 't', replicas: 1 } } }));
+    const [deployment] = synth(
+      (chart) =>
+        new WebsiteWorkload(chart, 'w', {
+          website: {
+            apiVersion: 'web.example.com/v1',
+            kind: 'Website',
+            metadata: { name: 'hello', namespace: 'website-system', uid: 'u' },
+            spec: { title: 't', replicas: 1 },
+          },
+        }),
+    );
     const website: Pod = { namespace: 'website-system', labels: deployment.spec.template.metadata.labels };
     expect(policies.filter((p) => matches(p.spec.podSelector, website.labels))).toEqual([]);
     expect(allowed(policies, app, website, 8080)).toBe(true);
@@ -95,11 +141,20 @@ describe("WebsiteOperator's NetworkPolicies", () => {
     const own = only(narrowed, 'NetworkPolicy', 'website-operator');
     expect(own.spec.ingress).toEqual([
       { from: [{ ipBlock: { cidr: '10.0.0.0/28' } }], ports: [{ protocol: 'TCP', port: 9443 }] },
-      { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }], ports: [{ protocol: 'TCP', port: 8080 }] },
+      {
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }],
+        ports: [{ protocol: 'TCP', port: 8080 }],
+      },
     ]);
     expect(own.spec.egress).toEqual([
       { to: [{ ipBlock: { cidr: '10.0.0.0/28' } }], ports: [{ protocol: 'TCP', port: 6443 }] },
-      { to: [{ ipBlock: { cidr: '169.254.20.10/32' } }], ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] },
+      {
+        to: [{ ipBlock: { cidr: '169.254.20.10/32' } }],
+        ports: [
+          { protocol: 'UDP', port: 53 },
+          { protocol: 'TCP', port: 53 },
+        ],
+      },
       { ports: [{ protocol: 'TCP', port: 4318 }] },
     ]);
     expect(operator({ networkPolicy: false }).some((m) => m.kind === 'NetworkPolicy')).toBe(false);
@@ -112,7 +167,13 @@ describe("the development trace stack's NetworkPolicies", () => {
   const [collector, jaeger, hotrod] = ['otel-collector', 'jaeger', 'hotrod'].map((n) => podOf(manifests, n));
 
   test('select every pod of the stack by one policy of its own and the default deny', () => {
-    for (const pod of [collector, jaeger, hotrod]) expect(policies.filter((p) => matches(p.spec.podSelector, pod.labels)).map((p) => p.metadata.name).sort()).toHaveLength(2);
+    for (const pod of [collector, jaeger, hotrod])
+      expect(
+        policies
+          .filter((p) => matches(p.spec.podSelector, pod.labels))
+          .map((p) => p.metadata.name)
+          .sort(),
+      ).toHaveLength(2);
   });
 
   test('carry spans from applications anywhere to the collector, from the collector to Jaeger, and no other way', () => {
@@ -125,7 +186,7 @@ describe("the development trace stack's NetworkPolicies", () => {
     expect(allowed(policies, collector, jaeger, 16686)).toBe(false);
   });
 
-  test("open the UIs to browsers, the metrics to Prometheus, and DNS to all", () => {
+  test('open the UIs to browsers, the metrics to Prometheus, and DNS to all', () => {
     const browserSide: Pod = { namespace: 'ingress-nginx', labels: { app: 'ingress-nginx' } };
     expect(allowed(policies, browserSide, jaeger, 16686)).toBe(true);
     expect(allowed(policies, browserSide, hotrod, 8080)).toBe(true);
@@ -142,16 +203,28 @@ describe("the development trace stack's NetworkPolicies", () => {
     expect(allowed(policies, app, jaeger, 6831, 'TCP')).toBe(false);
   });
 
-  test('a Jaeger without OTLP (the spec\'s COLLECTOR_OTLP_ENABLED off) takes Thrift only', () => {
+  test("a Jaeger without OTLP (the spec's COLLECTOR_OTLP_ENABLED off) takes Thrift only", () => {
     const thriftOnly = synth((chart) => new DevelopmentTracingStack(chart, 'dev', { jaeger: { otlpEnabled: false } }));
     const jaegerPod = podOf(thriftOnly, 'jaeger');
     expect(allowed(policiesOf(thriftOnly), app, jaegerPod, 14268)).toBe(true);
-    expect(only(thriftOnly, 'NetworkPolicy', 'jaeger').spec.ingress.flatMap((r: Manifest) => r.ports.map((p: Manifest) => p.port))).not.toContain(4317);
+    expect(
+      only(thriftOnly, 'NetworkPolicy', 'jaeger').spec.ingress.flatMap((r: Manifest) =>
+        r.ports.map((p: Manifest) => p.port),
+      ),
+    ).not.toContain(4317);
   });
 
   test('take who sends spans and who opens the UIs', () => {
     const narrowed = policiesOf(
-      synth((chart) => new DevelopmentTracingStack(chart, 'dev', { networkPolicy: { spansFrom: [{ namespaceSelector: { matchLabels: { team: 'shop' } } }], uiFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] } })),
+      synth(
+        (chart) =>
+          new DevelopmentTracingStack(chart, 'dev', {
+            networkPolicy: {
+              spansFrom: [{ namespaceSelector: { matchLabels: { team: 'shop' } } }],
+              uiFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }],
+            },
+          }),
+      ),
     );
     expect(allowed(narrowed, app, collector, 4318)).toBe(false);
     expect(allowed(narrowed, app, jaeger, 14268)).toBe(false);
@@ -161,10 +234,20 @@ describe("the development trace stack's NetworkPolicies", () => {
 });
 
 describe("the production trace stack's NetworkPolicies", () => {
-  const production = (props: Partial<ProductionTracingStackProps> & Pick<ProductionTracingStackProps, 'jaeger'>) => synth((chart) => new ProductionTracingStack(chart, 'prod', props));
-  const elasticsearch = production({ jaeger: { storage: { type: 'elasticsearch', serverUrls: ['https://es.storage.svc:9200', 'https://es-2.storage.svc'] } } });
+  const production = (props: Partial<ProductionTracingStackProps> & Pick<ProductionTracingStackProps, 'jaeger'>) =>
+    synth((chart) => new ProductionTracingStack(chart, 'prod', props));
+  const elasticsearch = production({
+    jaeger: {
+      storage: { type: 'elasticsearch', serverUrls: ['https://es.storage.svc:9200', 'https://es-2.storage.svc'] },
+    },
+  });
   const policies = policiesOf(elasticsearch);
-  const [gateway, jaegerCollector, query, cleaner] = ['otel-collector', 'jaeger-collector', 'jaeger-query', 'jaeger-es-index-cleaner'].map((n) => podOf(elasticsearch, n));
+  const [gateway, jaegerCollector, query, cleaner] = [
+    'otel-collector',
+    'jaeger-collector',
+    'jaeger-query',
+    'jaeger-es-index-cleaner',
+  ].map((n) => podOf(elasticsearch, n));
   const storage: Pod = { namespace: 'storage', labels: { 'elasticsearch.k8s.elastic.co/cluster-name': 'es' } };
 
   test('let spans through the gateway to Jaeger, and only Jaeger to the storage, on the ports of its URLs', () => {
@@ -183,7 +266,10 @@ describe("the production trace stack's NetworkPolicies", () => {
 
   test("reach Cassandra on its contact points' ports, and only the peers given as storage", () => {
     const cassandra = policiesOf(
-      production({ jaeger: { storage: { type: 'cassandra', servers: ['cassandra-0.db', 'cassandra-1.db:9142'] } }, networkPolicy: { storage: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'db' } } }] } }),
+      production({
+        jaeger: { storage: { type: 'cassandra', servers: ['cassandra-0.db', 'cassandra-1.db:9142'] } },
+        networkPolicy: { storage: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'db' } } }] },
+      }),
     );
     const db: Pod = { namespace: 'db', labels: { app: 'cassandra' } };
     expect(allowed(cassandra, jaegerCollector, db, 9042)).toBe(true);
@@ -195,7 +281,10 @@ describe("the production trace stack's NetworkPolicies", () => {
     const extra = only(
       production({
         jaeger: { storage: { type: 'cassandra', servers: ['c'] } },
-        extraBackends: [{ name: 'vendor', endpoint: 'https://otlp.vendor.example', protocol: 'http' }, { name: 'mirror', endpoint: 'mirror.example:14317', tls: {} }],
+        extraBackends: [
+          { name: 'vendor', endpoint: 'https://otlp.vendor.example', protocol: 'http' },
+          { name: 'mirror', endpoint: 'mirror.example:14317', tls: {} },
+        ],
         receiverSecurity: { oidc: { issuerUrl: 'https://login.example:8443/realms/x', audience: 'otel' } },
       }),
       'NetworkPolicy',
@@ -210,6 +299,11 @@ describe('ports from addresses', () => {
     expect([urlPort('https://es:9200'), urlPort('https://es'), urlPort('http://es')]).toEqual([9200, 443, 80]);
   });
   test('a host:port names its port; a bare host or IPv6 address takes the fallback', () => {
-    expect([addressPort('c:9142', 9042), addressPort('c', 9042), addressPort('[fd00::1]:9142', 9042), addressPort('fd00::1', 9042)]).toEqual([9142, 9042, 9142, 9042]);
+    expect([
+      addressPort('c:9142', 9042),
+      addressPort('c', 9042),
+      addressPort('[fd00::1]:9142', 9042),
+      addressPort('fd00::1', 9042),
+    ]).toEqual([9142, 9042, 9142, 9042]);
   });
 });

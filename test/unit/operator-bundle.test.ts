@@ -2,13 +2,13 @@
 // tests and the benchmark run: what its entry chunk holds (from esbuild's metafile), and which of its
 // files a real process opens. The process runs without a cluster (its API server address refuses
 // connections, so it keeps retrying): loading modules happens before it talks to the API.
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
-import { type AddressInfo, type Server as NetServer, type Socket, createServer as createNetServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
-import { OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild, buildOperator } from '../../scripts/build-operator.ts';
+import { buildOperator, OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild } from '../../scripts/build-operator.ts';
 import { OperatorProcess } from '../support/operator-process.ts';
 import { freePort } from '../support/ports.ts';
 
@@ -24,7 +24,8 @@ function loadedAtStart(metafile: Metafile, entry: string): Set<string> {
     const output = queue.shift()!;
     if (seen.has(output)) continue;
     seen.add(output);
-    for (const imported of metafile.outputs[output].imports) if (imported.kind === 'import-statement' && !imported.external) queue.push(imported.path);
+    for (const imported of metafile.outputs[output].imports)
+      if (imported.kind === 'import-statement' && !imported.external) queue.push(imported.path);
   }
   return seen;
 }
@@ -43,7 +44,8 @@ function chunkOf(metafile: Metafile, source: string): string {
 
 // What only the conversion webhook or the OpenTelemetry SDK uses.
 const WEBHOOK_ONLY = /^operator\/src\/webhook\/|node_modules\/(@peculiar\/x509|reflect-metadata|tsyringe)\//;
-const SDK_ONLY = /^operator\/src\/observability\/tracing-sdk\.ts$|node_modules\/@opentelemetry\/(sdk-trace|exporter-trace-otlp-proto|otlp-transformer|resources|context-async-hooks)\//;
+const SDK_ONLY =
+  /^operator\/src\/observability\/tracing-sdk\.ts$|node_modules\/@opentelemetry\/(sdk-trace|exporter-trace-otlp-proto|otlp-transformer|resources|context-async-hooks)\//;
 
 beforeAll(async () => {
   build = await buildOperator();
@@ -54,7 +56,9 @@ describe('the operator bundle', () => {
   test('is an ES module entry with chunks in operator/build, built from operator/src/bin/operator.ts', () => {
     expect(build.entry).toBe(join(OPERATOR_BUILD_DIR, OPERATOR_ENTRY));
     expect(build.metafile.outputs[entryOutput].entryPoint).toBe('operator/src/bin/operator.ts');
-    expect(readFileSync(build.entry, 'utf8')).toMatch(/^(#!.*\n)?import \{ createRequire as __createRequire \} from 'node:module';/);
+    expect(readFileSync(build.entry, 'utf8')).toMatch(
+      /^(#!.*\n)?import \{ createRequire as __createRequire \} from 'node:module';/,
+    );
   });
 
   test('a second build of the same sources writes nothing', async () => {
@@ -64,8 +68,13 @@ describe('the operator bundle', () => {
   });
 
   test('carries no source maps, inline or linked', () => {
-    for (const file of readdirSync(OPERATOR_BUILD_DIR, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.mjs'))) {
-      expect([basename(file), readFileSync(join(OPERATOR_BUILD_DIR, file), 'utf8').includes('sourceMappingURL=')]).toEqual([basename(file), false]);
+    for (const file of readdirSync(OPERATOR_BUILD_DIR, { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.mjs'),
+    )) {
+      expect([
+        basename(file),
+        readFileSync(join(OPERATOR_BUILD_DIR, file), 'utf8').includes('sourceMappingURL='),
+      ]).toEqual([basename(file), false]);
     }
   });
 
@@ -77,15 +86,23 @@ describe('the operator bundle', () => {
 
     const webhook = chunkOf(build.metafile, 'operator/src/webhook/webhook-component.ts');
     const sdk = chunkOf(build.metafile, 'operator/src/observability/tracing-sdk.ts');
-    expect(inputsOf(build.metafile, [webhook])).toEqual(expect.arrayContaining(['operator/src/webhook/conversion-server.ts', 'operator/src/webhook/certificates.ts']));
-    expect(inputsOf(build.metafile, [sdk]).some((input) => input.includes('node_modules/@opentelemetry/sdk-trace/'))).toBe(true);
+    expect(inputsOf(build.metafile, [webhook])).toEqual(
+      expect.arrayContaining(['operator/src/webhook/conversion-server.ts', 'operator/src/webhook/certificates.ts']),
+    );
+    expect(
+      inputsOf(build.metafile, [sdk]).some((input) => input.includes('node_modules/@opentelemetry/sdk-trace/')),
+    ).toBe(true);
   });
 
   test("leaves out client-node's generated APIs and models and the library's other constructs", () => {
     const all = inputsOf(build.metafile, Object.keys(build.metafile.outputs));
     expect(all.filter((input) => input.includes('node_modules/@kubernetes/client-node/dist/gen/apis/'))).toEqual([]);
     expect(all.filter((input) => input.includes('node_modules/@kubernetes/client-node/dist/gen/models/'))).toEqual([]);
-    expect(all.filter((input) => /^lib\/(tracing|shell-operator)\//.test(input) || input === 'lib/operator/operator-deployment.ts')).toEqual([]);
+    expect(
+      all.filter(
+        (input) => /^lib\/(tracing|shell-operator)\//.test(input) || input === 'lib/operator/operator-deployment.ts',
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -107,42 +124,67 @@ describe('the operator started from the bundle', () => {
     // A cluster address where nothing listens.
     const port = await freePort();
     kubeconfig = join(work, 'kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'none',
-      clusters: [{ name: 'none', cluster: { server: `https://127.0.0.1:${port}` } }],
-      users: [{ name: 'none', user: { token: 'not-a-real-token' } }],
-      contexts: [{ name: 'none', context: { cluster: 'none', user: 'none', namespace: 'website-system' } }],
-    }));
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'none',
+        clusters: [{ name: 'none', cluster: { server: `https://127.0.0.1:${port}` } }],
+        users: [{ name: 'none', user: { token: 'not-a-real-token' } }],
+        contexts: [{ name: 'none', context: { cluster: 'none', user: 'none', namespace: 'website-system' } }],
+      }),
+    );
     // An address that accepts connections and never says a word.
     silent = createNetServer((socket) => sockets.push(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     silentKubeconfig = join(work, 'kubeconfig-silent');
-    writeFileSync(silentKubeconfig, readFileSync(kubeconfig, 'utf8').replace(`127.0.0.1:${port}`, `127.0.0.1:${(silent.address() as AddressInfo).port}`));
+    writeFileSync(
+      silentKubeconfig,
+      readFileSync(kubeconfig, 'utf8').replace(
+        `127.0.0.1:${port}`,
+        `127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      ),
+    );
     // Node's module hooks (--import, before the operator): every file the process loads, on stderr.
     recorder = join(work, 'record-loads.mjs');
-    writeFileSync(recorder, [
-      "import { registerHooks } from 'node:module';",
-      "import { writeSync } from 'node:fs';",
-      "registerHooks({ load(url, context, next) { if (url.startsWith('file:')) writeSync(2, `loaded ${url}\\n`); return next(url, context); } });",
-    ].join('\n'));
+    writeFileSync(
+      recorder,
+      [
+        "import { registerHooks } from 'node:module';",
+        "import { writeSync } from 'node:fs';",
+        "registerHooks({ load(url, context, next) { if (url.startsWith('file:')) writeSync(2, `loaded ${url}\\n`); return next(url, context); } });",
+      ].join('\n'),
+    );
   });
 
   /** The bundle's files the operator loaded by the time it listens, with `env`; then it is stopped. */
   async function loadedFiles(env: Record<string, string>): Promise<string[]> {
-    const operator = await OperatorProcess.start('bundle-test', kubeconfig, { NODE_OPTIONS: `--import=${recorder}`, ...env }, build.entry);
+    const operator = await OperatorProcess.start(
+      'bundle-test',
+      kubeconfig,
+      { NODE_OPTIONS: `--import=${recorder}`, ...env },
+      build.entry,
+    );
     try {
-      return operator.stderr.filter((line) => line.startsWith('loaded file://')).map((line) => relative(OPERATOR_BUILD_DIR, new URL(line.slice('loaded '.length)).pathname));
+      return operator.stderr
+        .filter((line) => line.startsWith('loaded file://'))
+        .map((line) => relative(OPERATOR_BUILD_DIR, new URL(line.slice('loaded '.length)).pathname));
     } finally {
       await operator.kill();
     }
   }
 
-  const webhookChunk = () => relative(OPERATOR_BUILD_DIR, join(ROOT, chunkOf(build.metafile, 'operator/src/webhook/webhook-component.ts')));
-  const sdkChunk = () => relative(OPERATOR_BUILD_DIR, join(ROOT, chunkOf(build.metafile, 'operator/src/observability/tracing-sdk.ts')));
+  const webhookChunk = () =>
+    relative(OPERATOR_BUILD_DIR, join(ROOT, chunkOf(build.metafile, 'operator/src/webhook/webhook-component.ts')));
+  const sdkChunk = () =>
+    relative(OPERATOR_BUILD_DIR, join(ROOT, chunkOf(build.metafile, 'operator/src/observability/tracing-sdk.ts')));
 
   test('with the webhook off and no OTLP endpoint, loads neither chunk: only the entry and its static imports', async () => {
     const loaded = await loadedFiles({ WEBHOOK_ENABLED: 'false' });
-    const atStart = [...loadedAtStart(build.metafile, entryOutput)].map((output) => relative(OPERATOR_BUILD_DIR, join(ROOT, output)));
+    const atStart = [...loadedAtStart(build.metafile, entryOutput)].map((output) =>
+      relative(OPERATOR_BUILD_DIR, join(ROOT, output)),
+    );
     expect(loaded.sort()).toEqual(atStart.sort());
     expect(loaded).not.toContain(webhookChunk());
     expect(loaded).not.toContain(sdkChunk());
@@ -155,24 +197,44 @@ describe('the operator started from the bundle', () => {
     ['refusing connections, without leader election', () => kubeconfig, { LEADER_ELECTION: 'false' }],
     ['refusing connections, campaigning for the Lease', () => kubeconfig, { LEADER_ELECTION: 'true' }],
     // Its requests hang: only aborting them ends them before their 30 s timeout.
-    ['accepting connections and never answering, campaigning for the Lease', () => silentKubeconfig, { LEADER_ELECTION: 'true' }],
-  ])('with the API server unreachable (%s), SIGTERM stops it cleanly: exit 0, "stopped", no timeout', async (_, config, env) => {
-    const operator = await OperatorProcess.start('shutdown-test', config(), { WEBHOOK_ENABLED: 'false', ...env }, build.entry);
-    try {
-      // It is running: listing, or waiting for the API server to answer.
-      await new Promise((r) => setTimeout(r, 1_000));
-      const exit = await Promise.race([operator.stop(), new Promise<string>((resolve) => setTimeout(() => resolve('still running after 20 s'), 20_000))]);
-      const messages = operator.logs.map((l) => l.msg);
-      expect(exit).toBe(0);
-      expect(messages).not.toContain('shutdown timed out; exiting');
-      expect(messages[messages.length - 1]).toBe('stopped');
-    } finally {
-      await operator.kill();
-    }
-  }, 60_000);
+    [
+      'accepting connections and never answering, campaigning for the Lease',
+      () => silentKubeconfig,
+      { LEADER_ELECTION: 'true' },
+    ],
+  ])(
+    'with the API server unreachable (%s), SIGTERM stops it cleanly: exit 0, "stopped", no timeout',
+    async (_, config, env) => {
+      const operator = await OperatorProcess.start(
+        'shutdown-test',
+        config(),
+        { WEBHOOK_ENABLED: 'false', ...env },
+        build.entry,
+      );
+      try {
+        // It is running: listing, or waiting for the API server to answer.
+        await new Promise((r) => setTimeout(r, 1_000));
+        const exit = await Promise.race([
+          operator.stop(),
+          new Promise<string>((resolve) => setTimeout(() => resolve('still running after 20 s'), 20_000)),
+        ]);
+        const messages = operator.logs.map((l) => l.msg);
+        expect(exit).toBe(0);
+        expect(messages).not.toContain('shutdown timed out; exiting');
+        expect(messages[messages.length - 1]).toBe('stopped');
+      } finally {
+        await operator.kill();
+      }
+    },
+    60_000,
+  );
 
   test('with both on, loads both chunks (the recorder sees dynamic imports)', async () => {
-    const loaded = await loadedFiles({ WEBHOOK_ENABLED: 'true', WEBHOOK_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}` });
+    const loaded = await loadedFiles({
+      WEBHOOK_ENABLED: 'true',
+      WEBHOOK_PORT: '0',
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
+    });
     expect(loaded).toEqual(expect.arrayContaining([OPERATOR_ENTRY, webhookChunk(), sdkChunk()]));
   }, 60_000);
 });

@@ -1,6 +1,6 @@
 import { App, Chart } from 'cdk8s';
-import { argoSync, requireSyncWaves, SYNC_WAVE_ANNOTATION } from '../../lib/argocd.ts';
 import { buildDist } from '../../lib/app.ts';
+import { argoSync, requireSyncWaves, SYNC_WAVE_ANNOTATION } from '../../lib/argocd.ts';
 import { OperatorFlowControl, type OperatorFlowControlProps } from '../../lib/operator/operator-flow-control.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { type Manifest, only, synth } from '../helpers.ts';
@@ -8,12 +8,24 @@ import { type Manifest, only, synth } from '../helpers.ts';
 const FLOW_CONTROL = 'flowcontrol.apiserver.k8s.io/v1';
 const operator = (props?: WebsiteOperatorProps) => synth((chart) => new WebsiteOperator(chart, 'op', props));
 const flowControl = (props: Partial<OperatorFlowControlProps> = {}) =>
-  synth((chart) => new OperatorFlowControl(chart, 'fc', { serviceAccount: { name: 'website-operator', namespace: 'website-system' }, ...props }));
+  synth(
+    (chart) =>
+      new OperatorFlowControl(chart, 'fc', {
+        serviceAccount: { name: 'website-operator', namespace: 'website-system' },
+        ...props,
+      }),
+  );
 const flowControlObjects = (manifests: Manifest[]) => manifests.filter((m) => m.apiVersion === FLOW_CONTROL);
 
 // The built-in FlowSchemas' precedences (k8s.io/apiserver, pkg/apis/flowcontrol/bootstrap): the
 // operator's schema must come after the control plane's and before service-accounts.
-const BUILT_IN = { exempt: 1, probes: 2, 'system-leader-election': 100, 'kube-system-service-accounts': 900, 'service-accounts': 9000 };
+const BUILT_IN = {
+  exempt: 1,
+  probes: 2,
+  'system-leader-election': 100,
+  'kube-system-service-accounts': 900,
+  'service-accounts': 9000,
+};
 
 describe('OperatorFlowControl', () => {
   describe('as WebsiteOperator synthesizes it with flowControl: true', () => {
@@ -40,7 +52,12 @@ describe('OperatorFlowControl', () => {
       expect(flowSchema.spec.distinguisherMethod).toEqual({ type: 'ByUser' });
       expect(flowSchema.spec.rules).toEqual([
         {
-          subjects: [{ kind: 'ServiceAccount', serviceAccount: { name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace } }],
+          subjects: [
+            {
+              kind: 'ServiceAccount',
+              serviceAccount: { name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace },
+            },
+          ],
           resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }],
           nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
         },
@@ -51,7 +68,12 @@ describe('OperatorFlowControl', () => {
       const precedence = flowSchema.spec.matchingPrecedence;
       expect(precedence).toBe(1000);
       expect(precedence).toBeLessThan(BUILT_IN['service-accounts']);
-      for (const builtIn of [BUILT_IN.exempt, BUILT_IN.probes, BUILT_IN['system-leader-election'], BUILT_IN['kube-system-service-accounts']]) {
+      for (const builtIn of [
+        BUILT_IN.exempt,
+        BUILT_IN.probes,
+        BUILT_IN['system-leader-election'],
+        BUILT_IN['kube-system-service-accounts'],
+      ]) {
         expect(precedence).toBeGreaterThan(builtIn);
       }
     });
@@ -69,8 +91,13 @@ describe('OperatorFlowControl', () => {
         });
       }
       const elsewhere = operator({ namespace: 'sites', flowControl: true });
-      expect(flowControlObjects(elsewhere).map((m) => m.metadata.name)).toEqual(['website-operator-sites', 'website-operator-sites']);
-      expect(only(elsewhere, 'FlowSchema').spec.rules[0].subjects).toEqual([{ kind: 'ServiceAccount', serviceAccount: { name: 'website-operator', namespace: 'sites' } }]);
+      expect(flowControlObjects(elsewhere).map((m) => m.metadata.name)).toEqual([
+        'website-operator-sites',
+        'website-operator-sites',
+      ]);
+      expect(only(elsewhere, 'FlowSchema').spec.rules[0].subjects).toEqual([
+        { kind: 'ServiceAccount', serviceAccount: { name: 'website-operator', namespace: 'sites' } },
+      ]);
     });
 
     test('carry no namespace even in a chart that has one', () => {
@@ -91,7 +118,13 @@ describe('OperatorFlowControl', () => {
 
   test("takes WebsiteOperator's options", () => {
     const manifests = operator({
-      flowControl: { name: 'sites-operator', matchingPrecedence: 950, nominalConcurrencyShares: 40, lendablePercent: 0, queuing: { queues: 16, handSize: 4, queueLengthLimit: 100 } },
+      flowControl: {
+        name: 'sites-operator',
+        matchingPrecedence: 950,
+        nominalConcurrencyShares: 40,
+        lendablePercent: 0,
+        queuing: { queues: 16, handSize: 4, queueLengthLimit: 100 },
+      },
     });
     const priorityLevel = only(manifests, 'PriorityLevelConfiguration', 'sites-operator');
     expect(priorityLevel.spec.limited).toEqual({
@@ -103,7 +136,10 @@ describe('OperatorFlowControl', () => {
     expect(flowSchema.spec.matchingPrecedence).toBe(950);
     expect(flowSchema.spec.priorityLevelConfiguration).toEqual({ name: 'sites-operator' });
     // Queuing settings left out keep their defaults.
-    expect(only(operator({ flowControl: { queuing: { queueLengthLimit: 200 } } }), 'PriorityLevelConfiguration').spec.limited.limitResponse.queuing).toEqual({
+    expect(
+      only(operator({ flowControl: { queuing: { queueLengthLimit: 200 } } }), 'PriorityLevelConfiguration').spec.limited
+        .limitResponse.queuing,
+    ).toEqual({
       queues: 1,
       handSize: 1,
       queueLengthLimit: 200,
@@ -123,22 +159,56 @@ describe('OperatorFlowControl', () => {
   });
 
   test.each<[string, Partial<OperatorFlowControlProps>, string]>([
-    ['precedence 9000, where service-accounts matches first', { matchingPrecedence: 9000 }, "matchingPrecedence must be a whole number from 2 to 8999 (1 is reserved for 'exempt', and from 9000 on the built-in 'service-accounts' schema matches first), got 9000"],
-    ['precedence 1, reserved for exempt', { matchingPrecedence: 1 }, 'matchingPrecedence must be a whole number from 2 to 8999'],
-    ['no shares', { nominalConcurrencyShares: 0 }, 'nominalConcurrencyShares must be a whole number from 1 to 2147483647 (0 would leave the operator only borrowed seats), got 0'],
+    [
+      'precedence 9000, where service-accounts matches first',
+      { matchingPrecedence: 9000 },
+      "matchingPrecedence must be a whole number from 2 to 8999 (1 is reserved for 'exempt', and from 9000 on the built-in 'service-accounts' schema matches first), got 9000",
+    ],
+    [
+      'precedence 1, reserved for exempt',
+      { matchingPrecedence: 1 },
+      'matchingPrecedence must be a whole number from 2 to 8999',
+    ],
+    [
+      'no shares',
+      { nominalConcurrencyShares: 0 },
+      'nominalConcurrencyShares must be a whole number from 1 to 2147483647 (0 would leave the operator only borrowed seats), got 0',
+    ],
     ['a fractional share', { nominalConcurrencyShares: 2.5 }, 'nominalConcurrencyShares must be a whole number'],
-    ['lending more than all', { lendablePercent: 101 }, 'lendablePercent must be a whole number from 0 to 100 (a percentage), got 101'],
-    ['a hand larger than the deck', { queuing: { queues: 4, handSize: 8 } }, 'queuing.handSize must be a whole number from 1 to 4 (at most queues), got 8'],
+    [
+      'lending more than all',
+      { lendablePercent: 101 },
+      'lendablePercent must be a whole number from 0 to 100 (a percentage), got 101',
+    ],
+    [
+      'a hand larger than the deck',
+      { queuing: { queues: 4, handSize: 8 } },
+      'queuing.handSize must be a whole number from 1 to 4 (at most queues), got 8',
+    ],
     ['zero queues', { queuing: { queues: 0 } }, 'queuing.queues must be a whole number from 1 to 10000000'],
     ['an empty queue', { queuing: { queueLengthLimit: 0 } }, 'queuing.queueLengthLimit must be a whole number from 1'],
-    ['a hand needing more than 60 bits', { queuing: { queues: 1024, handSize: 7 } }, 'queuing.handSize 7 is too large for 1024 queues: ceil(log2(queues) * handSize) must be at most 60'],
-    ['an upper-case name', { name: 'Website_Operator' }, "name must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253 characters), got 'Website_Operator'"],
-    ['a ServiceAccount without namespace', { serviceAccount: { name: 'website-operator', namespace: '' } }, 'serviceAccount needs both name and namespace'],
+    [
+      'a hand needing more than 60 bits',
+      { queuing: { queues: 1024, handSize: 7 } },
+      'queuing.handSize 7 is too large for 1024 queues: ceil(log2(queues) * handSize) must be at most 60',
+    ],
+    [
+      'an upper-case name',
+      { name: 'Website_Operator' },
+      "name must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253 characters), got 'Website_Operator'",
+    ],
+    [
+      'a ServiceAccount without namespace',
+      { serviceAccount: { name: 'website-operator', namespace: '' } },
+      'serviceAccount needs both name and namespace',
+    ],
   ])('refuses %s, naming the construct and the fix', (_, props, message) => {
     expect(() => flowControl(props)).toThrow(`OperatorFlowControl at 'test/fc': ${message}`);
   });
 
   test('reports every problem at once', () => {
-    expect(() => flowControl({ lendablePercent: -1, queuing: { queueLengthLimit: -1 } })).toThrow(/lendablePercent .*; queuing\.queueLengthLimit/);
+    expect(() => flowControl({ lendablePercent: -1, queuing: { queueLengthLimit: -1 } })).toThrow(
+      /lendablePercent .*; queuing\.queueLengthLimit/,
+    );
   });
 });

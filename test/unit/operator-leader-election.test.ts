@@ -1,25 +1,35 @@
 import { PassThrough } from 'node:stream';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
-import { ApiError, type KubeApi, type KubeObject, DEPLOYMENTS } from '../../operator/src/controller/kube-client.ts';
+import { ApiError, DEPLOYMENTS, type KubeApi, type KubeObject } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
-import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
+import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
+import { testOperatorConfig, type WebsiteOperator, websiteOperator } from './operator-config.ts';
 
 // The Operator's leader election on an in-memory API: /readyz lists every check (as the API
 // server's /readyz?verbose does), and not leading shows there and in
 // leader_election_not_leading_seconds without ever making the pod unready; a leader whose API
 // server stops answering aborts the reconciles in flight once it can no longer renew its Lease.
 
-const config = testOperatorConfig({ leaderElection: true, leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 20, concurrency: 2 });
+const config = testOperatorConfig({
+  leaderElection: true,
+  leaseDurationMs: 4_000,
+  renewDeadlineMs: 3_000,
+  retryPeriodMs: 20,
+  concurrency: 2,
+});
 
 const running: WebsiteOperator[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((operator) => operator.manager.stop()));
 });
 
-async function start(api: KubeApi, identity: string, overrides: Partial<OperatorConfig> = {}): Promise<{ operator: WebsiteOperator; metrics: OperatorMetrics; errors: string[] }> {
+async function start(
+  api: KubeApi,
+  identity: string,
+  overrides: Partial<OperatorConfig> = {},
+): Promise<{ operator: WebsiteOperator; metrics: OperatorMetrics; errors: string[] }> {
   const errors: string[] = [];
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => {
@@ -27,7 +37,10 @@ async function start(api: KubeApi, identity: string, overrides: Partial<Operator
     if (entry.level === 'error') errors.push(entry.msg);
   });
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const operator = websiteOperator({ ...config, identity, ...overrides }, { client: api, logger: createLogger('info', stream), metrics });
+  const operator = websiteOperator(
+    { ...config, identity, ...overrides },
+    { client: api, logger: createLogger('info', stream), metrics },
+  );
   running.push(operator);
   await operator.manager.start();
   return { operator, metrics, errors };
@@ -55,10 +68,15 @@ test('/readyz lists each check with its state: the leader and the standby of two
   const standby = await start(api, 'op-1');
   await until('op-1 to stand by', async () => (await readyz(standby.operator)).body.includes('standing by'));
 
-  expect(await readyz(leader.operator)).toEqual({ status: 200, body: '[+]caches of namespace team-a ok\n[+]leader-election ok: leading: Lease website-system/website-operator\nreadyz check passed\n' });
+  expect(await readyz(leader.operator)).toEqual({
+    status: 200,
+    body: '[+]caches of namespace team-a ok\n[+]leader-election ok: leading: Lease website-system/website-operator\nreadyz check passed\n',
+  });
   const { status, body } = await readyz(standby.operator);
   expect(status).toBe(200);
-  expect(body).toMatch(/^\[\+\]caches of namespace team-a ok\n\[\+\]leader-election ok: standing by for \d+ s: Lease website-system\/website-operator held by op-0\nreadyz check passed\n$/);
+  expect(body).toMatch(
+    /^\[\+\]caches of namespace team-a ok\n\[\+\]leader-election ok: standing by for \d+ s: Lease website-system\/website-operator held by op-0\nreadyz check passed\n$/,
+  );
   expect(await notLeadingSeconds(leader.metrics)).toBe(0);
   await until('the standby to count the time it stands by', async () => (await notLeadingSeconds(standby.metrics)) > 0);
   expect(standby.errors).toEqual([]);
@@ -66,7 +84,11 @@ test('/readyz lists each check with its state: the leader and the standby of two
 
 test('a replica that cannot take the Lease stays ready but says why in /readyz, and leader_election_not_leading_seconds grows', async () => {
   const api = new FakeKubeApi();
-  api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(404, 'NotFound', 'namespaces "website-system" not found'), 1_000_000);
+  api.failWith(
+    (r) => r.resource === 'leases' && r.verb === 'CREATE',
+    new ApiError(404, 'NotFound', 'namespaces "website-system" not found'),
+    1_000_000,
+  );
   const replica = await start(api, 'op-0');
   await until('an attempt to fail', () => replica.errors.length > 0);
   const { status, body } = await readyz(replica.operator);
@@ -86,7 +108,9 @@ test('/readyz fails while the caches have not synced, listing which check failed
   const replica = await start(api, 'op-0');
   const { status, body } = await readyz(replica.operator);
   expect(status).toBe(503);
-  expect(body).toBe('[-]caches of namespace team-a failed\n[+]leader-election ok: not campaigning yet (waiting for the caches): Lease website-system/website-operator\nreadyz check failed\n');
+  expect(body).toBe(
+    '[-]caches of namespace team-a failed\n[+]leader-election ok: not campaigning yet (waiting for the caches): Lease website-system/website-operator\nreadyz check failed\n',
+  );
 });
 
 test('a leader whose API server stops answering stops leading within renewDeadline and aborts the requests of its reconciles in flight', async () => {
@@ -102,7 +126,9 @@ test('a leader whose API server stops answering stops leading within renewDeadli
       if (typeof value !== 'function' || property === 'watch') return value;
       return (...args: unknown[]) => {
         if (!hung) return value.apply(target, args);
-        const signal = args.map((arg) => (arg as { signal?: unknown } | undefined)?.signal).find((s): s is AbortSignal => s instanceof AbortSignal);
+        const signal = args
+          .map((arg) => (arg as { signal?: unknown } | undefined)?.signal)
+          .find((s): s is AbortSignal => s instanceof AbortSignal);
         const request = `${String(property)} ${(args[0] as { resource: string }).resource}`;
         waiting.add(request);
         return new Promise((_, reject) =>
@@ -118,10 +144,18 @@ test('a leader whose API server stops answering stops leading within renewDeadli
   const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
   await until('op-0 to lead', () => leader.operator.manager.isLeader());
   hung = true;
-  await api.create(websitesType('web.example.com'), { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'team-a' }, spec: { title: 'A', replicas: 1, color: '#000' } });
+  await api.create(websitesType('web.example.com'), {
+    apiVersion: 'web.example.com/v1',
+    kind: 'Website',
+    metadata: { name: 'a', namespace: 'team-a' },
+    spec: { title: 'A', replicas: 1, color: '#000' },
+  });
   await until('the reconcile to wait on its create', () => waiting.has('create deployments'));
   await until('op-0 to stop leading', () => !leader.operator.manager.isLeader());
-  await until('every request to be aborted', () => ![...waiting].some((r) => r !== 'get leases' && r !== 'update leases'));
+  await until(
+    'every request to be aborted',
+    () => ![...waiting].some((r) => r !== 'get leases' && r !== 'update leases'),
+  );
   expect(aborted).toEqual(expect.arrayContaining(['create deployments', 'create services', 'patch websites']));
   expect(api.peek<KubeObject>(DEPLOYMENTS, 'team-a', 'website-a')).toBeUndefined();
 });
@@ -139,7 +173,8 @@ test('a leader paused past its renew deadline refuses the writes of its reconcil
       if (typeof value !== 'function' || property === 'watch') return value;
       return (...args: unknown[]) => {
         const request = `${String(property)} ${(args[0] as { resource: string }).resource}`;
-        if (performance.now() > frozenAt && !['get', 'list'].includes(String(property)) && !request.endsWith('events')) writesAfterPause.push(request);
+        if (performance.now() > frozenAt && !['get', 'list'].includes(String(property)) && !request.endsWith('events'))
+          writesAfterPause.push(request);
         const result = value.apply(target, args) as Promise<unknown>;
         if (property !== 'create' || request === 'create leases' || request === 'create events') return result;
         return result.then((answer) => new Promise((resolve) => held.push(() => resolve(answer))));
@@ -148,7 +183,12 @@ test('a leader paused past its renew deadline refuses the writes of its reconcil
   });
   const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
   await until('op-0 to lead', () => leader.operator.manager.isLeader());
-  await api.create(websitesType('web.example.com'), { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'team-a' }, spec: { title: 'A', replicas: 1, color: '#000' } });
+  await api.create(websitesType('web.example.com'), {
+    apiVersion: 'web.example.com/v1',
+    kind: 'Website',
+    metadata: { name: 'a', namespace: 'team-a' },
+    spec: { title: 'A', replicas: 1, color: '#000' },
+  });
   await until('both creates to be held', () => held.length === 2);
 
   // The pause: the event loop stands still past the renew deadline (as under SIGSTOP), then the
@@ -159,7 +199,11 @@ test('a leader paused past its renew deadline refuses the writes of its reconcil
 
   // It renews (or takes again) the Lease before it writes anything else: the reconcile's next
   // write, the Website's status, was refused, not sent; the Website is reconciled again afterwards.
-  await until('the Website to be reconciled again', () => api.peek<KubeObject & { status?: unknown }>(websitesType('web.example.com'), 'team-a', 'a')?.status !== undefined);
+  await until(
+    'the Website to be reconciled again',
+    () =>
+      api.peek<KubeObject & { status?: unknown }>(websitesType('web.example.com'), 'team-a', 'a')?.status !== undefined,
+  );
   const firstLeaseWrite = writesAfterPause.findIndex((w) => w.endsWith('leases'));
   const firstOtherWrite = writesAfterPause.findIndex((w) => !w.endsWith('leases'));
   expect(firstLeaseWrite).toBeGreaterThanOrEqual(0);

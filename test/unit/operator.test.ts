@@ -2,13 +2,13 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Chart } from 'cdk8s';
-import { tracingSettings } from '../../operator/src/observability/tracing.ts';
-import { type Manifest, only, synth } from '../helpers.ts';
-import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { DEFAULT_OPERATOR_IMAGE } from '../../lib/operator/operator-deployment.ts';
+import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
+import { tracingSettings } from '../../operator/src/observability/tracing.ts';
+import { type Manifest, only, synth } from '../helpers.ts';
 
 function operator(props?: WebsiteOperatorProps): Manifest[] {
   return synth((chart) => new WebsiteOperator(chart, 'op', props));
@@ -16,29 +16,55 @@ function operator(props?: WebsiteOperatorProps): Manifest[] {
 
 // Spec §5, "Role rules of the operator", row by row.
 const specRoleRules = [
-  { apiGroups: ['web.example.com'], resources: ['websites', 'websites/status'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+  {
+    apiGroups: ['web.example.com'],
+    resources: ['websites', 'websites/status'],
+    verbs: ['get', 'list', 'watch', 'update', 'patch'],
+  },
+  {
+    apiGroups: ['apps'],
+    resources: ['deployments'],
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+  },
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
 const leaseRules = [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['website-operator'], verbs: ['get', 'update'] },
+  {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    resourceNames: ['website-operator'],
+    verbs: ['get', 'update'],
+  },
 ];
 // Built-in webhook certificates: the one Secret (create cannot be limited by name) and the one CRD.
 const secretRules = [
   { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-  { apiGroups: [''], resources: ['secrets'], resourceNames: ['website-operator-webhook-tls'], verbs: ['get', 'update'] },
+  {
+    apiGroups: [''],
+    resources: ['secrets'],
+    resourceNames: ['website-operator-webhook-tls'],
+    verbs: ['get', 'update'],
+  },
 ];
 const crdRules = [
-  { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], resourceNames: ['websites.web.example.com'], verbs: ['get', 'patch'] },
+  {
+    apiGroups: ['apiextensions.k8s.io'],
+    resources: ['customresourcedefinitions'],
+    resourceNames: ['websites.web.example.com'],
+    verbs: ['get', 'patch'],
+  },
 ];
 
 describe('WebsiteOperator', () => {
   const manifests = operator();
   const deployment = only(manifests, 'Deployment', 'website-operator');
   const pod = deployment.spec.template.spec;
-  const container = only(pod.containers.map((c: Manifest) => ({ ...c, kind: 'Container' })), 'Container');
+  const container = only(
+    pod.containers.map((c: Manifest) => ({ ...c, kind: 'Container' })),
+    'Container',
+  );
 
   test('creates a namespace that enforces Pod Security restricted', () => {
     expect(only(manifests, 'Namespace').metadata).toEqual({
@@ -67,8 +93,14 @@ describe('WebsiteOperator', () => {
     expect(webhookCrdRules()).toEqual(crdRules);
     const binding = only(manifests, 'ClusterRoleBinding');
     expect(binding.metadata.name).toBe('website-operator-webhook-website-system');
-    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'website-operator-webhook-website-system' });
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'website-operator', namespace: 'website-system' }]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'website-operator-webhook-website-system',
+    });
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'website-operator', namespace: 'website-system' },
+    ]);
     // Cluster-scoped names carry the namespace, so two installations do not collide.
     expect(only(operator({ namespace: 'sites' }), 'ClusterRole').metadata.name).toBe('website-operator-webhook-sites');
   });
@@ -91,7 +123,9 @@ describe('WebsiteOperator', () => {
     const binding = only(manifests, 'RoleBinding');
     expect(binding.metadata.name).toBe('website-operator');
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'website-operator' });
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'website-operator', namespace: 'website-system' }]);
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'website-operator', namespace: 'website-system' },
+    ]);
     expect(pod.serviceAccountName).toBe('website-operator');
     expect(pod.automountServiceAccountToken).toBe(true);
   });
@@ -100,9 +134,10 @@ describe('WebsiteOperator', () => {
     expect(deployment.spec.replicas).toBe(1);
     expect(container.image).toMatch(/^[^:@]+(:[\w.-]+|@sha256:[0-9a-f]{64})$/);
     expect(container.image).not.toMatch(/:latest$/);
-    expect(only(operator({ image: 'registry.acme.io/website-operator:1.2.3' }), 'Deployment').spec.template.spec.containers[0].image).toBe(
-      'registry.acme.io/website-operator:1.2.3',
-    );
+    expect(
+      only(operator({ image: 'registry.acme.io/website-operator:1.2.3' }), 'Deployment').spec.template.spec
+        .containers[0].image,
+    ).toBe('registry.acme.io/website-operator:1.2.3');
   });
 
   test('pod and container pass Pod Security restricted', () => {
@@ -128,17 +163,29 @@ describe('WebsiteOperator', () => {
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
   });
 
-  test('sets resources deliberately: requests and a memory limit, with V8\'s old generation capped below it', () => {
+  test("sets resources deliberately: requests and a memory limit, with V8's old generation capped below it", () => {
     expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '160Mi' }, limits: { memory: '384Mi' } });
     expect(container.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=256' });
-    const custom = only(operator({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } }), 'Deployment');
-    expect(custom.spec.template.spec.containers[0].env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=896' });
-    expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: '128Mi' } })).toThrow(/memory limit 128Mi is too small: .* at least 192Mi/);
-    expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: 'lots' } })).toThrow(/'lots' is not a memory quantity/);
+    const custom = only(
+      operator({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } }),
+      'Deployment',
+    );
+    expect(custom.spec.template.spec.containers[0].env).toContainEqual({
+      name: 'NODE_OPTIONS',
+      value: '--max-old-space-size=896',
+    });
+    expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: '128Mi' } })).toThrow(
+      /memory limit 128Mi is too small: .* at least 192Mi/,
+    );
+    expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: 'lots' } })).toThrow(
+      /'lots' is not a memory quantity/,
+    );
   });
 
   test('passes the group, namespace, pod name and leader election to the runtime', () => {
-    const env = Object.fromEntries(container.env.map((e: Manifest) => [e.name, e.value ?? e.valueFrom.fieldRef.fieldPath]));
+    const env = Object.fromEntries(
+      container.env.map((e: Manifest) => [e.name, e.value ?? e.valueFrom.fieldRef.fieldPath]),
+    );
     expect(env).toEqual({
       WEBSITE_GROUP: 'web.example.com',
       OPERATOR_NAMESPACE: 'metadata.namespace',
@@ -176,11 +223,16 @@ describe('WebsiteOperator', () => {
   test('one replica carries the single-pod lint exemptions; stand-by replicas spread over nodes and zones instead', () => {
     const annotations = deployment.metadata.annotations;
     expect(annotations['polaris.fairwinds.com/deploymentMissingReplicas-exempt']).toBe('true');
-    expect(annotations['ignore-check.kube-linter.io/env-var-secret']).toMatch(/WEBHOOK_SECRET_NAME holds the name of the Secret/);
+    expect(annotations['ignore-check.kube-linter.io/env-var-secret']).toMatch(
+      /WEBHOOK_SECRET_NAME holds the name of the Secret/,
+    );
     expect(pod.affinity).toBeUndefined();
     const two = only(operator({ replicas: 2 }), 'Deployment');
     expect(two.metadata.annotations['polaris.fairwinds.com/deploymentMissingReplicas-exempt']).toBeUndefined();
-    expect(two.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey).toBe('kubernetes.io/hostname');
+    expect(
+      two.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm
+        .topologyKey,
+    ).toBe('kubernetes.io/hostname');
     expect(two.spec.template.spec.topologySpreadConstraints[0].topologyKey).toBe('topology.kubernetes.io/zone');
   });
 });
@@ -192,9 +244,12 @@ describe('WebsiteOperator watching other namespaces (watchNamespaces)', () => {
       .filter((m) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(m.kind))
       .map((m) => `${m.kind} ${m.metadata.namespace ?? '(cluster)'}/${m.metadata.name}`)
       .sort();
-  const watchEnv = (manifests: Manifest[]) => only(manifests, 'Deployment').spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WATCH_NAMESPACE');
+  const watchEnv = (manifests: Manifest[]) =>
+    only(manifests, 'Deployment').spec.template.spec.containers[0].env.find(
+      (e: Manifest) => e.name === 'WATCH_NAMESPACE',
+    );
 
-  test('by default: the spec\'s single Role in the operator namespace, no WATCH_NAMESPACE', () => {
+  test("by default: the spec's single Role in the operator namespace, no WATCH_NAMESPACE", () => {
     const manifests = operator();
     expect(rbacOf(manifests)).toEqual([
       'ClusterRole (cluster)/website-operator-webhook-website-system',
@@ -221,7 +276,11 @@ describe('WebsiteOperator watching other namespaces (watchNamespaces)', () => {
       const role = manifests.find((m) => m.kind === 'Role' && m.metadata.namespace === namespace)!;
       expect(role.rules).toEqual(specRoleRules);
       const binding = manifests.find((m) => m.kind === 'RoleBinding' && m.metadata.namespace === namespace)!;
-      expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'website-operator-website-system' });
+      expect(binding.roleRef).toEqual({
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'Role',
+        name: 'website-operator-website-system',
+      });
       expect(binding.subjects).toEqual(subjects);
     }
     // Not watched: its own namespace keeps only what leader election and the webhook need.
@@ -231,14 +290,28 @@ describe('WebsiteOperator watching other namespaces (watchNamespaces)', () => {
 
   test('a list with the operator namespace: the Website rules join its Role there', () => {
     const manifests = operator({ watchNamespaces: WatchNamespaces.of('website-system', 'team-a') });
-    expect(only(manifests, 'Role', 'website-operator').rules).toEqual([...specRoleRules, ...leaseRules, ...secretRules]);
-    expect(manifests.filter((m) => m.kind === 'Role').map((m) => m.metadata.namespace)).toEqual(['website-system', 'team-a']);
+    expect(only(manifests, 'Role', 'website-operator').rules).toEqual([
+      ...specRoleRules,
+      ...leaseRules,
+      ...secretRules,
+    ]);
+    expect(manifests.filter((m) => m.kind === 'Role').map((m) => m.metadata.namespace)).toEqual([
+      'website-system',
+      'team-a',
+    ]);
     expect(watchEnv(manifests).value).toBe('website-system,team-a');
   });
 
   test('nothing needed in the operator namespace (no leader election, cert-manager, not watched): no Role there at all', () => {
-    const manifests = operator({ watchNamespaces: WatchNamespaces.of('team-a'), leaderElection: false, webhookCertificates: 'cert-manager' });
-    expect(rbacOf(manifests)).toEqual(['Role team-a/website-operator-website-system', 'RoleBinding team-a/website-operator-website-system']);
+    const manifests = operator({
+      watchNamespaces: WatchNamespaces.of('team-a'),
+      leaderElection: false,
+      webhookCertificates: 'cert-manager',
+    });
+    expect(rbacOf(manifests)).toEqual([
+      'Role team-a/website-operator-website-system',
+      'RoleBinding team-a/website-operator-website-system',
+    ]);
   });
 
   test('all namespaces: a ClusterRole with exactly the Website rules and its ClusterRoleBinding, no Role outside the operator namespace', () => {
@@ -252,15 +325,23 @@ describe('WebsiteOperator watching other namespaces (watchNamespaces)', () => {
       'RoleBinding website-system/website-operator',
     ]);
     const clusterRole = only(manifests, 'ClusterRole', 'website-operator-website-system');
-    expect(clusterRole.rules).toEqual(specRoleRules.map((rule) => (rule.resources[0] === 'websites' ? { ...rule, apiGroups: ['sites.acme.io'] } : rule)));
+    expect(clusterRole.rules).toEqual(
+      specRoleRules.map((rule) =>
+        rule.resources[0] === 'websites' ? { ...rule, apiGroups: ['sites.acme.io'] } : rule,
+      ),
+    );
     const binding = only(manifests, 'ClusterRoleBinding', 'website-operator-website-system');
-    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'website-operator-website-system' });
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'website-operator-website-system',
+    });
     expect(binding.subjects).toEqual(subjects);
     expect(only(manifests, 'Role').rules).toEqual([...leaseRules, ...secretRules]);
     expect(watchEnv(manifests)).toEqual({ name: 'WATCH_NAMESPACE', value: '*' });
   });
 
-  test('two installations watching the same namespace do not overwrite each other\'s grants', () => {
+  test("two installations watching the same namespace do not overwrite each other's grants", () => {
     const names = (namespace: string) =>
       operator({ namespace, watchNamespaces: WatchNamespaces.of('team-a') })
         .filter((m) => m.metadata.namespace === 'team-a')
@@ -292,7 +373,9 @@ describe('WebsiteOperator with cert-manager certificates', () => {
       privateKey: { algorithm: 'ECDSA', size: 256, rotationPolicy: 'Never' },
       issuerRef: { group: 'cert-manager.io', kind: 'Issuer', name: 'website-operator-webhook-selfsigned' },
     });
-    expect(only(certificates, 'Issuer', 'website-operator-webhook-ca').spec).toEqual({ ca: { secretName: 'website-operator-webhook-ca' } });
+    expect(only(certificates, 'Issuer', 'website-operator-webhook-ca').spec).toEqual({
+      ca: { secretName: 'website-operator-webhook-ca' },
+    });
   });
 
   test('the serving Certificate covers the webhook Service names and writes the Secret the pod mounts', () => {
@@ -316,19 +399,37 @@ describe('WebsiteOperator with cert-manager certificates', () => {
     expect(pod.volumes).toEqual([
       {
         name: 'webhook-tls',
-        secret: { secretName: 'website-operator-webhook-tls', defaultMode: 0o440, items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] },
+        secret: {
+          secretName: 'website-operator-webhook-tls',
+          defaultMode: 0o440,
+          items: [
+            { key: 'tls.crt', path: 'tls.crt' },
+            { key: 'tls.key', path: 'tls.key' },
+          ],
+        },
       },
     ]);
     expect(container.volumeMounts).toEqual([{ name: 'webhook-tls', mountPath: '/etc/webhook/tls', readOnly: true }]);
-    const env = Object.fromEntries(container.env.filter((e: Manifest) => e.name.startsWith('WEBHOOK_')).map((e: Manifest) => [e.name, e.value]));
-    expect(env).toEqual({ WEBHOOK_CERT_MODE: 'files', WEBHOOK_CERT_DIR: '/etc/webhook/tls', WEBHOOK_SECRET_NAME: 'website-operator-webhook-tls' });
+    const env = Object.fromEntries(
+      container.env.filter((e: Manifest) => e.name.startsWith('WEBHOOK_')).map((e: Manifest) => [e.name, e.value]),
+    );
+    expect(env).toEqual({
+      WEBHOOK_CERT_MODE: 'files',
+      WEBHOOK_CERT_DIR: '/etc/webhook/tls',
+      WEBHOOK_SECRET_NAME: 'website-operator-webhook-tls',
+    });
     // The fsGroup makes the 0440 files readable by the non-root user.
     expect(pod.securityContext.fsGroup).toBe(pod.securityContext.runAsUser);
   });
 
   test('gives the CRD the cainjector annotation; operator mode adds none', () => {
     const crd = only(
-      synth((chart) => new WebsiteCrd(chart, 'crd', { operator: new WebsiteOperator(chart, 'op', { webhookCertificates: 'cert-manager', namespace: 'sites' }) })),
+      synth(
+        (chart) =>
+          new WebsiteCrd(chart, 'crd', {
+            operator: new WebsiteOperator(chart, 'op', { webhookCertificates: 'cert-manager', namespace: 'sites' }),
+          }),
+      ),
       'CustomResourceDefinition',
     );
     expect(crd.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'sites/website-operator-webhook' });
@@ -350,11 +451,21 @@ test("the default image is fully qualified: the release workflow's image of this
 
 describe('WebsiteCrd given its WebsiteOperator', () => {
   const crdFor = (props: WebsiteOperatorProps, crdProps: Omit<WebsiteCrdProps, 'operator'> = {}) =>
-    only(synth((chart) => new WebsiteCrd(chart, 'crd', { ...crdProps, operator: new WebsiteOperator(chart, 'op', props) })), 'CustomResourceDefinition');
+    only(
+      synth(
+        (chart) => new WebsiteCrd(chart, 'crd', { ...crdProps, operator: new WebsiteOperator(chart, 'op', props) }),
+      ),
+      'CustomResourceDefinition',
+    );
 
   test("sends conversions to the operator's webhook Service in the operator's namespace", () => {
     const crd = crdFor({ namespace: 'sites' });
-    expect(crd.spec.conversion.webhook.clientConfig.service).toEqual({ name: 'website-operator-webhook', namespace: 'sites', port: 443, path: '/convert' });
+    expect(crd.spec.conversion.webhook.clientConfig.service).toEqual({
+      name: 'website-operator-webhook',
+      namespace: 'sites',
+      port: 443,
+      path: '/convert',
+    });
     // The Service it names is the one the operator deploys, on that port.
     const service = only(operator({ namespace: 'sites' }), 'Service', 'website-operator-webhook');
     expect(service.metadata.namespace).toBe('sites');
@@ -369,7 +480,10 @@ describe('WebsiteCrd given its WebsiteOperator', () => {
 
   test('keeps extra annotations beside the ones the operator needs', () => {
     const crd = crdFor({ webhookCertificates: 'cert-manager' }, { annotations: { team: 'web' } });
-    expect(crd.metadata.annotations).toEqual({ team: 'web', 'cert-manager.io/inject-ca-from': 'website-system/website-operator-webhook' });
+    expect(crd.metadata.annotations).toEqual({
+      team: 'web',
+      'cert-manager.io/inject-ca-from': 'website-system/website-operator-webhook',
+    });
   });
 
   test('refuses a group, webhook Service or annotation that contradicts the operator', () => {
@@ -379,7 +493,12 @@ describe('WebsiteCrd given its WebsiteOperator', () => {
     expect(() => crdFor({}, { conversionWebhook: { name: 'conv', namespace: 'ops' } })).toThrow(
       "set either operator or conversionWebhook, not both: operator 'test/op' already says where its webhook is (website-system/website-operator-webhook:443/convert)",
     );
-    expect(() => crdFor({ webhookCertificates: 'cert-manager' }, { annotations: { 'cert-manager.io/inject-ca-from': 'other/cert' } })).toThrow(
+    expect(() =>
+      crdFor(
+        { webhookCertificates: 'cert-manager' },
+        { annotations: { 'cert-manager.io/inject-ca-from': 'other/cert' } },
+      ),
+    ).toThrow(
       "annotation 'cert-manager.io/inject-ca-from' is 'other/cert', but operator 'test/op' needs 'website-system/website-operator-webhook': remove it from annotations",
     );
   });
@@ -406,12 +525,25 @@ describe('WebsiteCrd given its WebsiteOperator', () => {
 describe("the operator's own tracing settings (the standard OpenTelemetry environment)", () => {
   test('off without an OTLP endpoint, or with OTEL_SDK_DISABLED', () => {
     expect(tracingSettings({})).toBeUndefined();
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' })).toBeUndefined();
+    expect(
+      tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }),
+    ).toBeUndefined();
   });
 
   test('on with an endpoint: every trace by default, as website-operator, exported every 5 s', () => {
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toEqual({ serviceName: 'website-operator', samplingRatio: 1, scheduleDelayMs: 5000 });
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces', OTEL_SERVICE_NAME: 'ops', OTEL_TRACES_SAMPLER_ARG: '0.1', OTEL_BSP_SCHEDULE_DELAY: '200' })).toEqual({
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toEqual({
+      serviceName: 'website-operator',
+      samplingRatio: 1,
+      scheduleDelayMs: 5000,
+    });
+    expect(
+      tracingSettings({
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces',
+        OTEL_SERVICE_NAME: 'ops',
+        OTEL_TRACES_SAMPLER_ARG: '0.1',
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+      }),
+    ).toEqual({
       serviceName: 'ops',
       samplingRatio: 0.1,
       scheduleDelayMs: 200,
@@ -420,8 +552,14 @@ describe("the operator's own tracing settings (the standard OpenTelemetry enviro
 
   test('a bad value names the variable and what it takes', () => {
     const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
-    expect(() => tracingSettings({ ...base, OTEL_TRACES_SAMPLER_ARG: '5' })).toThrow(/OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '5'/);
-    expect(() => tracingSettings({ ...base, OTEL_TRACES_SAMPLER: 'always_on' })).toThrow(/OTEL_TRACES_SAMPLER=always_on is not supported: use parentbased_traceidratio/);
-    expect(() => tracingSettings({ ...base, OTEL_BSP_SCHEDULE_DELAY: 'soon' })).toThrow(/OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds/);
+    expect(() => tracingSettings({ ...base, OTEL_TRACES_SAMPLER_ARG: '5' })).toThrow(
+      /OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '5'/,
+    );
+    expect(() => tracingSettings({ ...base, OTEL_TRACES_SAMPLER: 'always_on' })).toThrow(
+      /OTEL_TRACES_SAMPLER=always_on is not supported: use parentbased_traceidratio/,
+    );
+    expect(() => tracingSettings({ ...base, OTEL_BSP_SCHEDULE_DELAY: 'soon' })).toThrow(
+      /OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds/,
+    );
   });
 });

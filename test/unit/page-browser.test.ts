@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium } from 'playwright-core';
-import { START_SCRIPT, renderNginxConfig, renderPage } from '../../lib/workload/page.ts';
+import { renderNginxConfig, renderPage, START_SCRIPT } from '../../lib/workload/page.ts';
 import { freePort } from '../support/ports.ts';
 
 // The page as a person sees it: the pod's start script and nginx configuration, run by Debian's
@@ -49,7 +49,15 @@ beforeAll(async () => {
   mkdirSync(artifacts, { recursive: true });
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 afterAll(() => browser?.close());

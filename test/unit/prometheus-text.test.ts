@@ -26,7 +26,11 @@ describe('Prometheus text', () => {
   });
 
   test('the labels of a series', () => {
-    expect(seriesLabels('rest_client_requests_total{verb="PATCH",resource="websites",code="409"}')).toEqual({ verb: 'PATCH', resource: 'websites', code: '409' });
+    expect(seriesLabels('rest_client_requests_total{verb="PATCH",resource="websites",code="409"}')).toEqual({
+      verb: 'PATCH',
+      resource: 'websites',
+      code: '409',
+    });
     expect(seriesLabels('process_cpu_seconds_total')).toEqual({});
   });
 });

@@ -1,11 +1,11 @@
 import { PassThrough } from 'node:stream';
+import { workloadLabels } from '../../lib/workload/website-workload.ts';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
-import { workloadLabels } from '../../lib/workload/website-workload.ts';
-import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
+import { testOperatorConfig, type WebsiteOperator, websiteOperator } from './operator-config.ts';
 
 // The whole operator (informers, priority queue, reconciler, event recorder) against an in-memory
 // API, counting the requests each path costs. The cluster tests prove the behaviour on a real API
@@ -28,7 +28,10 @@ interface Harness {
 
 let running: WebsiteOperator | undefined;
 
-async function start(seed: (api: FakeKubeApi) => Promise<void> = async () => {}, api = new FakeKubeApi()): Promise<Harness> {
+async function start(
+  seed: (api: FakeKubeApi) => Promise<void> = async () => {},
+  api = new FakeKubeApi(),
+): Promise<Harness> {
   await seed(api);
   const logs: Array<{ level: string; msg: string }> = [];
   const stream = new PassThrough();
@@ -76,7 +79,12 @@ const website = (name: string, spec: Record<string, unknown> = { title: 'Hello',
 function rollOut(api: FakeKubeApi, name: string): void {
   api.modify(DEPLOYMENTS, NS, `website-${name}`, (deployment) => {
     const replicas = (deployment.spec as { replicas: number }).replicas;
-    deployment.status = { observedGeneration: deployment.metadata!.generation, replicas, updatedReplicas: replicas, availableReplicas: replicas };
+    deployment.status = {
+      observedGeneration: deployment.metadata!.generation,
+      replicas,
+      updatedReplicas: replicas,
+      availableReplicas: replicas,
+    };
   });
 }
 
@@ -91,7 +99,11 @@ async function startWithReadyWebsite(): Promise<Harness> {
 }
 
 const readyOf = (api: FakeKubeApi, name: string) =>
-  (api.peek<KubeObject>(WEBSITES, NS, name)!.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions?.find((c) => c.type === 'Ready');
+  (
+    api.peek<KubeObject>(WEBSITES, NS, name)!.status as
+      | { conditions?: Array<{ type: string; status: string; reason: string; message: string }> }
+      | undefined
+  )?.conditions?.find((c) => c.type === 'Ready');
 
 describe('request budget of each reconcile path', () => {
   test('a new Website: finalizer and both children together, no GET, status written once per change, one event', async () => {
@@ -105,14 +117,24 @@ describe('request budget of each reconcile path', () => {
       'PATCH websites 200',
       'PATCH websites/status 200',
     ]);
-    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', reason: 'Progressing', message: '0/1 replicas available' });
+    expect(readyOf(h.api, 'a')).toMatchObject({
+      status: 'False',
+      reason: 'Progressing',
+      message: '0/1 replicas available',
+    });
     expect(h.api.peek<KubeObject>(WEBSITES, NS, 'a')!.metadata!.finalizers).toEqual([finalizerName(GROUP)]);
     const events = (await h.api.list(EVENTS, NS)).items;
-    expect(events.map((e) => [e.reason, e.message])).toEqual([['Created', 'Created Deployment website-a and Service website-a']]);
+    expect(events.map((e) => [e.reason, e.message])).toEqual([
+      ['Created', 'Created Deployment website-a and Service website-a'],
+    ]);
 
     rollOut(h.api, 'a');
     expect(await h.requests()).toEqual(['PATCH websites/status 200']);
-    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'True', reason: 'Available', message: '1/1 replicas available' });
+    expect(readyOf(h.api, 'a')).toMatchObject({
+      status: 'True',
+      reason: 'Available',
+      message: '1/1 replicas available',
+    });
     // Until Ready: the finalizer, two creates and two status writes; the event is off the path.
   });
 
@@ -125,7 +147,12 @@ describe('request budget of each reconcile path', () => {
   test('an edited Website: one apply of the Deployment, a status write, one event; the Service is left alone', async () => {
     const h = await startWithReadyWebsite();
     await h.api.patch(WEBSITES, { namespace: NS, name: 'a' }, 'merge', { spec: { replicas: 3 } });
-    expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites 200', 'PATCH websites/status 200']);
+    expect(await h.requests()).toEqual([
+      'APPLY deployments 200',
+      'CREATE events 201',
+      'PATCH websites 200',
+      'PATCH websites/status 200',
+    ]);
     expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', message: '1/3 replicas available' });
     expect((h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.spec as { replicas: number }).replicas).toBe(3);
     rollOut(h.api, 'a');
@@ -137,17 +164,28 @@ describe('request budget of each reconcile path', () => {
     await h.api.create(WEBSITES, website('a'));
     await h.requests();
     await h.api.delete(WEBSITES, { namespace: NS, name: 'a' });
-    expect(await h.requests()).toEqual(['CREATE events 201', 'DELETE deployments 200', 'DELETE services 200', 'DELETE websites 200', 'PATCH websites 200']);
+    expect(await h.requests()).toEqual([
+      'CREATE events 201',
+      'DELETE deployments 200',
+      'DELETE services 200',
+      'DELETE websites 200',
+      'PATCH websites 200',
+    ]);
     expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
     expect(h.api.peek(DEPLOYMENTS, NS, 'website-a')).toBeUndefined();
     expect(h.api.peek(SERVICES, NS, 'website-a')).toBeUndefined();
     const events = (await h.api.list(EVENTS, NS)).items.map((e) => [e.reason, e.message]);
-    expect(events).toContainEqual(['Deleted', 'Deleted Deployment and Service website-a; removing finalizer websites.web.example.com/cleanup']);
+    expect(events).toContainEqual([
+      'Deleted',
+      'Deleted Deployment and Service website-a; removing finalizer websites.web.example.com/cleanup',
+    ]);
   });
 
   test('a child edited by someone else (drift): one apply puts it back, one event, not Ready until it is rolled out again; the other child is left alone', async () => {
     const h = await startWithReadyWebsite();
-    h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => { (deployment.spec as { replicas: number }).replicas = 5; });
+    h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => {
+      (deployment.spec as { replicas: number }).replicas = 5;
+    });
     // Until the Deployment controller has rolled the put-back spec out, the Website is not Ready.
     expect(await h.requests()).toEqual(['APPLY deployments 200', 'CREATE events 201', 'PATCH websites/status 200']);
     expect((h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.spec as { replicas: number }).replicas).toBe(1);
@@ -166,19 +204,35 @@ describe('request budget of each reconcile path', () => {
     await h.api.delete(WEBSITES, { namespace: NS, name: 'a' }, { propagationPolicy: 'Orphan' });
     expect(await h.requests()).toEqual(['CREATE events 201', 'DELETE websites 200', 'PATCH websites 200']);
     expect(h.api.peek(WEBSITES, NS, 'a')).toBeUndefined();
-    for (const type of [DEPLOYMENTS, SERVICES]) expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([]);
+    for (const type of [DEPLOYMENTS, SERVICES])
+      expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([]);
     const events = (await h.api.list(EVENTS, NS)).items.map((e) => [e.reason, e.message]);
-    expect(events).toContainEqual(['Deleted', 'Kept Deployment and Service website-a (deleted with --cascade=orphan); removing finalizer websites.web.example.com/cleanup']);
+    expect(events).toContainEqual([
+      'Deleted',
+      'Kept Deployment and Service website-a (deleted with --cascade=orphan); removing finalizer websites.web.example.com/cleanup',
+    ]);
 
     await h.api.create(WEBSITES, website('a'));
-    expect(await h.requests()).toEqual(['APPLY deployments 200', 'APPLY services 200', 'CREATE events 201', 'CREATE websites 201', 'PATCH websites 200', 'PATCH websites/status 200']);
+    expect(await h.requests()).toEqual([
+      'APPLY deployments 200',
+      'APPLY services 200',
+      'CREATE events 201',
+      'CREATE websites 201',
+      'PATCH websites 200',
+      'PATCH websites/status 200',
+    ]);
     const uid = h.api.peek<KubeObject>(WEBSITES, NS, 'a')!.metadata!.uid;
-    for (const type of [DEPLOYMENTS, SERVICES]) expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([expect.objectContaining({ kind: 'Website', uid, controller: true })]);
+    for (const type of [DEPLOYMENTS, SERVICES])
+      expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'Website', uid, controller: true }),
+      ]);
   });
 
   test('children orphaned by a Website of the same name are adopted by two applies, without a GET or a create', async () => {
     const orphan = (type: typeof DEPLOYMENTS, extra: Record<string, unknown>) => (api: FakeKubeApi) =>
-      api.create(type, { metadata: { name: 'website-a', namespace: NS, labels: workloadLabels('a') }, ...extra }).then(() => undefined);
+      api
+        .create(type, { metadata: { name: 'website-a', namespace: NS, labels: workloadLabels('a') }, ...extra })
+        .then(() => undefined);
     const h = await start(async (api) => {
       await orphan(DEPLOYMENTS, { spec: { replicas: 1 } })(api);
       await orphan(SERVICES, { spec: { ports: [{ port: 80 }] } })(api);
@@ -198,14 +252,19 @@ describe('request budget of each reconcile path', () => {
 
   test('a child of that name that is not ours: the create answers AlreadyExists, one GET checks its owner, and the Website says why', async () => {
     // No managed-by label: the operator's caches never see it.
-    const h = await start((api) => api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: NS } }).then(() => undefined));
+    const h = await start((api) =>
+      api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: NS } }).then(() => undefined),
+    );
     await h.api.create(WEBSITES, website('a'));
     const requests = await h.requests();
-    expect(requests).toEqual(expect.arrayContaining(['CREATE deployments 409', 'GET deployments 200', 'CREATE services 201']));
+    expect(requests).toEqual(
+      expect.arrayContaining(['CREATE deployments 409', 'GET deployments 200', 'CREATE services 201']),
+    );
     expect(requests.filter((r) => r.startsWith('GET') && r.endsWith(' 404'))).toEqual([]);
     expect(readyOf(h.api, 'a')).toMatchObject({
       reason: 'ReconcileFailed',
-      message: 'Deployment website-a already exists and is not owned by Website a: delete or rename that Deployment, or rename the Website',
+      message:
+        'Deployment website-a already exists and is not owned by Website a: delete or rename that Deployment, or rename the Website',
     });
     const warnings = (await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning');
     expect(warnings.map((e) => e.reason)).toEqual(['ReconcileFailed']);
@@ -213,7 +272,11 @@ describe('request budget of each reconcile path', () => {
 
   test('a failed status write is retried with backoff until it succeeds, and the reconcile is not left half done', async () => {
     const h = await start();
-    h.api.failWith((r) => r.resource === 'websites' && r.subresource === 'status', new ApiError(500, 'InternalError', 'etcd timeout'), 2);
+    h.api.failWith(
+      (r) => r.resource === 'websites' && r.subresource === 'status',
+      new ApiError(500, 'InternalError', 'etcd timeout'),
+      2,
+    );
     await h.api.create(WEBSITES, website('a'));
     await new Promise((resolve) => setTimeout(resolve, 100));
     await h.requests();
@@ -224,7 +287,10 @@ describe('request budget of each reconcile path', () => {
 
 test('a Website changed since the cache saw it (a conflict on the finalizer) is retried quietly: no Warning, no failed status', async () => {
   const h = await start();
-  h.api.failWith((r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource, new ApiError(409, 'Conflict', 'the object has been modified'));
+  h.api.failWith(
+    (r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource,
+    new ApiError(409, 'Conflict', 'the object has been modified'),
+  );
   await h.api.create(WEBSITES, website('a'));
   await new Promise((resolve) => setTimeout(resolve, 50));
   await h.requests();
@@ -235,7 +301,10 @@ test('a Website changed since the cache saw it (a conflict on the finalizer) is 
 
 test('a Website deleted while it is reconciled (its patch answers NotFound) is success: no Warning, no failure logged', async () => {
   const h = await start();
-  h.api.failWith((r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource, new ApiError(404, 'NotFound', 'websites "a" not found'));
+  h.api.failWith(
+    (r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource,
+    new ApiError(404, 'NotFound', 'websites "a" not found'),
+  );
   await h.api.create(WEBSITES, website('a'));
   await h.requests();
   expect((await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning')).toEqual([]);
@@ -248,7 +317,9 @@ test('a Website deleted between its writes (the status patch answers NotFound) i
   class DeletingApi extends FakeKubeApi {
     override async create<T extends KubeObject>(type: Parameters<FakeKubeApi['create']>[0], object: T): Promise<T> {
       if (type === DEPLOYMENTS && this.peek(WEBSITES, NS, 'a')) {
-        this.modify(WEBSITES, NS, 'a', (w) => { w.metadata!.finalizers = []; });
+        this.modify(WEBSITES, NS, 'a', (w) => {
+          w.metadata!.finalizers = [];
+        });
         await super.delete(WEBSITES, { namespace: NS, name: 'a' });
       }
       return super.create(type, object);
@@ -268,7 +339,10 @@ test('a deleted Website whose finalizer someone else removed first (the finalize
   const h = await start();
   await h.api.create(WEBSITES, website('a'));
   await h.requests();
-  h.api.failWith((r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource, new ApiError(404, 'NotFound', 'websites "a" not found'));
+  h.api.failWith(
+    (r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource,
+    new ApiError(404, 'NotFound', 'websites "a" not found'),
+  );
   await h.api.delete(WEBSITES, { namespace: NS, name: 'a' });
   expect(await h.requests()).toContain('PATCH websites 404');
   expect(h.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
@@ -281,9 +355,13 @@ async function sample(metric: { get(): Promise<{ values: Array<{ value: number }
 }
 
 describe('a child name taken by an object the Website does not own (a terminal error)', () => {
-  const foreign = (api: FakeKubeApi) => api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: NS }, spec: { replicas: 1 } }).then(() => undefined);
+  const foreign = (api: FakeKubeApi) =>
+    api
+      .create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: NS }, spec: { replicas: 1 } })
+      .then(() => undefined);
   const warnings = async (api: FakeKubeApi) => (await api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning');
-  const terminalLogs = (h: Harness) => h.logs.filter((l) => l.msg === 'reconcile failed and retrying cannot help; waiting for a change');
+  const terminalLogs = (h: Harness) =>
+    h.logs.filter((l) => l.msg === 'reconcile failed and retrying cannot help; waiting for a change');
   /** Longer than many backoff periods of the work queue (5 ms doubling): a retry would show. */
   const severalBackoffs = () => new Promise((resolve) => setTimeout(resolve, 300));
 
@@ -297,9 +375,19 @@ describe('a child name taken by an object the Website does not own (a terminal e
     await severalBackoffs();
     expect(await h.requests()).toEqual([]);
     expect(await sample(h.metrics.reconciles)).toBe(attempts);
-    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', reason: 'ReconcileFailed', message: expect.stringContaining('Deployment website-a already exists and is not owned by Website a') });
+    expect(readyOf(h.api, 'a')).toMatchObject({
+      status: 'False',
+      reason: 'ReconcileFailed',
+      message: expect.stringContaining('Deployment website-a already exists and is not owned by Website a'),
+    });
     expect((await warnings(h.api)).map((e) => e.reason)).toEqual(['ReconcileFailed']);
-    expect(terminalLogs(h)).toEqual([expect.objectContaining({ level: 'error', website: `${NS}/a`, error: expect.stringContaining('not owned by Website a') })]);
+    expect(terminalLogs(h)).toEqual([
+      expect.objectContaining({
+        level: 'error',
+        website: `${NS}/a`,
+        error: expect.stringContaining('not owned by Website a'),
+      }),
+    ]);
     expect(h.logs.filter((l) => l.msg === 'reconcile failed, retrying with backoff')).toEqual([]);
     expect(await sample(h.metrics.terminalReconcileErrors)).toBe(attempts);
     expect(await sample(h.metrics.queueRetries)).toBe(0);

@@ -47,7 +47,10 @@ let dir: string;
 beforeAll(() => {
   // Cached by version: a cold build (Go module download and compile) takes about half a minute; it
   // waits for any other build of scripts/binaries.sh holding its lock.
-  const out = execFileSync('bash', [join(root, 'scripts/binaries.sh'), 'actionlint'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync('bash', [join(root, 'scripts/binaries.sh'), 'actionlint'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   actionlint = out.match(/^actionlint=(.+)$/m)![1];
 }, 900_000);
 beforeEach(() => {
@@ -89,7 +92,12 @@ describe('.github/workflows/release.yml', () => {
   // Each mistake on its own in a copy of the workflow: actionlint must report it, or the test above proves nothing.
   test.each([
     ['a misspelt step id in an expression', 'steps.build.outputs.digest', 'steps.biuld.outputs.digest', 'expression'],
-    ['an output build-push-action does not have', 'steps.build.outputs.digest', 'steps.build.outputs.sha256', 'expression'],
+    [
+      'an output build-push-action does not have',
+      'steps.build.outputs.digest',
+      'steps.build.outputs.sha256',
+      'expression',
+    ],
     ['an input build-push-action does not take', '          sbom: true', '          sboms: true', 'action'],
     ['an unknown permission', '      packages: write', '      package: write', 'permissions'],
     ['an unknown event', '  push:\n    tags:', '  pushed:\n    tags:', 'events'],
@@ -125,24 +133,41 @@ describe('.github/workflows/release.yml', () => {
 
   test('builds linux/amd64 and linux/arm64 and pushes them with an SBOM and max-mode provenance', () => {
     const build = step('docker/build-push-action').with!;
-    expect(String(build.platforms).split(',').map((p) => p.trim()).sort()).toEqual(['linux/amd64', 'linux/arm64']);
+    expect(
+      String(build.platforms)
+        .split(',')
+        .map((p) => p.trim())
+        .sort(),
+    ).toEqual(['linux/amd64', 'linux/arm64']);
     expect(build.sbom).toBe(true);
     expect(build.provenance).toBe('mode=max');
     expect(build.push).toBe(true);
     expect(build.file).toBe('Dockerfile');
     expect(build.tags).toBe('${{ steps.meta.outputs.tags }}');
     // Emulation and the builder are set up, and the registry logged in to, before the build.
-    for (const before of ['docker/setup-qemu-action', 'docker/setup-buildx-action', 'docker/login-action', 'docker/metadata-action']) {
+    for (const before of [
+      'docker/setup-qemu-action',
+      'docker/setup-buildx-action',
+      'docker/login-action',
+      'docker/metadata-action',
+    ]) {
       expect(action(before)).toBeGreaterThanOrEqual(0);
       expect(action(before)).toBeLessThan(action('docker/build-push-action'));
     }
   });
 
   test('tags the image ghcr.io/<owner>/website-operator by semver, logged in with GITHUB_TOKEN', () => {
-    expect(step('docker/login-action').with).toEqual({ registry: 'ghcr.io', username: '${{ github.actor }}', password: '${{ secrets.GITHUB_TOKEN }}' });
+    expect(step('docker/login-action').with).toEqual({
+      registry: 'ghcr.io',
+      username: '${{ github.actor }}',
+      password: '${{ secrets.GITHUB_TOKEN }}',
+    });
     const meta = step('docker/metadata-action').with!;
     expect(meta.images).toBe('${{ steps.image.outputs.name }}');
-    expect(String(meta.tags).trim().split('\n')).toEqual(['type=semver,pattern={{version}}', 'type=semver,pattern={{major}}.{{minor}}']);
+    expect(String(meta.tags).trim().split('\n')).toEqual([
+      'type=semver,pattern={{version}}',
+      'type=semver,pattern={{major}}.{{minor}}',
+    ]);
 
     // The image step, run: the owner lowercased, as ghcr.io requires.
     const image = steps.find((s) => s.id === 'image')!;
@@ -156,7 +181,9 @@ describe('.github/workflows/release.yml', () => {
 
   test('asks for no permission at the top, and only what the job uses', () => {
     expect(workflow.permissions).toEqual({});
-    expect(jobs.map((job) => job.permissions)).toEqual([{ contents: 'read', packages: 'write', 'id-token': 'write', attestations: 'write' }]);
+    expect(jobs.map((job) => job.permissions)).toEqual([
+      { contents: 'read', packages: 'write', 'id-token': 'write', attestations: 'write' },
+    ]);
   });
 
   test('pins every action to a major version', () => {
@@ -165,7 +192,7 @@ describe('.github/workflows/release.yml', () => {
     for (const u of uses) expect(u).toMatch(/^[\w-]+\/[\w-]+@v\d+$/);
   });
 
-  describe("the tag check, run against a package.json, before anything is built or pushed", () => {
+  describe('the tag check, run against a package.json, before anything is built or pushed', () => {
     const check = steps.find((s) => s.run?.includes('package.json'));
     const run = (tag: string, version: string) => {
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'website-stack', version }));

@@ -1,23 +1,35 @@
 import { once } from 'node:events';
-import { jest } from '@jest/globals';
-import { type IncomingHttpHeaders, createServer } from 'node:http';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { jest } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
 import { EventRecorder } from '../../operator/src/controller/event-recorder.ts';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { Informer } from '../../operator/src/controller/informer.ts';
+import {
+  ApiError,
+  DEPLOYMENTS,
+  EVENTS,
+  KubeClient,
+  type KubeObject,
+  LEASES,
+} from '../../operator/src/controller/kube-client.ts';
 import { LeaderElector } from '../../operator/src/controller/leader-election.ts';
 import { ObjectWatches } from '../../operator/src/controller/object-watch.ts';
-import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, KubeClient, LEASES } from '../../operator/src/controller/kube-client.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 
 // Parts of the operator's runtime on an in-memory API (FakeKubeApi) or a local HTTP server: what
 // they send, and what they keep.
 
-const website: KubeObject = { apiVersion: 'web.example.com/v1', kind: 'Website', metadata: { name: 'a', namespace: 'ns', uid: 'uid-a' } };
+const website: KubeObject = {
+  apiVersion: 'web.example.com/v1',
+  kind: 'Website',
+  metadata: { name: 'a', namespace: 'ns', uid: 'uid-a' },
+};
 
 describe('EventRecorder', () => {
-  const events = async (api: FakeKubeApi) => (await api.list(EVENTS, 'ns')).items.map((e) => `${e.type} ${e.reason}: ${e.message}`);
+  const events = async (api: FakeKubeApi) =>
+    (await api.list(EVENTS, 'ns')).items.map((e) => `${e.type} ${e.reason}: ${e.message}`);
 
   test('returns before the event is written; flush waits for it', async () => {
     // An API server that takes its time answering creates.
@@ -44,7 +56,12 @@ describe('EventRecorder', () => {
     await flushing;
     expect(await events(api)).toEqual(['Normal Created: Created Deployment website-a']);
     const [event] = (await api.list(EVENTS, 'ns')).items;
-    expect(event).toMatchObject({ involvedObject: { kind: 'Website', name: 'a', uid: 'uid-a' }, reportingComponent: 'website-operator', reportingInstance: 'op-0', count: 1 });
+    expect(event).toMatchObject({
+      involvedObject: { kind: 'Website', name: 'a', uid: 'uid-a' },
+      reportingComponent: 'website-operator',
+      reportingInstance: 'op-0',
+      count: 1,
+    });
   });
 
   test('an identical event is written once per window; similar ones beyond the limit are combined', async () => {
@@ -65,9 +82,18 @@ describe('EventRecorder', () => {
     const api = new FakeKubeApi();
     const recorder = new EventRecorder({ client: api, component: 'c', instance: 'i', burst: 2, similarLimit: 100 });
     for (let i = 0; i < 5; i++) recorder.record(website, 'Normal', 'Updated', `change ${i}`);
-    recorder.record({ ...website, metadata: { ...website.metadata, name: 'b', uid: 'uid-b' } }, 'Normal', 'Updated', 'change 0');
+    recorder.record(
+      { ...website, metadata: { ...website.metadata, name: 'b', uid: 'uid-b' } },
+      'Normal',
+      'Updated',
+      'change 0',
+    );
     await recorder.flush();
-    expect(await events(api)).toEqual(['Normal Updated: change 0', 'Normal Updated: change 1', 'Normal Updated: change 0']);
+    expect(await events(api)).toEqual([
+      'Normal Updated: change 0',
+      'Normal Updated: change 1',
+      'Normal Updated: change 0',
+    ]);
   });
 
   test('an event that cannot be written is logged and may be recorded again', async () => {
@@ -127,9 +153,20 @@ describe('Informer: every way a watch ends', () => {
   /** An informer of the Deployments in `ns` on `api`, its events as "event name", and its lists and watches as "VERB code". */
   async function watching(api: FakeKubeApi, options: { inactivityTimeoutMs?: number } = {}) {
     const warnings: Array<{ error: string; msg: string }> = [];
-    const logger = { warn: (fields: { error: string }, msg: string) => warnings.push({ error: fields.error, msg }), error: () => {} } as never;
+    const logger = {
+      warn: (fields: { error: string }, msg: string) => warnings.push({ error: fields.error, msg }),
+      error: () => {},
+    } as never;
     const metrics = new OperatorMetrics({ processMetrics: false });
-    const informer = new Informer<KubeObject>({ client: api, type: DEPLOYMENTS, namespace: 'ns', backoff: { baseMs: 5, maxMs: 10 }, logger, metrics, ...options });
+    const informer = new Informer<KubeObject>({
+      client: api,
+      type: DEPLOYMENTS,
+      namespace: 'ns',
+      backoff: { baseMs: 5, maxMs: 10 },
+      logger,
+      metrics,
+      ...options,
+    });
     const seen: string[] = [];
     informer.on((event, object) => seen.push(`${event} ${object.metadata?.name}`));
     const stop = new AbortController();
@@ -139,13 +176,18 @@ describe('Informer: every way a watch ends', () => {
     await new Promise((resolve) => setImmediate(resolve));
     seen.length = 0;
     const mark = api.requests.length;
-    const restarts = async (reason: string) => (await metrics.informerRestarts.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+    const restarts = async (reason: string) =>
+      (await metrics.informerRestarts.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
     return {
       informer,
       seen,
       warnings,
       restarts,
-      requests: () => api.requests.slice(mark).filter((r) => r.resource === 'deployments' && ['LIST', 'WATCH'].includes(r.verb)).map((r) => `${r.verb} ${r.code}`),
+      requests: () =>
+        api.requests
+          .slice(mark)
+          .filter((r) => r.resource === 'deployments' && ['LIST', 'WATCH'].includes(r.verb))
+          .map((r) => `${r.verb} ${r.code}`),
       stop: async () => {
         stop.abort();
         await running;
@@ -158,7 +200,9 @@ describe('Informer: every way a watch ends', () => {
     for (const name of ['same', 'changed', 'vanished']) await api.create(DEPLOYMENTS, deployment(name));
     const h = await watching(api);
     await api.unobserved(async () => {
-      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => { d.spec = { replicas: 2 }; });
+      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => {
+        d.spec = { replicas: 2 };
+      });
       await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'vanished' });
       await api.create(DEPLOYMENTS, deployment('new'));
     });
@@ -166,7 +210,12 @@ describe('Informer: every way a watch ends', () => {
     api.sendToWatches('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
     await until('the relist', () => h.seen.length === 3);
     expect(h.seen).toEqual(['update changed', 'add new', 'delete vanished']);
-    expect(h.informer.list().map((d) => d.metadata?.name).sort()).toEqual(['changed', 'new', 'same']);
+    expect(
+      h.informer
+        .list()
+        .map((d) => d.metadata?.name)
+        .sort(),
+    ).toEqual(['changed', 'new', 'same']);
     expect(h.informer.get('ns/changed')?.spec).toEqual({ replicas: 2 });
     expect(await h.restarts('expired')).toBe(1);
     expect(h.warnings).toEqual([]);
@@ -179,7 +228,9 @@ describe('Informer: every way a watch ends', () => {
     for (const name of ['changed', 'vanished']) await api.create(DEPLOYMENTS, deployment(name));
     const h = await watching(api);
     await api.unobserved(async () => {
-      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => { d.spec = { replicas: 2 }; });
+      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => {
+        d.spec = { replicas: 2 };
+      });
       await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'vanished' });
     });
     api.compact();
@@ -197,10 +248,14 @@ describe('Informer: every way a watch ends', () => {
     const h = await watching(api);
     api.sendToWatches('ERROR', { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd leader changed' });
     await until('the watch to resume', () => h.requests().length === 1);
-    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => { d.spec = { replicas: 2 }; });
+    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => {
+      d.spec = { replicas: 2 };
+    });
     await until('the change', () => h.seen.length === 1);
     expect(h.seen).toEqual(['update a']);
-    expect(h.warnings).toEqual([{ msg: 'list/watch failed, retrying', error: 'watch deployments: etcd leader changed' }]);
+    expect(h.warnings).toEqual([
+      { msg: 'list/watch failed, retrying', error: 'watch deployments: etcd leader changed' },
+    ]);
     expect(await h.restarts('error')).toBe(1);
     await h.stop();
     expect(h.requests()).toEqual(['WATCH 200']);
@@ -211,7 +266,9 @@ describe('Informer: every way a watch ends', () => {
     await api.create(DEPLOYMENTS, deployment('a'));
     const h = await watching(api, { inactivityTimeoutMs: 50 });
     api.stallWatches();
-    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => { d.spec = { replicas: 2 }; });
+    api.modify(DEPLOYMENTS, 'ns', 'a', (d) => {
+      d.spec = { replicas: 2 };
+    });
     expect(h.seen).toEqual([]);
     await until('the missed change', () => h.seen.length === 1);
     expect(h.seen).toEqual(['update a']);
@@ -230,14 +287,22 @@ describe('KubeClient credentials', () => {
     const server = createServer((request, response) => {
       seen.push(request.headers);
       response.writeHead(status, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(status === 200 ? { metadata: { name: 'a' } } : { kind: 'Status', code: status, reason: 'Unauthorized', message: 'Unauthorized' }));
+      response.end(
+        JSON.stringify(
+          status === 200
+            ? { metadata: { name: 'a' } }
+            : { kind: 'Status', code: status, reason: 'Unauthorized', message: 'Unauthorized' },
+        ),
+      );
     });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     try {
       const kc = new KubeConfig();
       kc.loadFromOptions({
-        clusters: [{ name: 'local', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+        clusters: [
+          { name: 'local', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true },
+        ],
         users: [{ name: 'u', token: 'first-token' }],
         contexts: [{ name: 'ctx', cluster: 'local', user: 'u' }],
         currentContext: 'ctx',
@@ -263,7 +328,13 @@ describe('KubeClient credentials', () => {
 });
 
 describe('LeaderElector', () => {
-  const options = { namespace: 'website-system', name: 'website-operator', leaseDurationMs: 400, renewDeadlineMs: 250, retryPeriodMs: 50 };
+  const options = {
+    namespace: 'website-system',
+    name: 'website-operator',
+    leaseDurationMs: 400,
+    renewDeadlineMs: 250,
+    retryPeriodMs: 50,
+  };
   const until = async (condition: () => boolean, what: string) => {
     for (let i = 0; i < 400 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     if (!condition()) throw new Error(`timed out waiting for ${what}`);
@@ -286,18 +357,35 @@ describe('LeaderElector', () => {
 
   test('one replica leads; a stopping leader releases the Lease and the other takes over at once', async () => {
     const api = new FakeKubeApi();
-    const a = new LeaderElector({ ...options, client: api, identity: 'a', leaseDurationMs: 60_000, renewDeadlineMs: 40_000 });
-    const b = new LeaderElector({ ...options, client: api, identity: 'b', leaseDurationMs: 60_000, renewDeadlineMs: 40_000 });
+    const a = new LeaderElector({
+      ...options,
+      client: api,
+      identity: 'a',
+      leaseDurationMs: 60_000,
+      renewDeadlineMs: 40_000,
+    });
+    const b = new LeaderElector({
+      ...options,
+      client: api,
+      identity: 'b',
+      leaseDurationMs: 60_000,
+      renewDeadlineMs: 40_000,
+    });
     const runA = campaign(a);
     await until(() => a.isLeader(), 'a to lead');
     const runB = campaign(b);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(b.isLeader()).toBe(false);
     await runA.stop();
-    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ leaseDurationSeconds: 1 });
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({
+      leaseDurationSeconds: 1,
+    });
     // Released: b need not wait out the 60 s lease.
     await until(() => b.isLeader(), 'b to lead');
-    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({
+      holderIdentity: 'b',
+      leaseTransitions: 1,
+    });
     await runB.stop();
   });
 
@@ -309,7 +397,10 @@ describe('LeaderElector', () => {
       get(target, property) {
         const value = Reflect.get(target, property, target);
         if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => (broken ? Promise.reject(new ApiError(0, 'ConnectionError', 'connect ECONNREFUSED')) : value.apply(target, args));
+        return (...args: unknown[]) =>
+          broken
+            ? Promise.reject(new ApiError(0, 'ConnectionError', 'connect ECONNREFUSED'))
+            : value.apply(target, args);
       },
     });
     const a = new LeaderElector({ ...options, client: viaA, identity: 'a' });
@@ -327,10 +418,16 @@ describe('LeaderElector', () => {
   const heldBy = (api: FakeKubeApi, holder: string, leaseDurationSeconds: number) =>
     api.create(LEASES, {
       metadata: { name: 'website-operator', namespace: 'website-system' },
-      spec: { holderIdentity: holder, leaseDurationSeconds, acquireTime: new Date().toISOString(), renewTime: new Date().toISOString(), leaseTransitions: 0 },
+      spec: {
+        holderIdentity: holder,
+        leaseDurationSeconds,
+        acquireTime: new Date().toISOString(),
+        renewTime: new Date().toISOString(),
+        leaseTransitions: 0,
+      },
     });
 
-  test('a holder that stops renewing keeps the Lease for leaseDuration as seen on the candidate\'s clock, then loses it', async () => {
+  test("a holder that stops renewing keeps the Lease for leaseDuration as seen on the candidate's clock, then loses it", async () => {
     const api = new FakeKubeApi();
     await heldBy(api, 'gone', 1);
     const b = new LeaderElector({ ...options, client: api, identity: 'b' });
@@ -341,7 +438,10 @@ describe('LeaderElector', () => {
     expect(b.status()).toMatchObject({ leading: false, holder: 'gone' });
     await until(() => b.isLeader(), 'b to take the expired Lease');
     expect(performance.now() - started).toBeGreaterThanOrEqual(1_000);
-    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({
+      holderIdentity: 'b',
+      leaseTransitions: 1,
+    });
     await runB.stop();
   });
 
@@ -349,13 +449,25 @@ describe('LeaderElector', () => {
     const api = new FakeKubeApi();
     await heldBy(api, 'gone', 0);
     const logged: string[] = [];
-    const logger = { warn: (_: unknown, msg: string) => logged.push(msg), error: (_: unknown, msg: string) => logged.push(msg), info: () => {} } as never;
-    api.failWith((r) => r.resource === 'leases' && r.verb === 'UPDATE', new ApiError(409, 'Conflict', 'the object has been modified'));
+    const logger = {
+      warn: (_: unknown, msg: string) => logged.push(msg),
+      error: (_: unknown, msg: string) => logged.push(msg),
+      info: () => {},
+    } as never;
+    api.failWith(
+      (r) => r.resource === 'leases' && r.verb === 'UPDATE',
+      new ApiError(409, 'Conflict', 'the object has been modified'),
+    );
     const a = new LeaderElector({ ...options, client: api, identity: 'a', logger });
     const runA = campaign(a);
     await until(() => a.isLeader(), 'a to lead on a later round');
     await runA.stop();
-    expect(api.since(0).filter((r) => r.startsWith('UPDATE')).slice(0, 2)).toEqual(['UPDATE leases 409', 'UPDATE leases 200']);
+    expect(
+      api
+        .since(0)
+        .filter((r) => r.startsWith('UPDATE'))
+        .slice(0, 2),
+    ).toEqual(['UPDATE leases 409', 'UPDATE leases 200']);
     expect(logged).toEqual([]);
   });
 
@@ -363,7 +475,10 @@ describe('LeaderElector', () => {
     const api = new FakeKubeApi();
     const warnings: string[] = [];
     const logger = { warn: (_: unknown, msg: string) => warnings.push(msg), info: () => {} } as never;
-    api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(409, 'AlreadyExists', 'leases "website-operator" already exists'));
+    api.failWith(
+      (r) => r.resource === 'leases' && r.verb === 'CREATE',
+      new ApiError(409, 'AlreadyExists', 'leases "website-operator" already exists'),
+    );
     const a = new LeaderElector({ ...options, client: api, identity: 'a', logger });
     const runA = campaign(a);
     await until(() => a.isLeader(), 'a to lead on a later round');
@@ -374,10 +489,27 @@ describe('LeaderElector', () => {
 
 test('a Lease that cannot be created (its namespace is missing) is an error at every retry, naming the Lease, the cause and the fix', async () => {
   const api = new FakeKubeApi();
-  api.failWith((r) => r.resource === 'leases' && r.verb === 'CREATE', new ApiError(404, 'NotFound', 'namespaces "website-system" not found'), 3);
+  api.failWith(
+    (r) => r.resource === 'leases' && r.verb === 'CREATE',
+    new ApiError(404, 'NotFound', 'namespaces "website-system" not found'),
+    3,
+  );
   const errors: Array<{ fields: Record<string, string>; msg: string }> = [];
-  const logger = { error: (fields: Record<string, string>, msg: string) => errors.push({ fields, msg }), info: () => {}, warn: () => {} } as never;
-  const elector = new LeaderElector({ client: api, namespace: 'website-system', name: 'website-operator', identity: 'a', leaseDurationMs: 400, renewDeadlineMs: 250, retryPeriodMs: 20, logger });
+  const logger = {
+    error: (fields: Record<string, string>, msg: string) => errors.push({ fields, msg }),
+    info: () => {},
+    warn: () => {},
+  } as never;
+  const elector = new LeaderElector({
+    client: api,
+    namespace: 'website-system',
+    name: 'website-operator',
+    identity: 'a',
+    leaseDurationMs: 400,
+    renewDeadlineMs: 250,
+    retryPeriodMs: 20,
+    logger,
+  });
   const stop = new AbortController();
   const running = elector.run(stop.signal, async (signal) => {
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
@@ -401,7 +533,10 @@ describe('ObjectWatches', () => {
 
   test('calls back once, at the first change of the object after the version read; a watch the server closes is resumed', async () => {
     const api = new FakeKubeApi();
-    const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' }, spec: { replicas: 1 } });
+    const read = await api.create(DEPLOYMENTS, {
+      metadata: { name: 'website-a', namespace: 'ns' },
+      spec: { replicas: 1 },
+    });
     await api.create(DEPLOYMENTS, { metadata: { name: 'website-b', namespace: 'ns' } });
     const watches = new ObjectWatches({ client: api });
     let changes = 0;
@@ -410,10 +545,14 @@ describe('ObjectWatches', () => {
     expect(changes).toBe(0);
     api.closeWatches();
     await settle();
-    api.modify(DEPLOYMENTS, 'ns', 'website-b', (d) => { d.spec = { replicas: 2 }; });
+    api.modify(DEPLOYMENTS, 'ns', 'website-b', (d) => {
+      d.spec = { replicas: 2 };
+    });
     await settle();
     expect(changes).toBe(0);
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.spec = { replicas: 2 }; });
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => {
+      d.spec = { replicas: 2 };
+    });
     await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'website-a' });
     await settle();
     expect(changes).toBe(1);
@@ -425,13 +564,22 @@ describe('ObjectWatches', () => {
     const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' } });
     api.failWith((r) => r.verb === 'WATCH', new ApiError(0, 'ConnectionError', 'connect ECONNREFUSED'), 2);
     const warnings: string[] = [];
-    const watches = new ObjectWatches({ client: api, backoff: { baseMs: 5, maxMs: 10 }, logger: { warn: (_: unknown, msg: string) => warnings.push(msg) } as never });
+    const watches = new ObjectWatches({
+      client: api,
+      backoff: { baseMs: 5, maxMs: 10 },
+      logger: { warn: (_: unknown, msg: string) => warnings.push(msg) } as never,
+    });
     let changes = 0;
     watches.watch('a', DEPLOYMENTS, read, () => changes++);
     await settle();
-    expect(warnings).toEqual(['watch of an object that blocks a reconcile failed, retrying', 'watch of an object that blocks a reconcile failed, retrying']);
+    expect(warnings).toEqual([
+      'watch of an object that blocks a reconcile failed, retrying',
+      'watch of an object that blocks a reconcile failed, retrying',
+    ]);
     expect(watches.size).toBe(1);
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.metadata!.labels = { changed: 'yes' }; });
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => {
+      d.metadata!.labels = { changed: 'yes' };
+    });
     await settle();
     expect(changes).toBe(1);
   });
@@ -439,7 +587,9 @@ describe('ObjectWatches', () => {
   test('a change made before the watch started (after the read) still counts; stop() ends every watch without calling back', async () => {
     const api = new FakeKubeApi();
     const read = await api.create(DEPLOYMENTS, { metadata: { name: 'website-a', namespace: 'ns' } });
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.metadata!.labels = { changed: 'yes' }; });
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => {
+      d.metadata!.labels = { changed: 'yes' };
+    });
     const watches = new ObjectWatches({ client: api });
     let changes = 0;
     watches.watch('a', DEPLOYMENTS, read, () => changes++);
@@ -449,7 +599,9 @@ describe('ObjectWatches', () => {
     watches.watch('a', DEPLOYMENTS, again, () => changes++);
     await settle();
     watches.stop();
-    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => { d.metadata!.labels = { changed: 'twice' }; });
+    api.modify(DEPLOYMENTS, 'ns', 'website-a', (d) => {
+      d.metadata!.labels = { changed: 'twice' };
+    });
     await settle();
     expect(changes).toBe(1);
     expect(watches.size).toBe(0);

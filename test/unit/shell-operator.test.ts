@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { type Manifest, hostileTitles, only, synth } from '../helpers.ts';
 import {
   DEFAULT_SHELL_OPERATOR_IMAGE,
   HEARTBEAT_CHECK,
@@ -13,9 +12,10 @@ import {
   type ShellOperatorProps,
   shellOperatorTemplate,
 } from '../../lib/shell-operator/shell-operator.ts';
+import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { renderPage, textColorOn } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { hostileTitles, type Manifest, only, synth } from '../helpers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = join(root, 'lib/shell-operator', SHELL_OPERATOR_FILES.script);
@@ -73,7 +73,8 @@ function applied(websites: WebsiteV1[]): Manifest[][] {
   });
 }
 
-const pageOf = (deployment: Manifest): string => deployment.spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WEBSITE_HTML').value;
+const pageOf = (deployment: Manifest): string =>
+  deployment.spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WEBSITE_HTML').value;
 
 describe('ShellOperator', () => {
   const manifests = shellOperator();
@@ -103,10 +104,19 @@ describe('ShellOperator', () => {
   });
 
   test('binds that Role to its own ServiceAccount, which the pod runs as', () => {
-    expect(only(manifests, 'ServiceAccount').metadata).toMatchObject({ name: 'website-shell-operator', namespace: 'website-system' });
+    expect(only(manifests, 'ServiceAccount').metadata).toMatchObject({
+      name: 'website-shell-operator',
+      namespace: 'website-system',
+    });
     const binding = only(manifests, 'RoleBinding');
-    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'website-shell-operator' });
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'website-shell-operator', namespace: 'website-system' }]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'website-shell-operator',
+    });
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'website-shell-operator', namespace: 'website-system' },
+    ]);
     expect(pod.serviceAccountName).toBe('website-shell-operator');
     expect(pod.automountServiceAccountToken).toBe(true);
   });
@@ -115,14 +125,24 @@ describe('ShellOperator', () => {
     expect(deployment.spec.replicas).toBe(1);
     expect(container.image).toBe(DEFAULT_SHELL_OPERATOR_IMAGE);
     expect(container.image).toMatch(/^[^:@]+(:\d+\.\d+\.\d+|@sha256:[0-9a-f]{64})$/);
-    expect(only(shellOperator({ image: 'registry.acme.io/tools:1.2.3' }), 'Deployment').spec.template.spec.containers[0].image).toBe(
-      'registry.acme.io/tools:1.2.3',
-    );
+    expect(
+      only(shellOperator({ image: 'registry.acme.io/tools:1.2.3' }), 'Deployment').spec.template.spec.containers[0]
+        .image,
+    ).toBe('registry.acme.io/tools:1.2.3');
   });
 
   test('pod and container pass Pod Security restricted, with a read-only root and a writable /tmp', () => {
-    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(container.volumeMounts).toEqual([
       { name: 'config', mountPath: '/etc/website-shell-operator', readOnly: true },
       { name: 'tmp', mountPath: '/tmp' },
@@ -157,7 +177,8 @@ describe('ShellOperator', () => {
   });
 
   test('a changed ConfigMap rolls the pod (bash reads the script once)', () => {
-    const hash = (m: Manifest[]) => only(m, 'Deployment').spec.template.metadata.annotations['website-stack/config-sha256'];
+    const hash = (m: Manifest[]) =>
+      only(m, 'Deployment').spec.template.metadata.annotations['website-stack/config-sha256'];
     expect(hash(manifests)).toMatch(/^[0-9a-f]{64}$/);
     expect(hash(shellOperator({ group: 'sites.acme.io' }))).not.toBe(hash(manifests));
   });
@@ -172,36 +193,70 @@ describe('ShellOperator', () => {
 
   test('a NetworkPolicy lets nothing in and only the API server and DNS out, besides the default deny', () => {
     const policies = manifests.filter((m) => m.kind === 'NetworkPolicy');
-    expect(policies.map((p) => p.metadata.name).sort()).toEqual(['website-shell-operator', 'website-stack-default-deny']);
+    expect(policies.map((p) => p.metadata.name).sort()).toEqual([
+      'website-shell-operator',
+      'website-stack-default-deny',
+    ]);
     const own = only(manifests, 'NetworkPolicy', 'website-shell-operator');
     expect(own.spec.podSelector).toEqual({ matchLabels: { 'app.kubernetes.io/name': 'website-shell-operator' } });
     expect(own.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(own.spec.ingress).toEqual([]);
     expect(own.spec.egress).toEqual([
-      { ports: [{ protocol: 'TCP', port: 443 }, { protocol: 'TCP', port: 6443 }] },
       {
-        to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
-        ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }],
+        ports: [
+          { protocol: 'TCP', port: 443 },
+          { protocol: 'TCP', port: 6443 },
+        ],
+      },
+      {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+            podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+          },
+        ],
+        ports: [
+          { protocol: 'UDP', port: 53 },
+          { protocol: 'TCP', port: 53 },
+        ],
       },
     ]);
-    const narrowed = only(shellOperator({ networkPolicy: { apiServer: { peers: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [6443] } } }), 'NetworkPolicy', 'website-shell-operator');
-    expect(narrowed.spec.egress[0]).toEqual({ to: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 6443 }] });
+    const narrowed = only(
+      shellOperator({ networkPolicy: { apiServer: { peers: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [6443] } } }),
+      'NetworkPolicy',
+      'website-shell-operator',
+    );
+    expect(narrowed.spec.egress[0]).toEqual({
+      to: [{ ipBlock: { cidr: '10.0.0.1/32' } }],
+      ports: [{ protocol: 'TCP', port: 6443 }],
+    });
     expect(shellOperator({ networkPolicy: false }).some((m) => m.kind === 'NetworkPolicy')).toBe(false);
   });
 
   test('refuses an interval that is not a whole number of seconds', () => {
-    expect(() => shellOperator({ intervalSeconds: 0 })).toThrow(/intervalSeconds must be a whole number of seconds >= 1, got 0/);
+    expect(() => shellOperator({ intervalSeconds: 0 })).toThrow(
+      /intervalSeconds must be a whole number of seconds >= 1, got 0/,
+    );
     expect(() => shellOperator({ intervalSeconds: 2.5 })).toThrow(/at 'test\/shell'/);
   });
 
-  test("the ConfigMap carries the script file byte for byte (npm run codegen compiles it in)", () => {
-    const configMap = only(synth((chart) => new ShellOperator(chart, 'shell')), 'ConfigMap');
+  test('the ConfigMap carries the script file byte for byte (npm run codegen compiles it in)', () => {
+    const configMap = only(
+      synth((chart) => new ShellOperator(chart, 'shell')),
+      'ConfigMap',
+    );
     expect(configMap.data[SHELL_OPERATOR_FILES.script]).toBe(readFileSync(SCRIPT, 'utf8'));
   });
 });
 
 function execOk(command: string, args: string[], env: Record<string, string> = {}, cwd = root, input?: string): string {
-  const result = spawnSync(command, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', input, maxBuffer: 256 << 20 });
+  const result = spawnSync(command, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    input,
+    maxBuffer: 256 << 20,
+  });
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}): ${result.stderr}`);
   return result.stdout;
 }
@@ -238,12 +293,21 @@ describe("the script's render program (jq, no kubectl)", () => {
     const hex = fc.stringMatching(/^[0-9a-fA-F]{3}$|^[0-9a-fA-F]{6}$/).map((h) => `#${h}`);
     fc.assert(
       fc.property(
-        fc.array(fc.record({ title: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }), color: fc.option(hex, { nil: undefined }), replicas: fc.integer({ min: 1, max: 5 }) }), {
-          minLength: 1,
-          maxLength: 8,
-        }),
+        fc.array(
+          fc.record({
+            title: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }),
+            color: fc.option(hex, { nil: undefined }),
+            replicas: fc.integer({ min: 1, max: 5 }),
+          }),
+          {
+            minLength: 1,
+            maxLength: 8,
+          },
+        ),
         (specs) => {
-          const websites = specs.map((spec, i) => site(`w${i}`, spec.color === undefined ? { title: spec.title, replicas: spec.replicas } : spec));
+          const websites = specs.map((spec, i) =>
+            site(`w${i}`, spec.color === undefined ? { title: spec.title, replicas: spec.replicas } : spec),
+          );
           expect(applied(websites)).toEqual(websites.map(workload));
         },
       ),
@@ -260,8 +324,11 @@ describe("the script's render program (jq, no kubectl)", () => {
     const boundary: string[] = [];
     for (let r = 0; r < 256; r += 7) {
       for (let g = 0; g < 256; g += 7) {
-        const flip = Array.from({ length: 255 }, (_, i) => i + 1).find((b) => textColorOn(`#${byte(r)}${byte(g)}${byte(b)}`) !== textColorOn(`#${byte(r)}${byte(g)}00`));
-        if (flip !== undefined) boundary.push(`#${byte(r)}${byte(g)}${byte(flip - 1)}`, `#${byte(r)}${byte(g)}${byte(flip)}`);
+        const flip = Array.from({ length: 255 }, (_, i) => i + 1).find(
+          (b) => textColorOn(`#${byte(r)}${byte(g)}${byte(b)}`) !== textColorOn(`#${byte(r)}${byte(g)}00`),
+        );
+        if (flip !== undefined)
+          boundary.push(`#${byte(r)}${byte(g)}${byte(flip - 1)}`, `#${byte(r)}${byte(g)}${byte(flip)}`);
       }
     }
     const short = Array.from({ length: 16 }, (_, n) => `#${n.toString(16)}F${n.toString(16)}`);
@@ -279,7 +346,10 @@ describe("the heartbeat check the kubelet runs (the probes' command, run here wi
   const check = (content: string | undefined) => {
     const file = join(scratch, `heartbeat-${Math.random().toString(36).slice(2)}`);
     if (content !== undefined) writeFileSync(file, content);
-    return spawnSync(HEARTBEAT_CHECK[0], HEARTBEAT_CHECK.slice(1), { env: { PATH: process.env.PATH!, HEARTBEAT: file, HEARTBEAT_MAX_AGE: String(maxAge) }, encoding: 'utf8' }).status;
+    return spawnSync(HEARTBEAT_CHECK[0], HEARTBEAT_CHECK.slice(1), {
+      env: { PATH: process.env.PATH!, HEARTBEAT: file, HEARTBEAT_MAX_AGE: String(maxAge) },
+      encoding: 'utf8',
+    }).status;
   };
   const now = () => Math.floor(Date.now() / 1000);
 
@@ -299,31 +369,56 @@ describe("the heartbeat check the kubelet runs (the probes' command, run here wi
 describe('the script without a cluster: bad settings refused, the heartbeat written', () => {
   // KUBECTL names no program: a script that got as far as looking for kubectl would say so instead.
   const run = (env: Record<string, string>) =>
-    spawnSync('bash', [SCRIPT], { env: { PATH: process.env.PATH!, KUBECTL: join(scratch, 'no-kubectl'), ...env }, encoding: 'utf8', timeout: 60_000 });
+    spawnSync('bash', [SCRIPT], {
+      env: { PATH: process.env.PATH!, KUBECTL: join(scratch, 'no-kubectl'), ...env },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
 
   test('without NAMESPACE or TEMPLATE it says which is missing', () => {
     const noNamespace = run({ TEMPLATE: TEMPLATE_FILE });
     expect(noNamespace.status).not.toBe(0);
-    expect(noNamespace.stderr).toContain('NAMESPACE: set NAMESPACE to the namespace whose Websites this operator reconciles');
+    expect(noNamespace.stderr).toContain(
+      'NAMESPACE: set NAMESPACE to the namespace whose Websites this operator reconciles',
+    );
     const emptyNamespace = run({ NAMESPACE: '', TEMPLATE: TEMPLATE_FILE });
     expect(emptyNamespace.status).not.toBe(0);
     expect(emptyNamespace.stderr).toContain('set NAMESPACE to the namespace whose Websites this operator reconciles');
     const noTemplate = run({ NAMESPACE: 'team' });
     expect(noTemplate.status).not.toBe(0);
-    expect(noTemplate.stderr).toContain('TEMPLATE: set TEMPLATE to the children template JSON written by the ShellOperator construct');
+    expect(noTemplate.stderr).toContain(
+      'TEMPLATE: set TEMPLATE to the children template JSON written by the ShellOperator construct',
+    );
   });
 
   test('a heartbeat file it cannot write is refused at start, naming it', () => {
-    const result = run({ NAMESPACE: 'team', TEMPLATE: TEMPLATE_FILE, KUBECTL: 'true', HEARTBEAT: join(scratch, 'no-such-dir', 'heartbeat') });
-    expect([result.status, result.stderr]).toEqual([2, expect.stringContaining(`cannot write the heartbeat file HEARTBEAT=${join(scratch, 'no-such-dir', 'heartbeat')}`)]);
+    const result = run({
+      NAMESPACE: 'team',
+      TEMPLATE: TEMPLATE_FILE,
+      KUBECTL: 'true',
+      HEARTBEAT: join(scratch, 'no-such-dir', 'heartbeat'),
+    });
+    expect([result.status, result.stderr]).toEqual([
+      2,
+      expect.stringContaining(`cannot write the heartbeat file HEARTBEAT=${join(scratch, 'no-such-dir', 'heartbeat')}`),
+    ]);
   });
 
   test('a cycle writes the time into the heartbeat file as it starts, even a cycle that fails', () => {
     const heartbeat = join(scratch, 'heartbeat-cycle');
     const before = Math.floor(Date.now() / 1000);
     // kubectl that fails every call: the cycle cannot list, logs it, and ONCE=1 exits 1.
-    const result = run({ NAMESPACE: 'team', TEMPLATE: TEMPLATE_FILE, KUBECTL: 'false', HEARTBEAT: heartbeat, ONCE: '1' });
-    expect([result.status, result.stderr]).toEqual([1, expect.stringContaining('cannot list Websites in namespace team')]);
+    const result = run({
+      NAMESPACE: 'team',
+      TEMPLATE: TEMPLATE_FILE,
+      KUBECTL: 'false',
+      HEARTBEAT: heartbeat,
+      ONCE: '1',
+    });
+    expect([result.status, result.stderr]).toEqual([
+      1,
+      expect.stringContaining('cannot list Websites in namespace team'),
+    ]);
     const beat = Number(readFileSync(heartbeat, 'utf8'));
     expect(beat).toBeGreaterThanOrEqual(before);
     expect(beat).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
@@ -333,7 +428,10 @@ describe('the script without a cluster: bad settings refused, the heartbeat writ
     const marker = join(scratch, 'pwned-interval');
     for (const interval of [`1; touch ${marker}`, '0', '2.5', `$(touch ${marker})`]) {
       const result = run({ NAMESPACE: 'team', TEMPLATE: TEMPLATE_FILE, INTERVAL: interval });
-      expect([result.status, result.stderr]).toEqual([2, expect.stringContaining(`INTERVAL must be a whole number of seconds >= 1, got '${interval}'`)]);
+      expect([result.status, result.stderr]).toEqual([
+        2,
+        expect.stringContaining(`INTERVAL must be a whole number of seconds >= 1, got '${interval}'`),
+      ]);
     }
     expect(existsSync(marker)).toBe(false);
   });

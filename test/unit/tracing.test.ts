@@ -4,7 +4,7 @@ import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-s
 import { HotRod } from '../../lib/tracing/hotrod.ts';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
-import { OtelCollector, collectorConfig } from '../../lib/tracing/otel-collector.ts';
+import { collectorConfig, OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import { ProductionTracingStack } from '../../lib/tracing/production-tracing-stack.ts';
 import { localize } from '../support/local-stack.ts';
 
@@ -15,11 +15,22 @@ const JAEGER = { name: 'jaeger', endpoint: 'jaeger.tracing.svc:4317' };
 describe('the collector configuration (spec §2 "Collector configuration shape")', () => {
   test("the defaults are the spec's sample: OTLP on 0.0.0.0:4317/4318, batch 1s/1024, 1 % probabilistic, export over gRPC", () => {
     const { config } = collectorConfig({ backends: [JAEGER] });
-    expect(config.receivers.otlp.protocols).toEqual({ grpc: { endpoint: '0.0.0.0:4317' }, http: { endpoint: '0.0.0.0:4318' } });
+    expect(config.receivers.otlp.protocols).toEqual({
+      grpc: { endpoint: '0.0.0.0:4317' },
+      http: { endpoint: '0.0.0.0:4318' },
+    });
     expect(config.processors!.batch).toEqual({ timeout: '1s', send_batch_size: 1024 });
     expect(config.processors!.probabilistic_sampler).toEqual({ sampling_percentage: 1, mode: 'proportional' });
-    expect(config.exporters['otlp_grpc/jaeger']).toMatchObject({ endpoint: 'jaeger.tracing.svc:4317', tls: { insecure: true } });
-    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'probabilistic_sampler', 'tail_sampling', 'batch']);
+    expect(config.exporters['otlp_grpc/jaeger']).toMatchObject({
+      endpoint: 'jaeger.tracing.svc:4317',
+      tls: { insecure: true },
+    });
+    expect(config.service.pipelines.traces.processors).toEqual([
+      'memory_limiter',
+      'probabilistic_sampler',
+      'tail_sampling',
+      'batch',
+    ]);
   });
 
   const HEALTH_DROP = {
@@ -76,7 +87,15 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   test('healthCheckPaths: [] keeps health-check traces, and without tail sampling no trace-level decision (nor its single-replica rule) remains', () => {
     const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [] });
     expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'batch']);
-    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [], replicas: 2 })).not.toThrow();
+    expect(
+      () =>
+        new OtelCollector(chart(), 'c', {
+          backends: [JAEGER],
+          sampling: { mode: 'always' },
+          healthCheckPaths: [],
+          replicas: 2,
+        }),
+    ).not.toThrow();
   });
 
   test('a tail_sampling processor with only drop policies, an empty drop or a fractional decision_wait_after_root_received is refused at synth', () => {
@@ -89,12 +108,22 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
           num_traces: 10,
           policies: [
             { name: 'a', type: 'drop', drop: { drop_sub_policy: [] } },
-            { name: 'b', type: 'drop', drop: { drop_sub_policy: [{ name: 'c', type: 'ottl_condition', ottl_condition: { error_mode: 'ignore', span: [] } }] } },
+            {
+              name: 'b',
+              type: 'drop',
+              drop: {
+                drop_sub_policy: [
+                  { name: 'c', type: 'ottl_condition', ottl_condition: { error_mode: 'ignore', span: [] } },
+                ],
+              },
+            },
           ],
         },
       },
       exporters: { 'otlp_grpc/jaeger': { endpoint: 'jaeger:4317' } },
-      service: { pipelines: { traces: { receivers: ['otlp'], processors: ['tail_sampling'], exporters: ['otlp_grpc/jaeger'] } } },
+      service: {
+        pipelines: { traces: { receivers: ['otlp'], processors: ['tail_sampling'], exporters: ['otlp_grpc/jaeger'] } },
+      },
     };
     expect(collectorConfigProblems(config)).toEqual([
       "processors.tail_sampling.decision_wait_after_root_received: '500ms' is not a whole number of seconds such as 1s (the processor decides in 1 s ticks)",
@@ -105,9 +134,9 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   });
 
   test.each([-1, 100.5, Number.NaN])('a sampling percentage of %p fails at synth, saying the range', (percentage) => {
-    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'probabilistic', percentage } })).toThrow(
-      /processors\.probabilistic_sampler\.sampling_percentage: .* is outside 0\.\.100/,
-    );
+    expect(
+      () => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'probabilistic', percentage } }),
+    ).toThrow(/processors\.probabilistic_sampler\.sampling_percentage: .* is outside 0\.\.100/);
   });
 
   test('a pipeline naming an undefined component fails with the names that are defined', () => {
@@ -115,7 +144,15 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
       receivers: { otlp: { protocols: { grpc: { endpoint: '0.0.0.0:4317' } } } },
       processors: { batch: { timeout: '1s', send_batch_size: 1024 } },
       exporters: { 'otlp_grpc/jaeger': { endpoint: 'jaeger:4317' } },
-      service: { pipelines: { traces: { receivers: ['otlp'], processors: ['batch', 'probabilistic_sampler'], exporters: ['otlp_grpc/jaeger', 'otlp_grpc/other'] } } },
+      service: {
+        pipelines: {
+          traces: {
+            receivers: ['otlp'],
+            processors: ['batch', 'probabilistic_sampler'],
+            exporters: ['otlp_grpc/jaeger', 'otlp_grpc/other'],
+          },
+        },
+      },
     };
     expect(collectorConfigProblems(config)).toEqual([
       "service.pipelines.traces.processors: 'probabilistic_sampler' is not defined under processors (defined: batch)",
@@ -145,27 +182,69 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   test('credentials come from Secrets as environment variables, never inline, and only over TLS', () => {
     const { config, env } = collectorConfig({
       backends: [
-        { name: 'vendor', endpoint: 'otlp.vendor.example:443', tls: {}, auth: { type: 'bearer-token', token: { secretName: 'vendor', key: 'token' } } },
-        { name: 'central', endpoint: 'https://otlp.central.example', protocol: 'http', auth: { type: 'basic', username: 'tracing', password: { secretName: 'central', key: 'password' } } },
-        { name: 'idp', endpoint: 'otlp.idp.example:443', tls: { secretName: 'idp-ca' }, auth: { type: 'oauth2-client-credentials', tokenUrl: 'https://idp.example/token', clientId: 'collector', clientSecret: { secretName: 'idp', key: 'secret' } } },
+        {
+          name: 'vendor',
+          endpoint: 'otlp.vendor.example:443',
+          tls: {},
+          auth: { type: 'bearer-token', token: { secretName: 'vendor', key: 'token' } },
+        },
+        {
+          name: 'central',
+          endpoint: 'https://otlp.central.example',
+          protocol: 'http',
+          auth: { type: 'basic', username: 'tracing', password: { secretName: 'central', key: 'password' } },
+        },
+        {
+          name: 'idp',
+          endpoint: 'otlp.idp.example:443',
+          tls: { secretName: 'idp-ca' },
+          auth: {
+            type: 'oauth2-client-credentials',
+            tokenUrl: 'https://idp.example/token',
+            clientId: 'collector',
+            clientSecret: { secretName: 'idp', key: 'secret' },
+          },
+        },
       ],
       sampling: { mode: 'always' },
     });
     expect(config.extensions).toMatchObject({
       'bearertokenauth/vendor': { token: '${env:VENDOR_BEARER_TOKEN}' },
       'basicauth/central': { client_auth: { username: 'tracing', password: '${env:CENTRAL_PASSWORD}' } },
-      'oauth2client/idp': { client_id: 'collector', client_secret: '${env:IDP_CLIENT_SECRET}', token_url: 'https://idp.example/token' },
+      'oauth2client/idp': {
+        client_id: 'collector',
+        client_secret: '${env:IDP_CLIENT_SECRET}',
+        token_url: 'https://idp.example/token',
+      },
     });
     expect(env).toEqual([
       { name: 'VENDOR_BEARER_TOKEN', valueFrom: { secretKeyRef: { name: 'vendor', key: 'token' } } },
       { name: 'CENTRAL_PASSWORD', valueFrom: { secretKeyRef: { name: 'central', key: 'password' } } },
       { name: 'IDP_CLIENT_SECRET', valueFrom: { secretKeyRef: { name: 'idp', key: 'secret' } } },
     ]);
-    expect(config.service.extensions).toEqual(['health_check', 'bearertokenauth/vendor', 'basicauth/central', 'oauth2client/idp']);
-    expect(() => collectorConfig({ backends: [{ ...JAEGER, auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } } }] })).toThrow(
-      /backend 'jaeger' would send its bearer-token credentials in clear text; set tls/,
-    );
-    expect(() => collectorConfig({ backends: [{ name: 'h', protocol: 'http', endpoint: 'http://x:4318', auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } } }] })).toThrow(/use an https:\/\/ endpoint/);
+    expect(config.service.extensions).toEqual([
+      'health_check',
+      'bearertokenauth/vendor',
+      'basicauth/central',
+      'oauth2client/idp',
+    ]);
+    expect(() =>
+      collectorConfig({
+        backends: [{ ...JAEGER, auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } } }],
+      }),
+    ).toThrow(/backend 'jaeger' would send its bearer-token credentials in clear text; set tls/);
+    expect(() =>
+      collectorConfig({
+        backends: [
+          {
+            name: 'h',
+            protocol: 'http',
+            endpoint: 'http://x:4318',
+            auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } },
+          },
+        ],
+      }),
+    ).toThrow(/use an https:\/\/ endpoint/);
   });
 
   test('routing by attribute: one pipeline per backend, each dropping what is not its own', () => {
@@ -175,19 +254,30 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
       routing: { attribute: 'region', routes: [{ value: 'eu', backends: ['eu'] }], defaultBackends: ['jaeger'] },
     });
     expect(Object.keys(config.service.pipelines)).toEqual(['traces/eu', 'traces/jaeger']);
-    expect(config.processors!['filter/route-eu']).toEqual({ error_mode: 'ignore', traces: { span: ['not (resource.attributes["region"] == "eu")'] } });
+    expect(config.processors!['filter/route-eu']).toEqual({
+      error_mode: 'ignore',
+      traces: { span: ['not (resource.attributes["region"] == "eu")'] },
+    });
     expect(config.processors!['filter/route-jaeger']).toEqual({
       error_mode: 'ignore',
       traces: { span: ['not ((resource.attributes["region"] == nil or not (resource.attributes["region"] == "eu")))'] },
     });
-    expect(() => collectorConfig({ backends: [JAEGER], routing: { attribute: 'a', routes: [{ value: 'x', backends: ['nope'] }], defaultBackends: ['jaeger'] } })).toThrow(
-      /routing names backend 'nope', which is not among the backends \(jaeger\)/,
-    );
+    expect(() =>
+      collectorConfig({
+        backends: [JAEGER],
+        routing: { attribute: 'a', routes: [{ value: 'x', backends: ['nope'] }], defaultBackends: ['jaeger'] },
+      }),
+    ).toThrow(/routing names backend 'nope', which is not among the backends \(jaeger\)/);
   });
 
   test('per-trace decisions with several replicas are refused: traces would be split', () => {
-    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 }, replicas: 2 })).toThrow(/tail sampling decides per trace; with 2 replicas traces would be split/);
-    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], replicas: 3 })).toThrow(/dropping health-check traces whole \(healthCheckPaths: \[\] keeps them\) decides per trace; with 3 replicas/);
+    expect(
+      () =>
+        new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 }, replicas: 2 }),
+    ).toThrow(/tail sampling decides per trace; with 2 replicas traces would be split/);
+    expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], replicas: 3 })).toThrow(
+      /dropping health-check traces whole \(healthCheckPaths: \[\] keeps them\) decides per trace; with 3 replicas/,
+    );
   });
 });
 
@@ -201,7 +291,12 @@ describe('the trace-stack workloads', () => {
       const pod = d.spec.template.spec;
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
       for (const container of pod.containers) {
-        expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+        expect(container.securityContext).toEqual({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          runAsNonRoot: true,
+          capabilities: { drop: ['ALL'] },
+        });
         expect(container.image).toMatch(/:[0-9v][^:]*$/);
         expect(container.resources.limits.memory).toBeDefined();
       }
@@ -214,8 +309,12 @@ describe('the trace-stack workloads', () => {
     const c = chart();
     new DevelopmentTracingStack(c, 'dev');
     const hotrod = byKind(Testing.synth(c), 'Deployment').find((d) => d.metadata.name === 'hotrod');
-    expect(hotrod.spec.template.spec.containers[0].env).toEqual([{ name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.tracing.svc:4318' }]);
-    expect(() => new HotRod(chart(), 'h', { otlpEndpoint: 'otel-collector:4318', jaegerUiUrl: 'http://j' })).toThrow(/base URL with scheme, host and port/);
+    expect(hotrod.spec.template.spec.containers[0].env).toEqual([
+      { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.tracing.svc:4318' },
+    ]);
+    expect(() => new HotRod(chart(), 'h', { otlpEndpoint: 'otel-collector:4318', jaegerUiUrl: 'http://j' })).toThrow(
+      /base URL with scheme, host and port/,
+    );
     // Probes connect without a request, so they leave no traces of their own.
     expect(hotrod.spec.template.spec.containers[0].readinessProbe).toMatchObject({ tcpSocket: { port: 'frontend' } });
   });
@@ -225,11 +324,16 @@ describe('the trace-stack workloads', () => {
     expect((memory.config as any).extensions.jaeger_storage.backends.main).toEqual({ memory: { max_traces: 50000 } });
     const c = chart();
     const badger = new JaegerAllInOne(c, 'j', { storage: { type: 'badger', spanTtl: '72h', size: '5Gi' } });
-    expect((badger.config as any).extensions.jaeger_storage.backends.main.badger).toMatchObject({ ttl: { spans: '72h' }, directories: { keys: '/var/lib/jaeger/keys' } });
+    expect((badger.config as any).extensions.jaeger_storage.backends.main.badger).toMatchObject({
+      ttl: { spans: '72h' },
+      directories: { keys: '/var/lib/jaeger/keys' },
+    });
     const objects = Testing.synth(c);
     expect(byKind(objects, 'PersistentVolumeClaim')[0].spec.resources.requests.storage).toBe('5Gi');
     expect(byKind(objects, 'Deployment')[0].spec.strategy.type).toBe('Recreate');
-    expect(() => new JaegerAllInOne(chart(), 'j', { storage: { type: 'badger', spanTtl: '7 days' } })).toThrow(/spanTtl must be a Go duration/);
+    expect(() => new JaegerAllInOne(chart(), 'j', { storage: { type: 'badger', spanTtl: '7 days' } })).toThrow(
+      /spanTtl must be a Go duration/,
+    );
   });
 
   test('Jaeger all-in-one with OTLP off has only the Thrift receivers, and no OTLP ports', () => {
@@ -243,14 +347,26 @@ describe('the trace-stack workloads', () => {
 });
 
 describe('Jaeger for production', () => {
-  const es = { type: 'elasticsearch' as const, serverUrls: ['https://es.example:9200'], credentials: { secretName: 'es' }, caSecretName: 'es-ca' };
+  const es = {
+    type: 'elasticsearch' as const,
+    serverUrls: ['https://es.example:9200'],
+    credentials: { secretName: 'es' },
+    caSecretName: 'es-ca',
+  };
 
   test('collector and query are separate Deployments; the collector scales on CPU and keeps one replica through disruptions', () => {
     const c = chart();
     new JaegerProduction(c, 'j', { storage: es });
     const objects = Testing.synth(c);
-    expect(byKind(objects, 'Deployment').map((d) => [d.metadata.name, d.spec.replicas])).toEqual([['jaeger-collector', 2], ['jaeger-query', 2]]);
-    expect(byKind(objects, 'HorizontalPodAutoscaler')[0].spec).toMatchObject({ minReplicas: 2, maxReplicas: 10, scaleTargetRef: { name: 'jaeger-collector' } });
+    expect(byKind(objects, 'Deployment').map((d) => [d.metadata.name, d.spec.replicas])).toEqual([
+      ['jaeger-collector', 2],
+      ['jaeger-query', 2],
+    ]);
+    expect(byKind(objects, 'HorizontalPodAutoscaler')[0].spec).toMatchObject({
+      minReplicas: 2,
+      maxReplicas: 10,
+      scaleTargetRef: { name: 'jaeger-collector' },
+    });
     expect(byKind(objects, 'PodDisruptionBudget')[0].spec.maxUnavailable).toBe(1);
   });
 
@@ -259,26 +375,59 @@ describe('Jaeger for production', () => {
     new JaegerProduction(c, 'j', { storage: es });
     const budgets = byKind(Testing.synth(c), 'PodDisruptionBudget');
     expect(budgets.map((b) => [b.metadata.name, b.spec])).toEqual(
-      ['jaeger-collector', 'jaeger-query'].map((name) => [name, { maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { 'app.kubernetes.io/name': name } } }]),
+      ['jaeger-collector', 'jaeger-query'].map((name) => [
+        name,
+        {
+          maxUnavailable: 1,
+          unhealthyPodEvictionPolicy: 'AlwaysAllow',
+          selector: { matchLabels: { 'app.kubernetes.io/name': name } },
+        },
+      ]),
     );
     const single = chart();
     new JaegerProduction(single, 'j', { storage: es, queryReplicas: 1 });
-    expect(byKind(Testing.synth(single), 'PodDisruptionBudget').map((b) => b.metadata.name)).toEqual(['jaeger-collector']);
-    expect(() => new JaegerProduction(chart(), 'j', { storage: es, queryReplicas: 0 })).toThrow(/queryReplicas must be a whole number >= 1, got 0/);
+    expect(byKind(Testing.synth(single), 'PodDisruptionBudget').map((b) => b.metadata.name)).toEqual([
+      'jaeger-collector',
+    ]);
+    expect(() => new JaegerProduction(chart(), 'j', { storage: es, queryReplicas: 0 })).toThrow(
+      /queryReplicas must be a whole number >= 1, got 0/,
+    );
   });
 
   test("collector and query replicas prefer other nodes and spread over zones, softly unless told; only their own rollout's pods count", () => {
-    const podSpec = (spread?: { acrossNodes?: 'preferred' | 'required'; acrossZones?: 'preferred' | 'required' }, name = 'jaeger-collector') => {
+    const podSpec = (
+      spread?: { acrossNodes?: 'preferred' | 'required'; acrossZones?: 'preferred' | 'required' },
+      name = 'jaeger-collector',
+    ) => {
       const c = chart();
       new JaegerProduction(c, 'j', { storage: es, ...(spread ? { spread } : {}) });
       return byKind(Testing.synth(c), 'Deployment').find((d) => d.metadata.name === name).spec.template.spec;
     };
-    const selector = { matchLabels: { 'app.kubernetes.io/name': 'jaeger-collector', 'app.kubernetes.io/component': 'collector' } };
-    const term = { labelSelector: selector, matchLabelKeys: ['pod-template-hash'], topologyKey: 'kubernetes.io/hostname' };
+    const selector = {
+      matchLabels: { 'app.kubernetes.io/name': 'jaeger-collector', 'app.kubernetes.io/component': 'collector' },
+    };
+    const term = {
+      labelSelector: selector,
+      matchLabelKeys: ['pod-template-hash'],
+      topologyKey: 'kubernetes.io/hostname',
+    };
     const soft = podSpec();
-    expect(soft.affinity).toEqual({ podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: term }] } });
-    expect(soft.topologySpreadConstraints).toEqual([{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: selector, matchLabelKeys: ['pod-template-hash'] }]);
-    expect(podSpec(undefined, 'jaeger-query').affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector.matchLabels['app.kubernetes.io/name']).toBe('jaeger-query');
+    expect(soft.affinity).toEqual({
+      podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: term }] },
+    });
+    expect(soft.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: 'topology.kubernetes.io/zone',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: selector,
+        matchLabelKeys: ['pod-template-hash'],
+      },
+    ]);
+    expect(
+      podSpec(undefined, 'jaeger-query').affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]
+        .podAffinityTerm.labelSelector.matchLabels['app.kubernetes.io/name'],
+    ).toBe('jaeger-query');
     const hard = podSpec({ acrossNodes: 'required', acrossZones: 'required' });
     expect(hard.affinity).toEqual({ podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term] } });
     expect(hard.topologySpreadConstraints[0].whenUnsatisfiable).toBe('DoNotSchedule');
@@ -307,45 +456,81 @@ describe('Jaeger for production', () => {
     expect(cleaner.spec.schedule).toBe('55 23 * * *');
     const container = cleaner.spec.jobTemplate.spec.template.spec.containers[0];
     expect(container.args).toEqual(['7', 'https://es.example:9200']);
-    expect(container.env).toEqual(expect.arrayContaining([{ name: 'ES_PASSWORD', valueFrom: { secretKeyRef: { name: 'es', key: 'password' } } }, { name: 'INDEX_PREFIX', value: 'jaeger' }]));
+    expect(container.env).toEqual(
+      expect.arrayContaining([
+        { name: 'ES_PASSWORD', valueFrom: { secretKeyRef: { name: 'es', key: 'password' } } },
+        { name: 'INDEX_PREFIX', value: 'jaeger' },
+      ]),
+    );
   });
 
   test('Cassandra keeps traces 7 days by TTL; only the collector creates the schema', () => {
-    const j = new JaegerProduction(chart(), 'j', { storage: { type: 'cassandra', servers: ['cassandra:9042'], credentials: { secretName: 'c' } } });
+    const j = new JaegerProduction(chart(), 'j', {
+      storage: { type: 'cassandra', servers: ['cassandra:9042'], credentials: { secretName: 'c' } },
+    });
     const schema = (config: any) => config.extensions.jaeger_storage.backends.main.cassandra.schema;
     expect(schema(j.collectorConfig)).toEqual({ keyspace: 'jaeger_v1_dc1', create: true, trace_ttl: '168h' });
     expect(schema(j.queryConfig).create).toBe(false);
-    expect((j.collectorConfig as any).extensions.jaeger_storage.backends.main.cassandra.connection.auth.basic).toEqual({ username: '${env:CASSANDRA_USERNAME}', password: '${env:CASSANDRA_PASSWORD}' });
+    expect((j.collectorConfig as any).extensions.jaeger_storage.backends.main.cassandra.connection.auth.basic).toEqual({
+      username: '${env:CASSANDRA_USERNAME}',
+      password: '${env:CASSANDRA_PASSWORD}',
+    });
   });
 
-  test('mutual TLS on the collector: OTLP receivers need client certificates signed by the Secret\'s CA', () => {
+  test("mutual TLS on the collector: OTLP receivers need client certificates signed by the Secret's CA", () => {
     const j = new JaegerProduction(chart(), 'j', { storage: es, collectorTls: { secretName: 'tls' } });
-    expect((j.collectorConfig as any).receivers.otlp.protocols.grpc.tls).toEqual({ cert_file: '/etc/jaeger/tls/tls.crt', key_file: '/etc/jaeger/tls/tls.key', client_ca_file: '/etc/jaeger/tls/ca.crt', min_version: '1.2' });
+    expect((j.collectorConfig as any).receivers.otlp.protocols.grpc.tls).toEqual({
+      cert_file: '/etc/jaeger/tls/tls.crt',
+      key_file: '/etc/jaeger/tls/tls.key',
+      client_ca_file: '/etc/jaeger/tls/ca.crt',
+      min_version: '1.2',
+    });
   });
 
   test('OIDC puts oauth2-proxy in front: Jaeger listens on localhost, the Service reaches only the proxy', () => {
     const c = chart();
     const j = new JaegerProduction(c, 'j', {
       storage: es,
-      oidc: { issuerUrl: 'https://idp.example', clientId: 'jaeger', clientSecret: { secretName: 'oidc', key: 'client-secret' }, cookieSecret: { secretName: 'oidc', key: 'cookie-secret' } },
+      oidc: {
+        issuerUrl: 'https://idp.example',
+        clientId: 'jaeger',
+        clientSecret: { secretName: 'oidc', key: 'client-secret' },
+        cookieSecret: { secretName: 'oidc', key: 'cookie-secret' },
+      },
     });
     expect((j.queryConfig as any).extensions.jaeger_query.http.endpoint).toBe('127.0.0.1:16686');
     const objects = Testing.synth(c);
     const query = byKind(objects, 'Deployment').find((d) => d.metadata.name === 'jaeger-query');
     const proxy = query.spec.template.spec.containers.find((x: any) => x.name === 'oauth2-proxy');
-    expect(proxy.args).toEqual(expect.arrayContaining(['--provider=oidc', '--oidc-issuer-url=https://idp.example', '--upstream=http://127.0.0.1:16686']));
+    expect(proxy.args).toEqual(
+      expect.arrayContaining([
+        '--provider=oidc',
+        '--oidc-issuer-url=https://idp.example',
+        '--upstream=http://127.0.0.1:16686',
+      ]),
+    );
     expect(proxy.env.every((e: any) => e.valueFrom?.secretKeyRef)).toBe(true);
     const service = byKind(objects, 'Service').find((s) => s.metadata.name === 'jaeger-query');
-    expect(service.spec.ports.map((p: any) => [p.name, p.port])).toEqual([['metrics', 8888], ['query', 4180]]);
+    expect(service.spec.ports.map((p: any) => [p.name, p.port])).toEqual([
+      ['metrics', 8888],
+      ['query', 4180],
+    ]);
   });
 
   test('the production stack refuses mutual TLS without a client certificate for its collector', () => {
-    expect(() => new ProductionTracingStack(chart(), 's', { jaeger: { storage: es, collectorTls: { secretName: 'tls' } } })).toThrow(/set collectorClientTlsSecret/);
+    expect(
+      () => new ProductionTracingStack(chart(), 's', { jaeger: { storage: es, collectorTls: { secretName: 'tls' } } }),
+    ).toThrow(/set collectorClientTlsSecret/);
   });
 });
 
 describe('localize (cluster addresses → local ones, the only change the tests make to dist/ configs)', () => {
-  const addresses = { 'jaeger.tracing.svc:4317': '127.0.0.1:5001', '0.0.0.0:4318': '127.0.0.1:5002', '/etc/otelcol/tls/ca.crt': '/tmp/x/ca.crt', '0.0.0.0:8888': '127.0.0.1:5003' };
+  const addresses = {
+    'jaeger.tracing.svc:4317': '127.0.0.1:5001',
+    '0.0.0.0:4318': '127.0.0.1:5002',
+    '/etc/otelcol/tls/ca.crt': '/tmp/x/ca.crt',
+    '0.0.0.0:8888': '127.0.0.1:5003',
+  };
 
   test('replaces whole addresses and paths wherever they appear, and nothing else', () => {
     const doc = {

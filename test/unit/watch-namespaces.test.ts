@@ -1,15 +1,15 @@
 import { PassThrough } from 'node:stream';
+import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { ConfigError, loadConfig } from '../../operator/src/bin/config.ts';
 import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
 import { MultiNamespaceInformer } from '../../operator/src/controller/multi-namespace-informer.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
-import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
+import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
 import { sumMetric } from '../support/metrics.ts';
-import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
-import { type WebsiteOperator, testOperatorConfig, websiteOperator } from './operator-config.ts';
+import { testOperatorConfig, type WebsiteOperator, websiteOperator } from './operator-config.ts';
 
 // WATCH_NAMESPACE: what the operator accepts, and the operator over several namespaces on an
 // in-memory API, one of which it is not granted (test/cluster/watch-namespaces.test.ts proves the
@@ -26,13 +26,22 @@ describe('WATCH_NAMESPACE', () => {
 
   const suffix = '; expected namespace names separated by commas, or * for all namespaces';
   test.each([
-    ['Team-A', `WATCH_NAMESPACE="Team-A" is not valid: "Team-A" is not a namespace name: a namespace name is at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit${suffix}`],
+    [
+      'Team-A',
+      `WATCH_NAMESPACE="Team-A" is not valid: "Team-A" is not a namespace name: a namespace name is at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit${suffix}`,
+    ],
     ['a,b_c,-d', `WATCH_NAMESPACE="a,b_c,-d" is not valid: "b_c", "-d" are not namespace names`],
     [`${'n'.repeat(64)}`, 'is not a namespace name'],
-    ['team-a,team-b,team-a', `WATCH_NAMESPACE="team-a,team-b,team-a" is not valid: "team-a" listed more than once${suffix}`],
+    [
+      'team-a,team-b,team-a',
+      `WATCH_NAMESPACE="team-a,team-b,team-a" is not valid: "team-a" listed more than once${suffix}`,
+    ],
     ['team-a,,team-b', `WATCH_NAMESPACE="team-a,,team-b" is not valid: an entry is empty${suffix}`],
     ['team-a,', 'WATCH_NAMESPACE="team-a," is not valid: an entry is empty'],
-    ['*,team-a', `WATCH_NAMESPACE="*,team-a" is not valid: '*' (all namespaces) cannot be combined with namespace names`],
+    [
+      '*,team-a',
+      `WATCH_NAMESPACE="*,team-a" is not valid: '*' (all namespaces) cannot be combined with namespace names`,
+    ],
     ['team-*', 'WATCH_NAMESPACE="team-*" is not valid: "team-*" is not a namespace name'],
   ])('%j is refused with a ConfigError naming the variable', (value, message) => {
     expect(() => loadConfig({ WATCH_NAMESPACE: value })).toThrow(ConfigError);
@@ -50,7 +59,9 @@ describe('WatchNamespaces', () => {
 
   test('refuses what the operator would refuse', () => {
     expect(() => WatchNamespaces.of()).toThrow('WatchNamespaces.of(): expected at least one namespace');
-    expect(() => WatchNamespaces.of('team-a', 'team-a')).toThrow('WatchNamespaces.of("team-a", "team-a"): "team-a" listed more than once');
+    expect(() => WatchNamespaces.of('team-a', 'team-a')).toThrow(
+      'WatchNamespaces.of("team-a", "team-a"): "team-a" listed more than once',
+    );
     expect(() => WatchNamespaces.of('Team')).toThrow('"Team" is not a namespace name');
     expect(() => WatchNamespaces.of('*')).toThrow("'*' (all namespaces) cannot be combined");
   });
@@ -65,23 +76,42 @@ describe('MultiNamespaceInformer', () => {
     const running = informer.run(stop.signal);
     await informer.waitForSync();
     expect(api.requests.filter((r) => r.verb === 'LIST').map((r) => r.namespace)).toEqual(['a', 'b']);
-    expect([informer.get('a/d')?.metadata?.namespace, informer.get('b/d')?.metadata?.namespace, informer.get('other/d')]).toEqual(['a', 'b', undefined]);
+    expect([
+      informer.get('a/d')?.metadata?.namespace,
+      informer.get('b/d')?.metadata?.namespace,
+      informer.get('other/d'),
+    ]).toEqual(['a', 'b', undefined]);
     expect(informer.list()).toHaveLength(2);
-    expect([informer.hasSynced('a/d'), informer.hasSynced('other/d'), informer.hasSynced()]).toEqual([true, false, true]);
+    expect([informer.hasSynced('a/d'), informer.hasSynced('other/d'), informer.hasSynced()]).toEqual([
+      true,
+      false,
+      true,
+    ]);
     stop.abort();
     await running;
   });
 
   test('a namespace refused as forbidden settles the wait (retrying cannot sync it), one that is unreachable does not', async () => {
     const api = new FakeKubeApi();
-    api.failWith((r) => r.namespace === 'denied', new ApiError(403, 'Forbidden', 'forbidden'), Number.POSITIVE_INFINITY);
-    api.failWith((r) => r.namespace === 'flaky', new ApiError(0, 'ECONNREFUSED', 'connect ECONNREFUSED'), Number.POSITIVE_INFINITY);
+    api.failWith(
+      (r) => r.namespace === 'denied',
+      new ApiError(403, 'Forbidden', 'forbidden'),
+      Number.POSITIVE_INFINITY,
+    );
+    api.failWith(
+      (r) => r.namespace === 'flaky',
+      new ApiError(0, 'ECONNREFUSED', 'connect ECONNREFUSED'),
+      Number.POSITIVE_INFINITY,
+    );
     const logger = { error: () => {}, warn: () => {}, info: () => {}, debug: () => {} } as never;
     const stop = new AbortController();
     const settled = async (namespaces: string[]) => {
       const informer = new MultiNamespaceInformer<KubeObject>({ client: api, type: DEPLOYMENTS, namespaces, logger });
       const running = informer.run(stop.signal);
-      const outcome = await Promise.race([informer.waitUntilSyncedOrForbidden().then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 1_500))]);
+      const outcome = await Promise.race([
+        informer.waitUntilSyncedOrForbidden().then(() => 'settled'),
+        new Promise((resolve) => setTimeout(() => resolve('waiting'), 1_500)),
+      ]);
       return { outcome, synced: [informer.hasSynced('ok/x'), informer.hasSynced()], running };
     };
     const denied = await settled(['ok', 'denied']);
@@ -108,7 +138,11 @@ const website = (namespace: string, name: string): KubeObject => ({
   spec: { title: name, replicas: 1, color: '#2196F3' },
 });
 
-async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -129,46 +163,76 @@ async function start(api: FakeKubeApi, watchNamespaces: OperatorConfig['watchNam
   const stream = new PassThrough();
   stream.on('data', (line: Buffer) => logs.push(JSON.parse(line.toString())));
   const metrics = new OperatorMetrics({ processMetrics: false });
-  const operator = websiteOperator(operatorConfig(watchNamespaces), { client: api, logger: createLogger('info', stream), metrics });
+  const operator = websiteOperator(operatorConfig(watchNamespaces), {
+    client: api,
+    logger: createLogger('info', stream),
+    metrics,
+  });
   running = operator;
   await operator.manager.start();
   const readyz = async () => {
     const response = await fetch(`http://127.0.0.1:${operator.manager.healthServer.port}/readyz`);
     return { status: response.status, body: await response.text() };
   };
-  const synced = async (namespace: string) => sumMetric(await metrics.registry.metrics(), 'watched_namespace_synced', { namespace });
+  const synced = async (namespace: string) =>
+    sumMetric(await metrics.registry.metrics(), 'watched_namespace_synced', { namespace });
   return { operator, logs, readyz, synced };
 }
 
 const childrenOf = (api: FakeKubeApi, namespace: string, name: string) =>
-  [api.peek(DEPLOYMENTS, namespace, `website-${name}`), api.peek(SERVICES, namespace, `website-${name}`)].filter(Boolean).length;
+  [api.peek(DEPLOYMENTS, namespace, `website-${name}`), api.peek(SERVICES, namespace, `website-${name}`)].filter(
+    Boolean,
+  ).length;
 
 describe('the operator over several namespaces', () => {
   test('reconciles the Websites of each namespace it is granted; a namespace it is not gets nothing, an error naming it and the fix at each retry, and a not-ready /readyz naming it', async () => {
     const api = new FakeKubeApi();
     let granted = false;
-    const forbidden = new ApiError(403, 'Forbidden', 'websites.web.example.com is forbidden: User "system:serviceaccount:website-system:website-operator" cannot list resource "websites" in the namespace "team-c"');
-    api.failWith((request) => !granted && request.namespace === 'team-c' && ['LIST', 'WATCH'].includes(request.verb), forbidden, Number.POSITIVE_INFINITY);
-    for (const namespace of ['team-a', 'team-b', 'team-c', 'elsewhere']) await api.create(WEBSITES, website(namespace, `site-${namespace}`));
+    const forbidden = new ApiError(
+      403,
+      'Forbidden',
+      'websites.web.example.com is forbidden: User "system:serviceaccount:website-system:website-operator" cannot list resource "websites" in the namespace "team-c"',
+    );
+    api.failWith(
+      (request) => !granted && request.namespace === 'team-c' && ['LIST', 'WATCH'].includes(request.verb),
+      forbidden,
+      Number.POSITIVE_INFINITY,
+    );
+    for (const namespace of ['team-a', 'team-b', 'team-c', 'elsewhere'])
+      await api.create(WEBSITES, website(namespace, `site-${namespace}`));
 
     const setup = api.requests.length;
     const h = await start(api, ['team-a', 'team-b', 'team-c']);
-    await until('both granted namespaces to converge', () => childrenOf(api, 'team-a', 'site-team-a') === 2 && childrenOf(api, 'team-b', 'site-team-b') === 2);
-    await until('two errors per resource in team-c', () => h.logs.filter((l) => l.level === 'error' && l.namespace === 'team-c').length >= 6);
+    await until(
+      'both granted namespaces to converge',
+      () => childrenOf(api, 'team-a', 'site-team-a') === 2 && childrenOf(api, 'team-b', 'site-team-b') === 2,
+    );
+    await until(
+      'two errors per resource in team-c',
+      () => h.logs.filter((l) => l.level === 'error' && l.namespace === 'team-c').length >= 6,
+    );
 
     // Each namespace's Website status and events are written in its own namespace.
-    expect(api.peek<KubeObject>(WEBSITES, 'team-b', 'site-team-b')!.status).toMatchObject({ url: 'http://website-site-team-b.team-b.svc.cluster.local' });
+    expect(api.peek<KubeObject>(WEBSITES, 'team-b', 'site-team-b')!.status).toMatchObject({
+      url: 'http://website-site-team-b.team-b.svc.cluster.local',
+    });
     await until('the Created event in team-b', async () =>
-      (await api.list(EVENTS, 'team-b')).items.some((e) => e.reason === 'Created' && (e.involvedObject as { name: string }).name === 'site-team-b'),
+      (await api.list(EVENTS, 'team-b')).items.some(
+        (e) => e.reason === 'Created' && (e.involvedObject as { name: string }).name === 'site-team-b',
+      ),
     );
     // Nothing was written to the namespace not granted, nor to one not watched.
     const requests = api.requests.slice(setup);
     expect(requests.filter((r) => r.namespace === 'team-c' && !['LIST', 'WATCH'].includes(r.verb))).toEqual([]);
-    expect(requests.filter((r) => r.namespace === 'elsewhere' || (r.verb === 'LIST' && r.namespace === undefined))).toEqual([]);
+    expect(
+      requests.filter((r) => r.namespace === 'elsewhere' || (r.verb === 'LIST' && r.namespace === undefined)),
+    ).toEqual([]);
     expect(childrenOf(api, 'team-c', 'site-team-c') + childrenOf(api, 'elsewhere', 'site-elsewhere')).toBe(0);
 
     const errors = h.logs.filter((l) => l.level === 'error');
-    expect(new Set(errors.map((l) => `${l.namespace} ${l.resource}`))).toEqual(new Set(['team-c websites', 'team-c deployments', 'team-c services']));
+    expect(new Set(errors.map((l) => `${l.namespace} ${l.resource}`))).toEqual(
+      new Set(['team-c websites', 'team-c deployments', 'team-c services']),
+    );
     expect(errors.find((l) => l.resource === 'websites')).toMatchObject({
       msg: 'list/watch of websites in namespace team-c is forbidden; retrying',
       error: forbidden.message,
@@ -195,10 +259,16 @@ describe('the operator over several namespaces', () => {
     const api = new FakeKubeApi();
     for (const namespace of ['team-a', 'team-b']) await api.create(WEBSITES, website(namespace, 'site'));
     const h = await start(api, '*');
-    await until('both namespaces to converge', () => childrenOf(api, 'team-a', 'site') === 2 && childrenOf(api, 'team-b', 'site') === 2);
+    await until(
+      'both namespaces to converge',
+      () => childrenOf(api, 'team-a', 'site') === 2 && childrenOf(api, 'team-b', 'site') === 2,
+    );
     const lists = api.requests.filter((r) => r.verb === 'LIST').map((r) => `${r.resource} ${r.namespace ?? '*'}`);
     expect(lists.sort()).toEqual(['deployments *', 'services *', 'websites *']);
-    expect(await h.readyz()).toEqual({ status: 200, body: '[+]caches ok\n[+]leader-election ok: off (LEADER_ELECTION=false): this replica reconciles\nreadyz check passed\n' });
+    expect(await h.readyz()).toEqual({
+      status: 200,
+      body: '[+]caches ok\n[+]leader-election ok: off (LEADER_ELECTION=false): this replica reconciles\nreadyz check passed\n',
+    });
     expect(await h.synced('*')).toBe(1);
     // A Website in a namespace created later is reconciled too.
     await api.create(WEBSITES, website('team-new', 'site'));

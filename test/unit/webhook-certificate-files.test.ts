@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { CertificateFiles } from '../../operator/src/webhook/certificate-files.ts';
-import { type TlsCertificate, createCertificateAuthority, issueServingCertificate } from '../../operator/src/webhook/certificates.ts';
+import {
+  createCertificateAuthority,
+  issueServingCertificate,
+  type TlsCertificate,
+} from '../../operator/src/webhook/certificates.ts';
 
 const DAY_MS = 24 * 3600_000;
 
@@ -30,10 +34,18 @@ async function project(pair: { cert: string; key: string }) {
 
 function collect(): { logs: string[]; logger: ReturnType<typeof createLogger> } {
   const logs: string[] = [];
-  return { logs, logger: createLogger('info', new Writable({ write: (c, _, done) => {
-  logs.push(String(c));
-  done();
-} })) };
+  return {
+    logs,
+    logger: createLogger(
+      'info',
+      new Writable({
+        write: (c, _, done) => {
+          logs.push(String(c));
+          done();
+        },
+      }),
+    ),
+  };
 }
 
 beforeAll(async () => {
@@ -66,7 +78,9 @@ describe('CertificateFiles', () => {
     try {
       await new Promise<void>((resolve) => files.onChange(() => files.current()?.cert === first.cert && resolve()));
       const renewed = await issue();
-      const reloaded = new Promise<void>((resolve) => files.onChange(() => files.current()?.cert === renewed.cert && resolve()));
+      const reloaded = new Promise<void>((resolve) =>
+        files.onChange(() => files.current()?.cert === renewed.cert && resolve()),
+      );
       await project(renewed);
       await reloaded;
       expect(files.current()).toEqual(renewed);
@@ -97,7 +111,9 @@ describe('CertificateFiles', () => {
     const files = new CertificateFiles({ dir: join(dir, 'missing'), logger });
     expect(await files.reload()).toBe(false);
     expect(files.current()).toBeUndefined();
-    expect(logs.join('')).toMatch(/cannot read the webhook certificate: .*ENOENT.*is the webhook Secret mounted at .*missing\?/);
+    expect(logs.join('')).toMatch(
+      /cannot read the webhook certificate: .*ENOENT.*is the webhook Secret mounted at .*missing\?/,
+    );
   });
 
   test('refuses files that are not PEM, and never logs their content', async () => {

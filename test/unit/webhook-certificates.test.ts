@@ -1,21 +1,26 @@
 import 'reflect-metadata';
-import { BasicConstraintsExtension, KeyUsageFlags, KeyUsagesExtension, X509Certificate as PeculiarCertificate } from '@peculiar/x509';
-import { X509Certificate, generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { createServer } from 'node:https';
-import { connect } from 'node:tls';
 import type { AddressInfo } from 'node:net';
+import { connect } from 'node:tls';
 import {
-  type ServingNames,
-  type TlsCertificate,
+  BasicConstraintsExtension,
+  KeyUsageFlags,
+  KeyUsagesExtension,
+  X509Certificate as PeculiarCertificate,
+} from '@peculiar/x509';
+import { webhookDnsNames } from '../../lib/operator/names.ts';
+import {
   createCertificateAuthority,
   firstCertificate,
   issueServingCertificate,
   planRenewal,
   renewalTime,
+  type ServingNames,
   splitPemCertificates,
+  type TlsCertificate,
   uncoveredNames,
 } from '../../operator/src/webhook/certificates.ts';
-import { webhookDnsNames } from '../../lib/operator/names.ts';
 
 const HOUR_MS = 3600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -28,8 +33,19 @@ const names: ServingNames = {
 let ca: TlsCertificate;
 let serving: TlsCertificate;
 beforeAll(async () => {
-  ca = await createCertificateAuthority({ commonName: 'website-operator-webhook-ca@1', validityMs: 3650 * DAY_MS, backdateMs: HOUR_MS, now: NOW });
-  serving = await issueServingCertificate(ca, { commonName: 'website-operator-webhook.website-system.svc', ...names, validityMs: 365 * DAY_MS, backdateMs: HOUR_MS, now: NOW });
+  ca = await createCertificateAuthority({
+    commonName: 'website-operator-webhook-ca@1',
+    validityMs: 3650 * DAY_MS,
+    backdateMs: HOUR_MS,
+    now: NOW,
+  });
+  serving = await issueServingCertificate(ca, {
+    commonName: 'website-operator-webhook.website-system.svc',
+    ...names,
+    validityMs: 365 * DAY_MS,
+    backdateMs: HOUR_MS,
+    now: NOW,
+  });
 });
 
 describe('webhookDnsNames', () => {
@@ -82,7 +98,10 @@ describe('issueServingCertificate', () => {
         'DNS:website-operator-webhook.website-system.svc.cluster.local, IP Address:127.0.0.1',
     );
     expect(uncoveredNames(cert, names)).toEqual([]);
-    expect(uncoveredNames(cert, { dnsNames: ['other.website-system.svc'], ipAddresses: ['10.0.0.1'] })).toEqual(['other.website-system.svc', '10.0.0.1']);
+    expect(uncoveredNames(cert, { dnsNames: ['other.website-system.svc'], ipAddresses: ['10.0.0.1'] })).toEqual([
+      'other.website-system.svc',
+      '10.0.0.1',
+    ]);
     // Extended key usage: TLS server only.
     expect(cert.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
     const parsed = new PeculiarCertificate(serving.cert);
@@ -94,7 +113,12 @@ describe('issueServingCertificate', () => {
     const cert = new X509Certificate(serving.cert);
     expect(cert.validFromDate.getTime()).toBe(NOW - HOUR_MS);
     expect(cert.validToDate.getTime()).toBe(NOW + 365 * DAY_MS);
-    const longer = await issueServingCertificate(ca, { commonName: 'x', dnsNames: ['x'], validityMs: 20 * 365 * DAY_MS, now: NOW });
+    const longer = await issueServingCertificate(ca, {
+      commonName: 'x',
+      dnsNames: ['x'],
+      validityMs: 20 * 365 * DAY_MS,
+      now: NOW,
+    });
     expect(new X509Certificate(longer.cert).validToDate).toEqual(new X509Certificate(ca.cert).validToDate);
   });
 
@@ -147,14 +171,22 @@ describe('planRenewal', () => {
       action: 'issue',
       reason: `the serving certificate expires at ${new Date(NOW + 365 * DAY_MS).toISOString()}: less than a third of its validity remains`,
     });
-    expect(planRenewal(stored(), names, NOW + 366 * DAY_MS, 1 / 3)).toMatchObject({ action: 'issue', reason: expect.stringMatching(/serving certificate expired at/) });
+    expect(planRenewal(stored(), names, NOW + 366 * DAY_MS, 1 / 3)).toMatchObject({
+      action: 'issue',
+      reason: expect.stringMatching(/serving certificate expired at/),
+    });
     // With a smaller fraction the same moment is not due yet.
     expect(planRenewal(stored(), names, due + 1000, 0.1)).toEqual({ action: 'keep' });
   });
 
   test('issues a serving certificate when it is missing, unreadable, mismatched, from another CA or missing a name', async () => {
     const other = await createCertificateAuthority({ commonName: 'other', validityMs: 3650 * DAY_MS, now: NOW });
-    const foreign = await issueServingCertificate(other, { commonName: 'x', ...names, validityMs: 365 * DAY_MS, now: NOW });
+    const foreign = await issueServingCertificate(other, {
+      commonName: 'x',
+      ...names,
+      validityMs: 365 * DAY_MS,
+      now: NOW,
+    });
     const cases: [Record<string, string | undefined>, RegExp][] = [
       [{ cert: undefined }, /no serving certificate \(tls\.crt, tls\.key\)/],
       [{ key: undefined }, /no serving certificate/],
@@ -164,16 +196,37 @@ describe('planRenewal', () => {
       [{ cert: foreign.cert, key: foreign.key }, /tls\.crt was not issued by the current CA/],
     ];
     for (const [change, reason] of cases) {
-      expect(planRenewal({ ...stored(), ...change }, names, NOW, 1 / 3)).toEqual({ action: 'issue', reason: expect.stringMatching(reason) });
+      expect(planRenewal({ ...stored(), ...change }, names, NOW, 1 / 3)).toEqual({
+        action: 'issue',
+        reason: expect.stringMatching(reason),
+      });
     }
-    const moreNames = { ...names, ipAddresses: ['127.0.0.1', '10.1.2.3'], dnsNames: [...names.dnsNames, 'extra.example.com'] };
-    expect(planRenewal(stored(), moreNames, NOW, 1 / 3)).toEqual({ action: 'issue', reason: 'tls.crt does not cover extra.example.com, 10.1.2.3' });
+    const moreNames = {
+      ...names,
+      ipAddresses: ['127.0.0.1', '10.1.2.3'],
+      dnsNames: [...names.dnsNames, 'extra.example.com'],
+    };
+    expect(planRenewal(stored(), moreNames, NOW, 1 / 3)).toEqual({
+      action: 'issue',
+      reason: 'tls.crt does not cover extra.example.com, 10.1.2.3',
+    });
   });
 
   test('creates a CA when there is no Secret or no usable CA certificate, keeping nothing', () => {
-    expect(planRenewal(undefined, names, NOW, 1 / 3)).toEqual({ action: 'rotate-ca', reason: 'the webhook Secret does not exist', keep: [] });
-    expect(planRenewal({ ...stored(), caBundle: undefined }, names, NOW, 1 / 3)).toMatchObject({ action: 'rotate-ca', reason: expect.stringMatching(/no CA certificate \(ca\.crt\)/), keep: [] });
-    expect(planRenewal({ ...stored(), caBundle: 'not pem' }, names, NOW, 1 / 3)).toMatchObject({ action: 'rotate-ca', keep: [] });
+    expect(planRenewal(undefined, names, NOW, 1 / 3)).toEqual({
+      action: 'rotate-ca',
+      reason: 'the webhook Secret does not exist',
+      keep: [],
+    });
+    expect(planRenewal({ ...stored(), caBundle: undefined }, names, NOW, 1 / 3)).toMatchObject({
+      action: 'rotate-ca',
+      reason: expect.stringMatching(/no CA certificate \(ca\.crt\)/),
+      keep: [],
+    });
+    expect(planRenewal({ ...stored(), caBundle: 'not pem' }, names, NOW, 1 / 3)).toMatchObject({
+      action: 'rotate-ca',
+      keep: [],
+    });
     expect(planRenewal({ ...stored(), caBundle: serving.cert }, names, NOW, 1 / 3)).toMatchObject({
       action: 'rotate-ca',
       reason: "ca.crt's first certificate is not a CA certificate",
@@ -182,7 +235,10 @@ describe('planRenewal', () => {
   });
 
   test('rotates the CA when its key is missing, wrong or not P-256, keeping the still-valid CA trusted meanwhile', () => {
-    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+    }) as string;
     for (const [caKey, reason] of [
       [undefined, /no CA key \(ca\.key\)/],
       [serving.key, /ca\.key does not belong to ca\.crt/],
@@ -190,7 +246,11 @@ describe('planRenewal', () => {
       [rsa, /ca\.key (does not belong to ca\.crt|is not an ECDSA P-256 key)/],
     ] as const) {
       const plan = planRenewal({ ...stored(), caKey }, names, NOW, 1 / 3);
-      expect(plan).toEqual({ action: 'rotate-ca', reason: expect.stringMatching(reason), keep: [splitPemCertificates(ca.cert)[0]] });
+      expect(plan).toEqual({
+        action: 'rotate-ca',
+        reason: expect.stringMatching(reason),
+        keep: [splitPemCertificates(ca.cert)[0]],
+      });
     }
   });
 
@@ -201,13 +261,22 @@ describe('planRenewal', () => {
       reason: expect.stringMatching(/^the CA certificate expires at .*: less than a third of its validity remains$/),
       keep: [splitPemCertificates(ca.cert)[0]],
     });
-    expect(planRenewal(stored(), names, NOW + 3651 * DAY_MS, 1 / 3)).toMatchObject({ action: 'rotate-ca', reason: expect.stringMatching(/CA certificate expired/), keep: [] });
+    expect(planRenewal(stored(), names, NOW + 3651 * DAY_MS, 1 / 3)).toMatchObject({
+      action: 'rotate-ca',
+      reason: expect.stringMatching(/CA certificate expired/),
+      keep: [],
+    });
   });
 
   test('reads the current CA first in a bundle that still trusts the previous one', async () => {
     const previous = await createCertificateAuthority({ commonName: 'previous', validityMs: 3650 * DAY_MS, now: NOW });
-    expect(planRenewal({ ...stored(), caBundle: ca.cert + previous.cert }, names, NOW, 1 / 3)).toEqual({ action: 'keep' });
-    expect(planRenewal({ ...stored(), caBundle: previous.cert + ca.cert }, names, NOW, 1 / 3)).toMatchObject({ action: 'rotate-ca', reason: 'ca.key does not belong to ca.crt' });
+    expect(planRenewal({ ...stored(), caBundle: ca.cert + previous.cert }, names, NOW, 1 / 3)).toEqual({
+      action: 'keep',
+    });
+    expect(planRenewal({ ...stored(), caBundle: previous.cert + ca.cert }, names, NOW, 1 / 3)).toMatchObject({
+      action: 'rotate-ca',
+      reason: 'ca.key does not belong to ca.crt',
+    });
   });
 });
 
@@ -225,7 +294,10 @@ describe('firstCertificate', () => {
 
   test('rejects when stopped before a certificate arrives', async () => {
     const controller = new AbortController();
-    const waiting = firstCertificate({ current: () => undefined, onChange: () => {}, run: async () => {} }, controller.signal);
+    const waiting = firstCertificate(
+      { current: () => undefined, onChange: () => {}, run: async () => {} },
+      controller.signal,
+    );
     controller.abort();
     await expect(waiting).rejects.toThrow('stopped before the webhook certificate was loaded');
   });

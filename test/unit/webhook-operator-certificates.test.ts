@@ -1,9 +1,24 @@
 import { X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { ApiError, CRDS, type KubeObject, type ObjectRef, type ResourceType, SECRETS } from '../../operator/src/controller/kube-client.ts';
+import {
+  ApiError,
+  CRDS,
+  type KubeObject,
+  type ObjectRef,
+  type ResourceType,
+  SECRETS,
+} from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
-import { createCertificateAuthority, issueServingCertificate, splitPemCertificates } from '../../operator/src/webhook/certificates.ts';
-import { type CertificatesClient, OperatorManagedCertificates, type OperatorManagedCertificatesOptions } from '../../operator/src/webhook/operator-managed-certificates.ts';
+import {
+  createCertificateAuthority,
+  issueServingCertificate,
+  splitPemCertificates,
+} from '../../operator/src/webhook/certificates.ts';
+import {
+  type CertificatesClient,
+  OperatorManagedCertificates,
+  type OperatorManagedCertificatesOptions,
+} from '../../operator/src/webhook/operator-managed-certificates.ts';
 
 const NS = 'website-system';
 const CRD = 'websites.web.example.com';
@@ -46,7 +61,8 @@ class FakeApi implements CertificatesClient {
   async create<T extends KubeObject>(type: ResourceType, object: T): Promise<T> {
     await this.beforeWrite?.('create');
     this.fail();
-    if (this.objects.has(this.key(type, object.metadata ?? {}))) throw new ApiError(409, 'AlreadyExists', `${type.resource} "${object.metadata?.name}" already exists`);
+    if (this.objects.has(this.key(type, object.metadata ?? {})))
+      throw new ApiError(409, 'AlreadyExists', `${type.resource} "${object.metadata?.name}" already exists`);
     this.writes.push(`create ${type.resource}`);
     return this.put(type, object) as T;
   }
@@ -55,7 +71,11 @@ class FakeApi implements CertificatesClient {
     this.fail();
     const current = this.objects.get(this.key(type, object.metadata ?? {}));
     if (current?.metadata?.resourceVersion !== object.metadata?.resourceVersion) {
-      throw new ApiError(409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again');
+      throw new ApiError(
+        409,
+        'Conflict',
+        'the object has been modified; please apply your changes to the latest version and try again',
+      );
     }
     this.writes.push(`update ${type.resource}`);
     return this.put(type, object) as T;
@@ -73,7 +93,8 @@ class FakeApi implements CertificatesClient {
 
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
-  const result: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as object) } : {};
+  const result: Record<string, unknown> =
+    typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as object) } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
     else result[key] = mergePatch(result[key], value);
@@ -81,11 +102,18 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   return result;
 }
 
-const crd = (clientConfig: Record<string, unknown> = { service: { name: 'website-operator-webhook', namespace: NS, path: '/convert', port: 443 } }) => ({
+const crd = (
+  clientConfig: Record<string, unknown> = {
+    service: { name: 'website-operator-webhook', namespace: NS, path: '/convert', port: 443 },
+  },
+) => ({
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
   metadata: { name: CRD },
-  spec: { group: 'web.example.com', conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig } } },
+  spec: {
+    group: 'web.example.com',
+    conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig } },
+  },
 });
 
 const text = (b64: string | undefined) => Buffer.from(b64 ?? '', 'base64').toString('utf8');
@@ -111,7 +139,10 @@ describe('OperatorManagedCertificates', () => {
     const secret = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
     expect(secret.type).toBe('kubernetes.io/tls');
     expect(Object.keys(secret.data).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
-    expect(secret.metadata?.labels).toMatchObject({ 'app.kubernetes.io/name': 'website-operator', 'app.kubernetes.io/component': 'webhook' });
+    expect(secret.metadata?.labels).toMatchObject({
+      'app.kubernetes.io/name': 'website-operator',
+      'app.kubernetes.io/component': 'webhook',
+    });
     const cert = new X509Certificate(text(secret.data['tls.crt']));
     const ca = new X509Certificate(text(secret.data['ca.crt']));
     expect(cert.verify(ca.publicKey)).toBe(true);
@@ -124,7 +155,12 @@ describe('OperatorManagedCertificates', () => {
     expect(Date.now() - cert.validFromDate.getTime()).toBeGreaterThanOrEqual(3599_000);
 
     const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
-    expect(clientConfig.service).toEqual({ name: 'website-operator-webhook', namespace: NS, path: '/convert', port: 443 });
+    expect(clientConfig.service).toEqual({
+      name: 'website-operator-webhook',
+      namespace: NS,
+      path: '/convert',
+      port: 443,
+    });
     expect(text(clientConfig.caBundle as string)).toBe(text(secret.data['ca.crt']));
     expect(certs.current()).toEqual({ cert: text(secret.data['tls.crt']), key: text(secret.data['tls.key']) });
     expect(changes).toEqual([certs.current()!.cert]);
@@ -147,15 +183,22 @@ describe('OperatorManagedCertificates', () => {
     expect(changes).toBe(1);
   });
 
-  test('two replicas starting at once create one Secret: the loser of the race adopts the winner\'s certificate', async () => {
+  test("two replicas starting at once create one Secret: the loser of the race adopts the winner's certificate", async () => {
     const api = new FakeApi();
     api.put(CRDS, crd());
     const [a, b] = [certificates(api), certificates(api)];
     const logs: string[] = [];
-    const logged = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => {
-  logs.push(String(c));
-  done();
-} })) });
+    const logged = certificates(api, {
+      logger: createLogger(
+        'info',
+        new Writable({
+          write: (c, _, done) => {
+            logs.push(String(c));
+            done();
+          },
+        }),
+      ),
+    });
     await Promise.all([a.sync(), b.sync(), logged.sync()]);
     expect(api.writes.filter((w) => w === 'create secrets')).toHaveLength(1);
     expect(a.current()).toEqual(b.current());
@@ -172,12 +215,28 @@ describe('OperatorManagedCertificates', () => {
     const secret = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
     api.put(SECRETS, { ...secret, data: { ...secret.data, 'tls.crt': Buffer.from('broken').toString('base64') } });
     const ca = { cert: text(secret.data['ca.crt']), key: text(secret.data['ca.key']) };
-    const winner = await issueServingCertificate(ca, { commonName: 'x', dnsNames: ['website-operator-webhook.website-system.svc', 'website-operator-webhook', 'website-operator-webhook.website-system', 'website-operator-webhook.website-system.svc.cluster.local'], validityMs: 365 * DAY_MS });
+    const winner = await issueServingCertificate(ca, {
+      commonName: 'x',
+      dnsNames: [
+        'website-operator-webhook.website-system.svc',
+        'website-operator-webhook',
+        'website-operator-webhook.website-system',
+        'website-operator-webhook.website-system.svc.cluster.local',
+      ],
+      validityMs: 365 * DAY_MS,
+    });
     api.beforeWrite = (verb) => {
       if (verb !== 'update') return;
       api.beforeWrite = undefined;
       const current = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
-      api.put(SECRETS, { ...current, data: { ...current.data, 'tls.crt': Buffer.from(winner.cert).toString('base64'), 'tls.key': Buffer.from(winner.key).toString('base64') } });
+      api.put(SECRETS, {
+        ...current,
+        data: {
+          ...current.data,
+          'tls.crt': Buffer.from(winner.cert).toString('base64'),
+          'tls.key': Buffer.from(winner.key).toString('base64'),
+        },
+      });
     };
     api.writes.length = 0;
     await certs.sync();
@@ -215,23 +274,38 @@ describe('OperatorManagedCertificates', () => {
     expect(bundle[1]).toBe(text(before.data['ca.crt']));
     const newCa = new X509Certificate(bundle[0]);
     expect(new X509Certificate(text(after.data['tls.crt'])).verify(newCa.publicKey)).toBe(true);
-    expect(text(api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig.caBundle as string)).toBe(bundle.join(''));
+    expect(text(api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig.caBundle as string)).toBe(
+      bundle.join(''),
+    );
   });
 
   test('a replica with an older bundle never removes a CA the CRD already trusts', async () => {
     const api = new FakeApi();
     const old = await createCertificateAuthority({ commonName: 'old', validityMs: 3650 * DAY_MS });
     const newer = await createCertificateAuthority({ commonName: 'new', validityMs: 3650 * DAY_MS });
-    const names = ['website-operator-webhook', 'website-operator-webhook.website-system', 'website-operator-webhook.website-system.svc', 'website-operator-webhook.website-system.svc.cluster.local'];
+    const names = [
+      'website-operator-webhook',
+      'website-operator-webhook.website-system',
+      'website-operator-webhook.website-system.svc',
+      'website-operator-webhook.website-system.svc.cluster.local',
+    ];
     const serving = await issueServingCertificate(old, { commonName: 'x', dnsNames: names, validityMs: 365 * DAY_MS });
     const b64 = (s: string) => Buffer.from(s).toString('base64');
-    api.put(CRDS, crd({ service: { name: 'website-operator-webhook', namespace: NS }, caBundle: b64(newer.cert + old.cert) }));
+    api.put(
+      CRDS,
+      crd({ service: { name: 'website-operator-webhook', namespace: NS }, caBundle: b64(newer.cert + old.cert) }),
+    );
     api.put(SECRETS, {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: { name: 'website-operator-webhook-tls', namespace: NS },
       type: 'kubernetes.io/tls',
-      data: { 'tls.crt': b64(serving.cert), 'tls.key': b64(serving.key), 'ca.crt': b64(old.cert), 'ca.key': b64(old.key) },
+      data: {
+        'tls.crt': b64(serving.cert),
+        'tls.key': b64(serving.key),
+        'ca.crt': b64(old.cert),
+        'ca.key': b64(old.key),
+      },
     } as KubeObject);
     await certificates(api).sync();
     expect(api.writes).toEqual([]);
@@ -240,13 +314,23 @@ describe('OperatorManagedCertificates', () => {
   test('replaces a caBundle that trusts something else, or holds an expired certificate', async () => {
     const api = new FakeApi();
     const stranger = await createCertificateAuthority({ commonName: 'stranger', validityMs: 3650 * DAY_MS });
-    api.put(CRDS, crd({ service: { name: 'website-operator-webhook', namespace: NS }, caBundle: Buffer.from(stranger.cert).toString('base64') }));
+    api.put(
+      CRDS,
+      crd({
+        service: { name: 'website-operator-webhook', namespace: NS },
+        caBundle: Buffer.from(stranger.cert).toString('base64'),
+      }),
+    );
     const certs = certificates(api);
     await certs.sync();
     const secret = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
     expect(api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig.caBundle).toBe(secret.data['ca.crt']);
 
-    const expired = await createCertificateAuthority({ commonName: 'expired', validityMs: 1000, now: Date.now() - 10_000 });
+    const expired = await createCertificateAuthority({
+      commonName: 'expired',
+      validityMs: 1000,
+      now: Date.now() - 10_000,
+    });
     const bundle = Buffer.from(text(secret.data['ca.crt']) + expired.cert).toString('base64');
     api.put(CRDS, crd({ service: { name: 'website-operator-webhook', namespace: NS }, caBundle: bundle }));
     api.writes.length = 0;
@@ -273,17 +357,26 @@ describe('OperatorManagedCertificates', () => {
     const api = new FakeApi();
     api.put(CRDS, crd({ url: 'https://127.0.0.1:9443/convert' }));
     const logs: string[] = [];
-    const certs = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => {
-  logs.push(String(c));
-  done();
-} })) });
+    const certs = certificates(api, {
+      logger: createLogger(
+        'info',
+        new Writable({
+          write: (c, _, done) => {
+            logs.push(String(c));
+            done();
+          },
+        }),
+      ),
+    });
     await certs.sync();
     const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
     expect(clientConfig.url).toBe('https://127.0.0.1:9443/convert');
     expect(clientConfig.service).toBeUndefined();
     expect(clientConfig.caBundle).toBe(api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS).data['ca.crt']);
     const warning = logs.map((line) => JSON.parse(line)).find((line) => line.level === 'warn');
-    expect(warning.msg).toMatch(/points at a URL, not the webhook Service: put the manifest back with kubectl replace -f/);
+    expect(warning.msg).toMatch(
+      /points at a URL, not the webhook Service: put the manifest back with kubectl replace -f/,
+    );
   });
 
   test('serves the certificate when the CRD is missing or does not convert through a webhook, without writing it', async () => {
@@ -303,7 +396,10 @@ describe('OperatorManagedCertificates', () => {
     api.put(CRDS, crd());
     const certs = certificates(api);
     api.beforeWrite = (verb) => {
-      if (verb === 'patch') api.failures.push(new ApiError(403, 'Forbidden', 'customresourcedefinitions "websites.web.example.com" is forbidden'));
+      if (verb === 'patch')
+        api.failures.push(
+          new ApiError(403, 'Forbidden', 'customresourcedefinitions "websites.web.example.com" is forbidden'),
+        );
     };
     await expect(certs.sync()).rejects.toThrow(/forbidden/);
     expect(certs.current()).toBeUndefined();
@@ -312,12 +408,25 @@ describe('OperatorManagedCertificates', () => {
   test('run() retries failures with backoff until it can serve, and stops on abort', async () => {
     const api = new FakeApi();
     api.put(CRDS, crd());
-    api.failures.push(new ApiError(0, 'ConnectionError', 'GET /api/v1/namespaces/website-system/secrets/website-operator-webhook-tls: connect ECONNREFUSED'));
+    api.failures.push(
+      new ApiError(
+        0,
+        'ConnectionError',
+        'GET /api/v1/namespaces/website-system/secrets/website-operator-webhook-tls: connect ECONNREFUSED',
+      ),
+    );
     const logs: string[] = [];
-    const certs = certificates(api, { logger: createLogger('info', new Writable({ write: (c, _, done) => {
-  logs.push(String(c));
-  done();
-} })) });
+    const certs = certificates(api, {
+      logger: createLogger(
+        'info',
+        new Writable({
+          write: (c, _, done) => {
+            logs.push(String(c));
+            done();
+          },
+        }),
+      ),
+    });
     const controller = new AbortController();
     const served = new Promise<void>((resolve) => certs.onChange(resolve));
     const running = certs.run(controller.signal);
@@ -325,7 +434,11 @@ describe('OperatorManagedCertificates', () => {
     controller.abort();
     await running;
     const failure = JSON.parse(logs[0]);
-    expect(failure).toMatchObject({ level: 'error', msg: 'could not sync the conversion webhook certificate', retryInMs: 1000 });
+    expect(failure).toMatchObject({
+      level: 'error',
+      msg: 'could not sync the conversion webhook certificate',
+      retryInMs: 1000,
+    });
     expect(failure.error).toMatch(/ECONNREFUSED/);
   });
 
@@ -333,10 +446,17 @@ describe('OperatorManagedCertificates', () => {
     const api = new FakeApi();
     api.put(CRDS, crd());
     const logs: string[] = [];
-    const certs = certificates(api, { logger: createLogger('debug', new Writable({ write: (c, _, done) => {
-  logs.push(String(c));
-  done();
-} })) });
+    const certs = certificates(api, {
+      logger: createLogger(
+        'debug',
+        new Writable({
+          write: (c, _, done) => {
+            logs.push(String(c));
+            done();
+          },
+        }),
+      ),
+    });
     await certs.sync();
     const secret = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
     const all = logs.join('');

@@ -1,8 +1,13 @@
 import { request } from 'node:https';
 import { connect } from 'node:tls';
-import { type TlsCertificate, type TlsSource, createCertificateAuthority, issueServingCertificate } from '../../operator/src/webhook/certificates.ts';
-import { ConversionWebhookServer, MAX_REVIEW_BYTES } from '../../operator/src/webhook/conversion-server.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
+import {
+  createCertificateAuthority,
+  issueServingCertificate,
+  type TlsCertificate,
+  type TlsSource,
+} from '../../operator/src/webhook/certificates.ts';
+import { ConversionWebhookServer, MAX_REVIEW_BYTES } from '../../operator/src/webhook/conversion-server.ts';
 
 const YEAR_MS = 365 * 24 * 3600_000;
 
@@ -33,9 +38,18 @@ interface Reply {
 }
 
 let ca: TlsCertificate;
-const issue = () => issueServingCertificate(ca, { commonName: 'webhook', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], validityMs: YEAR_MS });
+const issue = () =>
+  issueServingCertificate(ca, {
+    commonName: 'webhook',
+    dnsNames: ['localhost'],
+    ipAddresses: ['127.0.0.1'],
+    validityMs: YEAR_MS,
+  });
 
-function send(port: number, options: { method?: string; path?: string; body?: string | Buffer; chunked?: boolean } = {}): Promise<Reply> {
+function send(
+  port: number,
+  options: { method?: string; path?: string; body?: string | Buffer; chunked?: boolean } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -58,7 +72,8 @@ function send(port: number, options: { method?: string; path?: string; body?: st
     if (options.chunked && options.body !== undefined) {
       // No content-length: the server only learns the size while reading.
       const data = Buffer.from(options.body);
-      for (let offset = 0; offset < data.length; offset += 64 * 1024) req.write(data.subarray(offset, offset + 64 * 1024));
+      for (let offset = 0; offset < data.length; offset += 64 * 1024)
+        req.write(data.subarray(offset, offset + 64 * 1024));
       req.end();
     } else {
       req.end(options.body);
@@ -84,13 +99,20 @@ const v1 = (name: string, spec: Record<string, unknown> = { title: 'Hello', repl
   spec,
   status: { availableReplicas: 1, url: `http://website-${name}.team-a.svc.cluster.local` },
 });
-const v1beta1 = (name: string, spec: Record<string, unknown> = { heading: 'Hello', instances: 2, theme: { color: '#4CAF50' } }) => ({
+const v1beta1 = (
+  name: string,
+  spec: Record<string, unknown> = { heading: 'Hello', instances: 2, theme: { color: '#4CAF50' } },
+) => ({
   ...v1(name),
   apiVersion: 'web.example.com/v1beta1',
   spec,
 });
 const review = (desiredAPIVersion: string, objects: unknown[], uid = 'f0b1d1a2-0000-4000-8000-000000000001') =>
-  JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { uid, desiredAPIVersion, objects } });
+  JSON.stringify({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'ConversionReview',
+    request: { uid, desiredAPIVersion, objects },
+  });
 
 describe('ConversionWebhookServer', () => {
   let server: ConversionWebhookServer;
@@ -140,8 +162,14 @@ describe('ConversionWebhookServer', () => {
   });
 
   test('adds the default colour on the way to v1 when v1beta1 has no theme', async () => {
-    const reply = await send(port, { body: review('web.example.com/v1', [v1beta1('c', { heading: 'Plain', instances: 1 })]) });
-    expect(JSON.parse(reply.body).response.convertedObjects[0].spec).toEqual({ title: 'Plain', replicas: 1, color: '#2196F3' });
+    const reply = await send(port, {
+      body: review('web.example.com/v1', [v1beta1('c', { heading: 'Plain', instances: 1 })]),
+    });
+    expect(JSON.parse(reply.body).response.convertedObjects[0].spec).toEqual({
+      title: 'Plain',
+      replicas: 1,
+      color: '#2196F3',
+    });
   });
 
   test('converts several objects of mixed versions in one review, in order', async () => {
@@ -157,18 +185,45 @@ describe('ConversionWebhookServer', () => {
 
   test('round trips v1 -> v1beta1 -> v1 through the server without loss', async () => {
     const original = v1('round', { title: 'Tour <b>&</b>', replicas: 5, color: '#abc' });
-    const there = JSON.parse((await send(port, { body: review('web.example.com/v1beta1', [original]) })).body).response.convertedObjects;
-    const back = JSON.parse((await send(port, { body: review('web.example.com/v1', there) })).body).response.convertedObjects;
+    const there = JSON.parse((await send(port, { body: review('web.example.com/v1beta1', [original]) })).body).response
+      .convertedObjects;
+    const back = JSON.parse((await send(port, { body: review('web.example.com/v1', there) })).body).response
+      .convertedObjects;
     expect(back).toEqual([original]);
   });
 
   test.each<[string, unknown[], string, RegExp]>([
-    ['a v1 object without spec.title', [v1('ok'), v1('broken', { replicas: 1 })], 'web.example.com/v1beta1', /^cannot convert object 2 of 2 \(team-a\/broken\) to web\.example\.com\/v1beta1: v1 Website 'broken' needs spec\.title/],
-    ['an object of another kind', [{ apiVersion: 'web.example.com/v1', kind: 'Blog', metadata: { name: 'x' }, spec: {} }], 'web.example.com/v1beta1', /object 1 of 1 \(x\).*has kind 'Blog', expected 'Website'/],
-    ['an object of another group', [{ ...v1('g'), apiVersion: 'other.example.com/v1' }], 'web.example.com/v1beta1', /apiVersion 'other\.example\.com\/v1': expected web\.example\.com\/v1 or web\.example\.com\/v1beta1/],
+    [
+      'a v1 object without spec.title',
+      [v1('ok'), v1('broken', { replicas: 1 })],
+      'web.example.com/v1beta1',
+      /^cannot convert object 2 of 2 \(team-a\/broken\) to web\.example\.com\/v1beta1: v1 Website 'broken' needs spec\.title/,
+    ],
+    [
+      'an object of another kind',
+      [{ apiVersion: 'web.example.com/v1', kind: 'Blog', metadata: { name: 'x' }, spec: {} }],
+      'web.example.com/v1beta1',
+      /object 1 of 1 \(x\).*has kind 'Blog', expected 'Website'/,
+    ],
+    [
+      'an object of another group',
+      [{ ...v1('g'), apiVersion: 'other.example.com/v1' }],
+      'web.example.com/v1beta1',
+      /apiVersion 'other\.example\.com\/v1': expected web\.example\.com\/v1 or web\.example\.com\/v1beta1/,
+    ],
     ['an unknown desired version', [v1('d')], 'web.example.com/v2', /desiredAPIVersion 'web\.example\.com\/v2'/],
-    ['an object that is not an object', ['just a string'], 'web.example.com/v1', /object 1 of 1 to web\.example\.com\/v1: object is not a JSON object/],
-    ['a v1beta1 object with instances as a string', [v1beta1('s', { heading: 'H', instances: 'two' })], 'web.example.com/v1', /needs spec\.heading \(string\) and spec\.instances \(integer\)/],
+    [
+      'an object that is not an object',
+      ['just a string'],
+      'web.example.com/v1',
+      /object 1 of 1 to web\.example\.com\/v1: object is not a JSON object/,
+    ],
+    [
+      'a v1beta1 object with instances as a string',
+      [v1beta1('s', { heading: 'H', instances: 'two' })],
+      'web.example.com/v1',
+      /needs spec\.heading \(string\) and spec\.instances \(integer\)/,
+    ],
   ])('answers %s with a Failed result naming the object and the reason', async (_, objects, desired, message) => {
     const before = (await conversions()).Failed ?? 0;
     const reply = await send(port, { body: review(desired, objects, 'uid-failed') });
@@ -191,10 +246,34 @@ describe('ConversionWebhookServer', () => {
     ['malformed JSON', '{"apiVersion": ', /^request body is not valid JSON/],
     ['an empty body', '', /^request body is not valid JSON/],
     ['a JSON array', '[]', /expected a ConversionReview of apiVersion apiextensions\.k8s\.io\/v1, got no JSON object/],
-    ['a v1beta1 ConversionReview', JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1beta1', kind: 'ConversionReview', request: {} }), /got apiVersion 'apiextensions\.k8s\.io\/v1beta1'.*conversionReviewVersions/],
-    ['a review without request', JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview' }), /has no request object/],
-    ['a request without uid', JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { desiredAPIVersion: 'web.example.com/v1', objects: [] } }), /request\.uid must be a non-empty string/],
-    ['objects that are not a list', JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { uid: 'u', desiredAPIVersion: 'web.example.com/v1', objects: {} } }), /request\.objects must be a list/],
+    [
+      'a v1beta1 ConversionReview',
+      JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1beta1', kind: 'ConversionReview', request: {} }),
+      /got apiVersion 'apiextensions\.k8s\.io\/v1beta1'.*conversionReviewVersions/,
+    ],
+    [
+      'a review without request',
+      JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview' }),
+      /has no request object/,
+    ],
+    [
+      'a request without uid',
+      JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'ConversionReview',
+        request: { desiredAPIVersion: 'web.example.com/v1', objects: [] },
+      }),
+      /request\.uid must be a non-empty string/,
+    ],
+    [
+      'objects that are not a list',
+      JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'ConversionReview',
+        request: { uid: 'u', desiredAPIVersion: 'web.example.com/v1', objects: {} },
+      }),
+      /request\.objects must be a list/,
+    ],
   ])('rejects %s with 400 and a message', async (_, body, message) => {
     const reply = await send(port, { body });
     expect(reply.status).toBe(400);
@@ -208,7 +287,9 @@ describe('ConversionWebhookServer', () => {
     const wrongMethod = await send(port, { method: 'GET' });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.allow).toBe('POST');
-    expect((await send(port, { path: '/convert?timeout=10s', body: review('web.example.com/v1', []) })).status).toBe(200);
+    expect((await send(port, { path: '/convert?timeout=10s', body: review('web.example.com/v1', []) })).status).toBe(
+      200,
+    );
   });
 
   test('rejects a body above 3 MiB with 413, announced or streamed, and keeps serving', async () => {
@@ -220,13 +301,19 @@ describe('ConversionWebhookServer', () => {
     expect(streamed.status).toBe(413);
     // Just under the limit is fine.
     const padding = 'x'.repeat(MAX_REVIEW_BYTES - 2000);
-    const fits = await send(port, { body: review('web.example.com/v1', [{ ...v1('fits'), metadata: { ...v1('fits').metadata, annotations: { padding } } }]) });
+    const fits = await send(port, {
+      body: review('web.example.com/v1', [
+        { ...v1('fits'), metadata: { ...v1('fits').metadata, annotations: { padding } } },
+      ]),
+    });
     expect(fits.status).toBe(200);
     expect(JSON.parse(fits.body).response.result.status).toBe('Success');
   });
 
   test('survives everything above: a valid review still succeeds', async () => {
-    const { response } = JSON.parse((await send(port, { body: review('web.example.com/v1', [v1beta1('after')]) })).body);
+    const { response } = JSON.parse(
+      (await send(port, { body: review('web.example.com/v1', [v1beta1('after')]) })).body,
+    );
     expect(response.result.status).toBe('Success');
     expect(server.isServing()).toBe(true);
   });
@@ -291,11 +378,14 @@ describe('ConversionWebhookServer lifecycle', () => {
     const port = server.port;
     // A request whose body is still arriving when stop() is called.
     const inFlight = new Promise<Reply>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/convert', ca: ca.cert, agent: false }, (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-      });
+      const req = request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/convert', ca: ca.cert, agent: false },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+        },
+      );
       req.on('error', reject);
       const body = review('web.example.com/v1', [v1beta1('late')]);
       req.write(body.slice(0, 10));

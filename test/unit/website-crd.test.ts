@@ -1,9 +1,12 @@
-import { type Manifest, only, synth } from '../helpers.ts';
 import { COLOR_PATTERN, DEFAULT_COLOR, MAX_WEBSITE_NAME_LENGTH } from '../../lib/website/schema.ts';
-import { type WebsiteCrdProps, WebsiteCrd } from '../../lib/website/website-crd.ts';
+import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
+import { type Manifest, only, synth } from '../helpers.ts';
 
 function crd(props?: WebsiteCrdProps): Manifest {
-  return only(synth((chart) => new WebsiteCrd(chart, 'crd', props)), 'CustomResourceDefinition');
+  return only(
+    synth((chart) => new WebsiteCrd(chart, 'crd', props)),
+    'CustomResourceDefinition',
+  );
 }
 
 function version(manifest: Manifest, name: string): Manifest {
@@ -56,13 +59,15 @@ describe('WebsiteCrd', () => {
   test('the colour pattern accepts CSS hex colours only', () => {
     const pattern = new RegExp(COLOR_PATTERN);
     for (const ok of ['#2196F3', '#fff', '#ABCDEF', '#000000']) expect(pattern.test(ok)).toBe(true);
-    for (const bad of ['red', '2196F3', '#12', '#1234', '#GGGGGG', '#2196F3 ', 'rgb(0,0,0)']) expect(pattern.test(bad)).toBe(false);
+    for (const bad of ['red', '2196F3', '#12', '#1234', '#GGGGGG', '#2196F3 ', 'rgb(0,0,0)'])
+      expect(pattern.test(bad)).toBe(false);
   });
 
   test('every spec and status field has a description for kubectl explain', () => {
     const walk = (schema: Manifest, path: string): void => {
       if (path !== 'metadata') expect([path, typeof schema.description]).toEqual([path, 'string']);
-      for (const [key, child] of Object.entries<Manifest>(schema.properties ?? {})) walk(child, path ? `${path}.${key}` : key);
+      for (const [key, child] of Object.entries<Manifest>(schema.properties ?? {}))
+        walk(child, path ? `${path}.${key}` : key);
       if (schema.items) walk(schema.items, `${path}[]`);
     };
     for (const v of manifest.spec.versions) {
@@ -73,11 +78,22 @@ describe('WebsiteCrd', () => {
 
   test('status has availableReplicas, url, observedGeneration and map-keyed conditions', () => {
     const status = v1.schema.openAPIV3Schema.properties.status;
-    expect(Object.keys(status.properties).sort()).toEqual(['availableReplicas', 'conditions', 'observedGeneration', 'url']);
+    expect(Object.keys(status.properties).sort()).toEqual([
+      'availableReplicas',
+      'conditions',
+      'observedGeneration',
+      'url',
+    ]);
     expect(status.properties.availableReplicas).toMatchObject({ type: 'integer', minimum: 0 });
     expect(status.properties.conditions['x-kubernetes-list-type']).toBe('map');
     expect(status.properties.conditions['x-kubernetes-list-map-keys']).toEqual(['type']);
-    expect(status.properties.conditions.items.required).toEqual(['type', 'status', 'lastTransitionTime', 'reason', 'message']);
+    expect(status.properties.conditions.items.required).toEqual([
+      'type',
+      'status',
+      'lastTransitionTime',
+      'reason',
+      'message',
+    ]);
   });
 
   test('CEL rules keep the name short enough for the website- prefix and titles non-blank', () => {
@@ -90,7 +106,10 @@ describe('WebsiteCrd', () => {
     expect(MAX_WEBSITE_NAME_LENGTH).toBe(55);
     expect(rules.map((r: Manifest) => r.message)).toContainEqual(expect.stringMatching(/no '\.'/));
     expect(v1Spec.properties.title['x-kubernetes-validations']).toEqual([
-      expect.objectContaining({ rule: 'self.trim().size() > 0', message: expect.stringMatching(/^spec\.title must not be blank/) }),
+      expect.objectContaining({
+        rule: 'self.trim().size() > 0',
+        message: expect.stringMatching(/^spec\.title must not be blank/),
+      }),
     ]);
   });
 
@@ -119,7 +138,9 @@ describe('WebsiteCrd', () => {
       strategy: 'Webhook',
       webhook: {
         conversionReviewVersions: ['v1'],
-        clientConfig: { service: { name: 'website-operator-webhook', namespace: 'website-system', path: '/convert', port: 443 } },
+        clientConfig: {
+          service: { name: 'website-operator-webhook', namespace: 'website-system', path: '/convert', port: 443 },
+        },
       },
     });
   });
@@ -144,14 +165,26 @@ describe('WebsiteCrd', () => {
       conversionWebhook: { name: 'conv', namespace: 'ops', port: 8443 },
     });
     expect(custom.metadata.name).toBe('websites.sites.acme.io');
-    expect(version(custom, 'v1').schema.openAPIV3Schema.properties.spec.properties.replicas).toMatchObject({ minimum: 1, maximum: 10 });
+    expect(version(custom, 'v1').schema.openAPIV3Schema.properties.spec.properties.replicas).toMatchObject({
+      minimum: 1,
+      maximum: 10,
+    });
     expect(version(custom, 'v1beta1').deprecationWarning).toContain('sites.acme.io/v1');
-    expect(custom.spec.conversion.webhook.clientConfig.service).toEqual({ name: 'conv', namespace: 'ops', path: '/convert', port: 8443 });
+    expect(custom.spec.conversion.webhook.clientConfig.service).toEqual({
+      name: 'conv',
+      namespace: 'ops',
+      path: '/convert',
+      port: 8443,
+    });
   });
 
   describe('misconfiguration fails at synth with what to change', () => {
     test.each<[string, WebsiteCrdProps, RegExp]>([
-      ['no storage version', { versions: [{ name: 'v1', served: true, storage: false }] }, /exactly one version must have storage: true, but none does/],
+      [
+        'no storage version',
+        { versions: [{ name: 'v1', served: true, storage: false }] },
+        /exactly one version must have storage: true, but none does/,
+      ],
       [
         'two storage versions',
         {
@@ -162,10 +195,22 @@ describe('WebsiteCrd', () => {
         },
         /exactly one version must have storage: true, but v1 and v1beta1 do/,
       ],
-      ['inverted replica bounds', { replicas: { minimum: 5, maximum: 1 } }, /replicas\.minimum \(5\) is greater than replicas\.maximum \(1\)/],
+      [
+        'inverted replica bounds',
+        { replicas: { minimum: 5, maximum: 1 } },
+        /replicas\.minimum \(5\) is greater than replicas\.maximum \(1\)/,
+      ],
       ['fractional replica bound', { replicas: { maximum: 2.5 } }, /must be non-negative integers/],
-      ['a group without a dot', { group: 'websites' }, /group 'websites' must be a DNS subdomain with at least one dot/],
-      ['an unserved storage version', { versions: [{ name: 'v1', served: false, storage: true }] }, /storage version 'v1' must be served/],
+      [
+        'a group without a dot',
+        { group: 'websites' },
+        /group 'websites' must be a DNS subdomain with at least one dot/,
+      ],
+      [
+        'an unserved storage version',
+        { versions: [{ name: 'v1', served: false, storage: true }] },
+        /storage version 'v1' must be served/,
+      ],
       [
         'a duplicated version',
         {

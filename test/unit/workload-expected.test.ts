@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { synth } from '../helpers.ts';
-import { WebsiteWorkload, type WebsiteWorkloadProps } from '../../lib/workload/website-workload.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { WebsiteWorkload, type WebsiteWorkloadProps } from '../../lib/workload/website-workload.ts';
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+import { synth } from '../helpers.ts';
 
 interface ExpectedCase {
   readonly name: string;
@@ -15,7 +15,9 @@ interface ExpectedCase {
 // The Deployment and Service cdk8s-plus-34's k8s.KubeDeployment and k8s.KubeService synthesized
 // for these Websites, before WebsiteWorkload moved to plain ApiObjects. Any change to this file
 // changes every Website's children (and rolls every Deployment), so it is updated by hand, on purpose.
-const cases = JSON.parse(readFileSync(new URL('./expected/website-workload.json', import.meta.url), 'utf8')) as ExpectedCase[];
+const cases = JSON.parse(
+  readFileSync(new URL('./expected/website-workload.json', import.meta.url), 'utf8'),
+) as ExpectedCase[];
 
 describe.each(cases)('WebsiteWorkload for $name', ({ website, options, deployment, service }) => {
   // Compared as JSON text, so the order of keys is pinned too: the shell operator's template and

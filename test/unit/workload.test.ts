@@ -3,10 +3,10 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { type Manifest, only, synth } from '../helpers.ts';
-import { START_SCRIPT, escapeHtml, renderNginxConfig, renderPage, textColorOn } from '../../lib/workload/page.ts';
-import { WebsiteWorkload, type WebsiteWorkloadProps, websiteUrl } from '../../lib/workload/website-workload.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { escapeHtml, renderNginxConfig, renderPage, START_SCRIPT, textColorOn } from '../../lib/workload/page.ts';
+import { WebsiteWorkload, type WebsiteWorkloadProps, websiteUrl } from '../../lib/workload/website-workload.ts';
+import { type Manifest, only, synth } from '../helpers.ts';
 
 function site(name: string, spec: Partial<WebsiteV1['spec']> = {}, uid = `uid-${name}`): WebsiteV1 {
   return {
@@ -45,7 +45,14 @@ describe('WebsiteWorkload', () => {
   });
 
   test('owns both children through a controller owner reference', () => {
-    const owner = { apiVersion: 'web.example.com/v1', kind: 'Website', name: 'hello', uid: 'uid-hello', controller: true, blockOwnerDeletion: true };
+    const owner = {
+      apiVersion: 'web.example.com/v1',
+      kind: 'Website',
+      name: 'hello',
+      uid: 'uid-hello',
+      controller: true,
+      blockOwnerDeletion: true,
+    };
     expect(deployment.metadata.ownerReferences).toEqual([owner]);
     expect(service.metadata.ownerReferences).toEqual([owner]);
     const custom = only(workload({ website: site('hello'), group: 'sites.acme.io' }), 'Service');
@@ -57,12 +64,16 @@ describe('WebsiteWorkload', () => {
     const selector = { 'app.kubernetes.io/name': 'website', 'app.kubernetes.io/instance': 'hello' };
     expect(deployment.spec.selector.matchLabels).toEqual(selector);
     expect(service.spec.selector).toEqual(selector);
-    expect(deployment.spec.template.metadata.labels).toEqual({ ...selector, 'app.kubernetes.io/managed-by': 'website-operator' });
+    expect(deployment.spec.template.metadata.labels).toEqual({
+      ...selector,
+      'app.kubernetes.io/managed-by': 'website-operator',
+    });
   });
 
   test("two Websites never select each other's pods", () => {
     const other = only(workload({ website: site('hello-2') }), 'Deployment');
-    const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+    const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+      Object.entries(selector).every(([k, v]) => labels[k] === v);
     expect(matches(service.spec.selector, other.spec.template.metadata.labels)).toBe(false);
     expect(matches(other.spec.selector.matchLabels, deployment.spec.template.metadata.labels)).toBe(false);
   });
@@ -75,8 +86,17 @@ describe('WebsiteWorkload', () => {
   test('pins an unprivileged image and passes Pod Security restricted with a read-only root', () => {
     const container = pod.containers[0];
     expect(container.image).toMatch(/^nginxinc\/nginx-unprivileged:\d+\.\d+\.\d+-alpine$/);
-    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 101, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 101,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.volumes).toEqual([{ name: 'site', emptyDir: { sizeLimit: '16Mi' } }]);
   });
@@ -96,15 +116,20 @@ describe('WebsiteWorkload', () => {
 
   test('defaults the colour when a Website has none', () => {
     const { color: _, ...spec } = site('plain').spec;
-    const page = only(workload({ website: { ...site('plain'), spec } }), 'Deployment').spec.template.spec.containers[0].env.find(
-      (e: Manifest) => e.name === 'WEBSITE_HTML',
-    ).value;
+    const page = only(
+      workload({ website: { ...site('plain'), spec } }),
+      'Deployment',
+    ).spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'WEBSITE_HTML').value;
     expect(page).toContain('background: #2196F3;');
   });
 
   test('refuses a Website without uid, and a colour that is not hex', () => {
-    expect(() => workload({ website: site('x', {}, '') })).toThrow(/needs metadata\.name, metadata\.namespace and metadata\.uid/);
-    expect(() => workload({ website: site('x', { color: 'red;}</style><script>' }) })).toThrow(/color must be a CSS hex colour/);
+    expect(() => workload({ website: site('x', {}, '') })).toThrow(
+      /needs metadata\.name, metadata\.namespace and metadata\.uid/,
+    );
+    expect(() => workload({ website: site('x', { color: 'red;}</style><script>' }) })).toThrow(
+      /color must be a CSS hex colour/,
+    );
   });
 
   test('status url is the Service address', () => {
@@ -115,7 +140,10 @@ describe('WebsiteWorkload', () => {
 
 describe('the page', () => {
   const unescapeHtml = (html: string) =>
-    html.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
+    html.replace(
+      /&(amp|lt|gt|quot|#39);/g,
+      (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!,
+    );
 
   const label = (t: string) => (t.length > 60 ? `a ${t.length}-character title` : JSON.stringify(t));
   test.each(hostileTitles.map((t) => [label(t), t]))('shows %s literally, escaped', (_, title) => {
@@ -155,7 +183,12 @@ describe('the start script', () => {
       const title = `$(touch ${marker}) \`touch ${marker}\` "q" 'q' \\ \n next line 🚀`;
       const page = renderPage(title, '#123456');
       const result = spawnSync('/bin/sh', ['-c', START_SCRIPT], {
-        env: { PATH: `${bin}:/usr/bin:/bin`, SITE_DIR: join(dir, 'site'), WEBSITE_HTML: page, NGINX_CONF: renderNginxConfig() },
+        env: {
+          PATH: `${bin}:/usr/bin:/bin`,
+          SITE_DIR: join(dir, 'site'),
+          WEBSITE_HTML: page,
+          NGINX_CONF: renderNginxConfig(),
+        },
         encoding: 'utf8',
       });
       expect(result.status).toBe(0);
@@ -163,7 +196,14 @@ describe('the start script', () => {
       expect(readFileSync(join(dir, 'site/nginx.conf'), 'utf8')).toBe(renderNginxConfig());
       expect(existsSync(marker)).toBe(false);
       expect(readFileSync(join(dir, 'nginx-args'), 'utf8').split('\n')).toEqual(
-        expect.arrayContaining(['-p', `${join(dir, 'site')}/`, '-c', `${join(dir, 'site')}/nginx.conf`, '-g', 'daemon off;']),
+        expect.arrayContaining([
+          '-p',
+          `${join(dir, 'site')}/`,
+          '-c',
+          `${join(dir, 'site')}/nginx.conf`,
+          '-g',
+          'daemon off;',
+        ]),
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

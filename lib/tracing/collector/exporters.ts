@@ -1,5 +1,12 @@
 import type { k8s } from 'cdk8s-plus-34';
-import type { BasicAuthConfig, BearerTokenAuthConfig, ClientTlsConfig, ComponentId, OAuth2ClientConfig, OtlpExporterConfig } from '../collector-config.ts';
+import type {
+  BasicAuthConfig,
+  BearerTokenAuthConfig,
+  ClientTlsConfig,
+  ComponentId,
+  OAuth2ClientConfig,
+  OtlpExporterConfig,
+} from '../collector-config.ts';
 import type { SecretMount } from '../tracing-workload.ts';
 import { COLLECTOR_TLS_DIR, type SecretKeyRef, secretEnv } from './secrets.ts';
 
@@ -7,7 +14,13 @@ import { COLLECTOR_TLS_DIR, type SecretKeyRef, secretEnv } from './secrets.ts';
 export type ForwardingAuth =
   | { readonly type: 'bearer-token'; readonly token: SecretKeyRef }
   | { readonly type: 'basic'; readonly username: string; readonly password: SecretKeyRef }
-  | { readonly type: 'oauth2-client-credentials'; readonly tokenUrl: string; readonly clientId: string; readonly clientSecret: SecretKeyRef; readonly scopes?: readonly string[] };
+  | {
+      readonly type: 'oauth2-client-credentials';
+      readonly tokenUrl: string;
+      readonly clientId: string;
+      readonly clientSecret: SecretKeyRef;
+      readonly scopes?: readonly string[];
+    };
 
 /** A downstream OTLP receiver the collector exports to. */
 export interface CollectorBackend {
@@ -36,26 +49,44 @@ export interface CollectorBackend {
  * is still failing after 5 minutes is dropped (and counted in otelcol_exporter_send_failed_spans).
  */
 export const EXPORT_QUEUE = { enabled: true, sizer: 'items', queue_size: 100_000 } as const;
-export const EXPORT_RETRY = { enabled: true, initial_interval: '1s', max_interval: '10s', max_elapsed_time: '300s' } as const;
+export const EXPORT_RETRY = {
+  enabled: true,
+  initial_interval: '1s',
+  max_interval: '10s',
+  max_elapsed_time: '300s',
+} as const;
 
 /** Throws, naming the backend and what to change, at the first backend the collector could not export to safely. */
 export function assertValidBackends(backends: readonly CollectorBackend[], where: string): void {
   if (backends.length === 0) throw new Error(`${where}: name at least one backend to export to`);
   const names = new Set<string>();
   for (const backend of backends) {
-    if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(backend.name)) throw new Error(`${where}: backend name '${backend.name}' must be lower-case letters, digits and dashes`);
+    if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(backend.name))
+      throw new Error(`${where}: backend name '${backend.name}' must be lower-case letters, digits and dashes`);
     // The collector's own receiver takes this name for its authenticator, credential variable and TLS directory.
-    if (backend.name === 'receiver') throw new Error(`${where}: backend name 'receiver' is taken by the collector's own receiver settings; choose another name`);
+    if (backend.name === 'receiver')
+      throw new Error(
+        `${where}: backend name 'receiver' is taken by the collector's own receiver settings; choose another name`,
+      );
     if (names.has(backend.name)) throw new Error(`${where}: two backends are named '${backend.name}'`);
     names.add(backend.name);
     const http = backend.protocol === 'http';
-    if (http && !/^https?:\/\/[^/]+/.test(backend.endpoint)) throw new Error(`${where}: backend '${backend.name}' speaks OTLP/HTTP: its endpoint must be an http(s):// base URL, got '${backend.endpoint}'`);
+    if (http && !/^https?:\/\/[^/]+/.test(backend.endpoint))
+      throw new Error(
+        `${where}: backend '${backend.name}' speaks OTLP/HTTP: its endpoint must be an http(s):// base URL, got '${backend.endpoint}'`,
+      );
     const encrypted = http ? backend.endpoint.startsWith('https://') : backend.tls !== undefined;
     if (backend.auth && !encrypted) {
-      throw new Error(`${where}: backend '${backend.name}' would send its ${backend.auth.type} credentials in clear text; ${http ? 'use an https:// endpoint' : 'set tls (with secretName for a private CA)'}`);
+      throw new Error(
+        `${where}: backend '${backend.name}' would send its ${backend.auth.type} credentials in clear text; ${http ? 'use an https:// endpoint' : 'set tls (with secretName for a private CA)'}`,
+      );
     }
-    if (http && backend.tls && !encrypted) throw new Error(`${where}: backend '${backend.name}' has tls settings but an http:// endpoint; use https://`);
-    if (backend.tls?.clientCertificate && !backend.tls.secretName) throw new Error(`${where}: backend '${backend.name}' wants a client certificate: name the Secret holding tls.crt and tls.key in tls.secretName`);
+    if (http && backend.tls && !encrypted)
+      throw new Error(`${where}: backend '${backend.name}' has tls settings but an http:// endpoint; use https://`);
+    if (backend.tls?.clientCertificate && !backend.tls.secretName)
+      throw new Error(
+        `${where}: backend '${backend.name}' wants a client certificate: name the Secret holding tls.crt and tls.key in tls.secretName`,
+      );
   }
 }
 
@@ -65,15 +96,28 @@ export function exporterId(backend: CollectorBackend): ComponentId {
 }
 
 /** The exporter's client TLS, and the Secret whose files it reads. */
-export function exporterTls(backend: CollectorBackend): { readonly tls?: ClientTlsConfig; readonly secretMounts: readonly SecretMount[] } {
+export function exporterTls(backend: CollectorBackend): {
+  readonly tls?: ClientTlsConfig;
+  readonly secretMounts: readonly SecretMount[];
+} {
   // gRPC is plaintext only when told so; an HTTP backend's scheme says it.
   if (!backend.tls) return { ...(backend.protocol === 'http' ? {} : { tls: { insecure: true } }), secretMounts: [] };
   if (!backend.tls.secretName) return { tls: { min_version: '1.2' }, secretMounts: [] };
   const client = backend.tls.clientCertificate ?? false;
   const dir = `${COLLECTOR_TLS_DIR}/${backend.name}`;
   return {
-    tls: { ca_file: `${dir}/ca.crt`, ...(client ? { cert_file: `${dir}/tls.crt`, key_file: `${dir}/tls.key` } : {}), min_version: '1.2' },
-    secretMounts: [{ secretName: backend.tls.secretName, mountPath: dir, keys: client ? ['ca.crt', 'tls.crt', 'tls.key'] : ['ca.crt'] }],
+    tls: {
+      ca_file: `${dir}/ca.crt`,
+      ...(client ? { cert_file: `${dir}/tls.crt`, key_file: `${dir}/tls.key` } : {}),
+      min_version: '1.2',
+    },
+    secretMounts: [
+      {
+        secretName: backend.tls.secretName,
+        mountPath: dir,
+        keys: client ? ['ca.crt', 'tls.crt', 'tls.key'] : ['ca.crt'],
+      },
+    ],
   };
 }
 
@@ -87,7 +131,10 @@ export interface ExporterAuth {
 /** `auth` of backend `name` as an authenticator extension; the credential stays in its Secret, referenced as `${env:...}`. */
 export function exporterAuth(name: string, auth: ForwardingAuth): ExporterAuth {
   const credential = (what: string, ref: SecretKeyRef) => {
-    const variable = [name, what].join('_').toUpperCase().replace(/[^A-Z0-9]+/g, '_');
+    const variable = [name, what]
+      .join('_')
+      .toUpperCase()
+      .replace(/[^A-Z0-9]+/g, '_');
     return { env: secretEnv(variable, ref), value: `\${env:${variable}}` };
   };
   if (auth.type === 'bearer-token') {
@@ -96,12 +143,21 @@ export function exporterAuth(name: string, auth: ForwardingAuth): ExporterAuth {
   }
   if (auth.type === 'basic') {
     const password = credential('password', auth.password);
-    return { authenticator: `basicauth/${name}`, extension: { client_auth: { username: auth.username, password: password.value } }, env: password.env };
+    return {
+      authenticator: `basicauth/${name}`,
+      extension: { client_auth: { username: auth.username, password: password.value } },
+      env: password.env,
+    };
   }
   const secret = credential('client_secret', auth.clientSecret);
   return {
     authenticator: `oauth2client/${name}`,
-    extension: { client_id: auth.clientId, client_secret: secret.value, token_url: auth.tokenUrl, ...(auth.scopes ? { scopes: [...auth.scopes] } : {}) },
+    extension: {
+      client_id: auth.clientId,
+      client_secret: secret.value,
+      token_url: auth.tokenUrl,
+      ...(auth.scopes ? { scopes: [...auth.scopes] } : {}),
+    },
     env: secret.env,
   };
 }
@@ -121,7 +177,13 @@ export function backendExporter(backend: CollectorBackend): BackendExporter {
   const auth = backend.auth ? exporterAuth(backend.name, backend.auth) : undefined;
   return {
     id: exporterId(backend),
-    exporter: { endpoint: backend.endpoint, ...(tls ? { tls } : {}), ...(auth ? { auth: { authenticator: auth.authenticator } } : {}), retry_on_failure: EXPORT_RETRY, sending_queue: EXPORT_QUEUE },
+    exporter: {
+      endpoint: backend.endpoint,
+      ...(tls ? { tls } : {}),
+      ...(auth ? { auth: { authenticator: auth.authenticator } } : {}),
+      retry_on_failure: EXPORT_RETRY,
+      sending_queue: EXPORT_QUEUE,
+    },
     extensions: auth ? { [auth.authenticator]: auth.extension } : {},
     env: auth ? [auth.env] : [],
     secretMounts,

@@ -62,13 +62,24 @@ export function healthCheckConditions(paths: readonly string[]): string[] {
  * traces (the root span's path) and the tail rules (errors, latency, a percentage of the rest).
  * Undefined when neither applies.
  */
-export function tailSampling(sampling: CollectorSampling, healthCheckPaths: readonly string[]): TailSamplingConfig | undefined {
+export function tailSampling(
+  sampling: CollectorSampling,
+  healthCheckPaths: readonly string[],
+): TailSamplingConfig | undefined {
   const policies: TailSamplingPolicy[] = [];
   if (healthCheckPaths.length > 0) {
     policies.push({
       name: 'health-checks',
       type: 'drop',
-      drop: { drop_sub_policy: [{ name: 'health-check-root', type: 'ottl_condition', ottl_condition: { error_mode: 'ignore', span: healthCheckConditions(healthCheckPaths) } }] },
+      drop: {
+        drop_sub_policy: [
+          {
+            name: 'health-check-root',
+            type: 'ottl_condition',
+            ottl_condition: { error_mode: 'ignore', span: healthCheckConditions(healthCheckPaths) },
+          },
+        ],
+      },
     });
   }
   if (sampling.mode === 'tail') {
@@ -108,7 +119,11 @@ export interface ProcessorChain {
 export function processorChain(options: CollectorProcessorOptions): ProcessorChain {
   const memoryLimit = options.memoryLimitPercentage ?? 80;
   const processors: Record<ComponentId, ProcessorConfig> = {
-    memory_limiter: { check_interval: '1s', limit_percentage: memoryLimit, spike_limit_percentage: Math.max(1, Math.round(memoryLimit / 4)) },
+    memory_limiter: {
+      check_interval: '1s',
+      limit_percentage: memoryLimit,
+      spike_limit_percentage: Math.max(1, Math.round(memoryLimit / 4)),
+    },
     batch: { timeout: options.batch?.timeout ?? '1s', send_batch_size: options.batch?.sendBatchSize ?? 1024 },
   };
   const chain = ['memory_limiter'];

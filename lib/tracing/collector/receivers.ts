@@ -1,5 +1,12 @@
 import type { k8s } from 'cdk8s-plus-34';
-import type { BearerTokenAuthConfig, ComponentId, OidcConfig, OtlpReceiverConfig, OtlpServerConfig, ServerTlsConfig } from '../collector-config.ts';
+import type {
+  BearerTokenAuthConfig,
+  ComponentId,
+  OidcConfig,
+  OtlpReceiverConfig,
+  OtlpServerConfig,
+  ServerTlsConfig,
+} from '../collector-config.ts';
 import { COLLECTOR_PORTS } from '../names.ts';
 import type { SecretMount } from '../tracing-workload.ts';
 import { COLLECTOR_TLS_DIR, type SecretKeyRef, secretEnv } from './secrets.ts';
@@ -20,7 +27,8 @@ export interface CollectorReceiverSecurity {
 
 /** Throws when the receivers' security asks for two ways of authenticating senders. */
 export function assertValidReceiverSecurity(security: CollectorReceiverSecurity, where: string): void {
-  if (security.bearerToken && security.oidc) throw new Error(`${where}: receiverSecurity takes bearerToken or oidc, not both`);
+  if (security.bearerToken && security.oidc)
+    throw new Error(`${where}: receiverSecurity takes bearerToken or oidc, not both`);
 }
 
 /** The OTLP receiver, its authenticator extension, and what the pod must provide for them. */
@@ -35,20 +43,40 @@ export interface OtlpReceivers {
 export function otlpReceivers(security: CollectorReceiverSecurity): OtlpReceivers {
   const dir = `${COLLECTOR_TLS_DIR}/receiver`;
   const mutual = security.tls?.requireClientCertificate ?? true;
-  const tls = (): ServerTlsConfig => ({ cert_file: `${dir}/tls.crt`, key_file: `${dir}/tls.key`, ...(mutual ? { client_ca_file: `${dir}/ca.crt` } : {}), min_version: '1.2' });
+  const tls = (): ServerTlsConfig => ({
+    cert_file: `${dir}/tls.crt`,
+    key_file: `${dir}/tls.key`,
+    ...(mutual ? { client_ca_file: `${dir}/ca.crt` } : {}),
+    min_version: '1.2',
+  });
   const extensions: Record<ComponentId, BearerTokenAuthConfig | OidcConfig> = {};
   const env: k8s.EnvVar[] = [];
   if (security.bearerToken) {
     env.push(secretEnv('RECEIVER_BEARER_TOKEN', security.bearerToken));
     extensions['bearertokenauth/receiver'] = { token: '${env:RECEIVER_BEARER_TOKEN}' };
   }
-  if (security.oidc) extensions['oidc/receiver'] = { issuer_url: security.oidc.issuerUrl, audience: security.oidc.audience };
+  if (security.oidc)
+    extensions['oidc/receiver'] = { issuer_url: security.oidc.issuerUrl, audience: security.oidc.audience };
   const authenticator = security.bearerToken ? 'bearertokenauth/receiver' : security.oidc ? 'oidc/receiver' : undefined;
-  const server = (port: number): OtlpServerConfig => ({ endpoint: `0.0.0.0:${port}`, ...(security.tls ? { tls: tls() } : {}), ...(authenticator ? { auth: { authenticator } } : {}) });
+  const server = (port: number): OtlpServerConfig => ({
+    endpoint: `0.0.0.0:${port}`,
+    ...(security.tls ? { tls: tls() } : {}),
+    ...(authenticator ? { auth: { authenticator } } : {}),
+  });
   return {
-    receivers: { otlp: { protocols: { grpc: server(COLLECTOR_PORTS['otlp-grpc']), http: server(COLLECTOR_PORTS['otlp-http']) } } },
+    receivers: {
+      otlp: { protocols: { grpc: server(COLLECTOR_PORTS['otlp-grpc']), http: server(COLLECTOR_PORTS['otlp-http']) } },
+    },
     extensions,
     env,
-    secretMounts: security.tls ? [{ secretName: security.tls.secretName, mountPath: dir, keys: mutual ? ['ca.crt', 'tls.crt', 'tls.key'] : ['tls.crt', 'tls.key'] }] : [],
+    secretMounts: security.tls
+      ? [
+          {
+            secretName: security.tls.secretName,
+            mountPath: dir,
+            keys: mutual ? ['ca.crt', 'tls.crt', 'tls.key'] : ['tls.crt', 'tls.key'],
+          },
+        ]
+      : [],
   };
 }

@@ -13,15 +13,25 @@ export interface CollectorRouting {
 }
 
 /** Routed backends in pipeline order: each route's, then the defaults, once each. */
-const routedBackends = (routing: CollectorRouting) => [...new Set([...routing.routes.flatMap((route) => route.backends), ...routing.defaultBackends])];
+const routedBackends = (routing: CollectorRouting) => [
+  ...new Set([...routing.routes.flatMap((route) => route.backends), ...routing.defaultBackends]),
+];
 
 /** Throws when a route's value repeats or routing names a backend that is not among `backends`. */
-export function assertValidRouting(routing: CollectorRouting, backends: readonly CollectorBackend[], where: string): void {
+export function assertValidRouting(
+  routing: CollectorRouting,
+  backends: readonly CollectorBackend[],
+  where: string,
+): void {
   const values = routing.routes.map((r) => r.value);
-  if (new Set(values).size !== values.length) throw new Error(`${where}: routing lists a value of '${routing.attribute}' twice`);
+  if (new Set(values).size !== values.length)
+    throw new Error(`${where}: routing lists a value of '${routing.attribute}' twice`);
   const names = backends.map((b) => b.name);
   const unknown = routedBackends(routing).find((name) => !names.includes(name));
-  if (unknown !== undefined) throw new Error(`${where}: routing names backend '${unknown}', which is not among the backends (${names.join(', ')})`);
+  if (unknown !== undefined)
+    throw new Error(
+      `${where}: routing names backend '${unknown}', which is not among the backends (${names.join(', ')})`,
+    );
 }
 
 /** The traces pipelines, and the filter processors routing adds to them. */
@@ -35,8 +45,16 @@ export interface TracePipelines {
  * one pipeline per routed backend, its filter right after memory_limiter dropping every span that
  * is not the backend's: a route value of its own, or (for a default backend) a value no route claims.
  */
-export function tracePipelines(backends: readonly CollectorBackend[], chain: readonly ComponentId[], routing?: CollectorRouting): TracePipelines {
-  if (!routing) return { filters: {}, pipelines: { traces: { receivers: ['otlp'], processors: chain, exporters: backends.map(exporterId) } } };
+export function tracePipelines(
+  backends: readonly CollectorBackend[],
+  chain: readonly ComponentId[],
+  routing?: CollectorRouting,
+): TracePipelines {
+  if (!routing)
+    return {
+      filters: {},
+      pipelines: { traces: { receivers: ['otlp'], processors: chain, exporters: backends.map(exporterId) } },
+    };
   const key = JSON.stringify(routing.attribute);
   const equals = (value: string) => `resource.attributes[${key}] == ${JSON.stringify(value)}`;
   const unclaimed = `(resource.attributes[${key}] == nil or not (${routing.routes.map((r) => equals(r.value)).join(' or ') || 'false'}))`;
@@ -52,7 +70,11 @@ export function tracePipelines(backends: readonly CollectorBackend[], chain: rea
     const routed = [...chain];
     routed.splice(routed.indexOf('memory_limiter') + 1, 0, filter);
     // assertValidRouting refuses a name no backend has.
-    pipelines[`traces/${name}`] = { receivers: ['otlp'], processors: routed, exporters: backends.filter((b) => b.name === name).map(exporterId) };
+    pipelines[`traces/${name}`] = {
+      receivers: ['otlp'],
+      processors: routed,
+      exporters: backends.filter((b) => b.name === name).map(exporterId),
+    };
   }
   return { filters, pipelines };
 }

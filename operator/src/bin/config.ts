@@ -1,6 +1,17 @@
 import { BlockList, isIP } from 'node:net';
 import { hostname } from 'node:os';
-import { ALL_NAMESPACES, DEFAULT_GROUP, LEASE_NAME, MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_PORTS, WEBHOOK_CERT_DIR, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, watchNamespacesProblem } from '../library.ts';
+import {
+  ALL_NAMESPACES,
+  DEFAULT_GROUP,
+  LEASE_NAME,
+  MANAGED_BY,
+  OPERATOR_NAMESPACE,
+  OPERATOR_PORTS,
+  WEBHOOK_CERT_DIR,
+  WEBHOOK_SECRET_NAME,
+  WEBHOOK_SERVICE_NAME,
+  watchNamespacesProblem,
+} from '../library.ts';
 import type { OperatorConfig } from '../reconciler/website-controller.ts';
 import type { WebhookConfig } from '../webhook/webhook-component.ts';
 
@@ -56,7 +67,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     if (!raw) return fallback;
     const value = Number(raw);
     if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
-      throw new ConfigError(`${name}=${JSON.stringify(raw)} is not valid: expected ${integer ? 'an integer' : 'a number'} >= ${min}`);
+      throw new ConfigError(
+        `${name}=${JSON.stringify(raw)} is not valid: expected ${integer ? 'an integer' : 'a number'} >= ${min}`,
+      );
     }
     return value;
   }
@@ -79,9 +92,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     const inCluster = Boolean(env.KUBERNETES_SERVICE_HOST);
     const address = env.WEBHOOK_ADVERTISE_ADDRESS?.trim() || undefined;
     if (address !== undefined) {
-      if (inCluster) throw new ConfigError('WEBHOOK_ADVERTISE_ADDRESS is for an operator outside the cluster: in a pod the webhook Service selects the pod');
+      if (inCluster)
+        throw new ConfigError(
+          'WEBHOOK_ADVERTISE_ADDRESS is for an operator outside the cluster: in a pod the webhook Service selects the pod',
+        );
       const problem = endpointAddressProblem(address);
-      if (problem) throw new ConfigError(`WEBHOOK_ADVERTISE_ADDRESS=${JSON.stringify(address)} is not valid: ${problem}`);
+      if (problem)
+        throw new ConfigError(`WEBHOOK_ADVERTISE_ADDRESS=${JSON.stringify(address)} is not valid: ${problem}`);
     }
     return {
       port,
@@ -101,7 +118,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     const names = raw.split(',').map((name) => name.trim());
     const problem = names.includes('') ? 'an entry is empty' : watchNamespacesProblem(names);
     if (problem) {
-      throw new ConfigError(`WATCH_NAMESPACE=${JSON.stringify(raw)} is not valid: ${problem}; expected namespace names separated by commas, or ${ALL_NAMESPACES} for all namespaces`);
+      throw new ConfigError(
+        `WATCH_NAMESPACE=${JSON.stringify(raw)} is not valid: ${problem}; expected namespace names separated by commas, or ${ALL_NAMESPACES} for all namespaces`,
+      );
     }
     return names;
   }
@@ -131,9 +150,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     webhook: flag('WEBHOOK_ENABLED', true) ? webhookConfig() : undefined,
   };
   if (config.burst !== undefined && config.qps === undefined) {
-    throw new ConfigError(`KUBE_API_BURST=${config.burst} needs KUBE_API_QPS: a burst is the allowance above a sustained rate`);
+    throw new ConfigError(
+      `KUBE_API_BURST=${config.burst} needs KUBE_API_QPS: a burst is the allowance above a sustained rate`,
+    );
   }
-  if (config.leaderElection && !(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs)) {
+  if (
+    config.leaderElection &&
+    !(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs)
+  ) {
     throw new ConfigError(
       `leader election needs LEASE_DURATION_SECONDS > RENEW_DEADLINE_SECONDS > RETRY_PERIOD_SECONDS (got ${config.leaseDurationMs / 1000}, ${config.renewDeadlineMs / 1000}, ${config.retryPeriodMs / 1000})`,
     );
@@ -146,10 +170,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
  * like 127.0.0.1 is refused here with the reason instead of by the API server later.
  */
 const FORBIDDEN_ENDPOINT_ADDRESSES: Array<[kind: string, ranges: Array<[network: string, prefix: number]>]> = [
-  ['an unspecified address', [['0.0.0.0', 32], ['::', 128]]],
-  ['a loopback address', [['127.0.0.0', 8], ['::1', 128]]],
-  ['a link-local address', [['169.254.0.0', 16], ['fe80::', 10]]],
-  ['a link-local multicast address', [['224.0.0.0', 24], ['ff02::', 16]]],
+  [
+    'an unspecified address',
+    [
+      ['0.0.0.0', 32],
+      ['::', 128],
+    ],
+  ],
+  [
+    'a loopback address',
+    [
+      ['127.0.0.0', 8],
+      ['::1', 128],
+    ],
+  ],
+  [
+    'a link-local address',
+    [
+      ['169.254.0.0', 16],
+      ['fe80::', 10],
+    ],
+  ],
+  [
+    'a link-local multicast address',
+    [
+      ['224.0.0.0', 24],
+      ['ff02::', 16],
+    ],
+  ],
 ];
 
 /** Why `address` cannot be an endpoint the API server dials, or undefined when it can. */

@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // The operator process: `npm run operator` (against $KUBECONFIG) and the operator image's entrypoint.
+
+// service.version of the operator's traces. A JSON import, so the bundle carries it (the image holds no package.json).
+import operatorPackage from '../../package.json' with { type: 'json' };
 import { KubeClient } from '../controller/kube-client.ts';
+import { type Component, Manager } from '../controller/manager.ts';
 import { createLogger } from '../observability/logger.ts';
 import { OperatorMetrics } from '../observability/metrics.ts';
 import { startTracing, tracingSettings } from '../observability/tracing.ts';
-import { type Component, Manager } from '../controller/manager.ts';
 import { setupWebsiteController } from '../reconciler/website-controller.ts';
 import { ConfigError, loadConfig } from './config.ts';
-// service.version of the operator's traces. A JSON import, so the bundle carries it (the image holds no package.json).
-import operatorPackage from '../../package.json' with { type: 'json' };
 
 const logger = createLogger();
 
@@ -23,17 +24,34 @@ async function main(): Promise<void> {
   }
   const tracingConfig = tracingSettings(process.env);
   const tracing = tracingConfig ? await startTracing(tracingConfig, operatorPackage.version) : undefined;
-  if (tracingConfig) logger.info({ serviceName: tracingConfig.serviceName, samplingRatio: tracingConfig.samplingRatio }, 'tracing to OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (tracingConfig)
+    logger.info(
+      { serviceName: tracingConfig.serviceName, samplingRatio: tracingConfig.samplingRatio },
+      'tracing to OTEL_EXPORTER_OTLP_ENDPOINT',
+    );
   const metrics = new OperatorMetrics();
   // The replica in the user agent: replicas share a ServiceAccount, and the audit log tells them apart by it.
-  const client = KubeClient.fromEnvironment({ qps: config.qps, burst: config.burst, metrics, userAgent: `website-operator/${config.identity}` });
+  const client = KubeClient.fromEnvironment({
+    qps: config.qps,
+    burst: config.burst,
+    metrics,
+    userAgent: `website-operator/${config.identity}`,
+  });
   const components: Component[] = [];
   if (config.webhook) {
     // Loaded only when enabled: the webhook's X.509 and HTTPS server code is a chunk of its own in
     // the bundle (scripts/build-operator.ts), which a process with WEBHOOK_ENABLED=false never reads.
     const { conversionWebhook } = await import('../webhook/webhook-component.ts');
     components.push(
-      conversionWebhook(config.webhook, { client, group: config.group, namespace: config.operatorNamespace, identity: config.identity, clusterDomain: config.clusterDomain, logger, metrics }),
+      conversionWebhook(config.webhook, {
+        client,
+        group: config.group,
+        namespace: config.operatorNamespace,
+        identity: config.identity,
+        clusterDomain: config.clusterDomain,
+        logger,
+        metrics,
+      }),
     );
   }
   const manager = new Manager(config, { client, logger, metrics, components });
@@ -53,21 +71,26 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     deadline.unref();
     // Reconciles finish, then their spans are flushed.
-    manager.stop().then(() => tracing?.shutdown()).then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (error: Error) => {
-        logger.error({ error: error.message }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    manager
+      .stop()
+      .then(() => tracing?.shutdown())
+      .then(
+        () => {
+          logger.info('stopped');
+          process.exit(0);
+        },
+        (error: Error) => {
+          logger.error({ error: error.message }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   // A stray rejection must not take reconciling down with it; it is a bug worth a log line.
-  process.on('unhandledRejection', (reason) => logger.error({ error: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection'));
+  process.on('unhandledRejection', (reason) =>
+    logger.error({ error: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection'),
+  );
 
   await manager.start();
 }

@@ -45,15 +45,25 @@ export function objectHash(object: unknown): string {
   const canonical = (value: unknown): unknown => {
     if (value === null || typeof value !== 'object') return value;
     if (Array.isArray(value)) return value.map(canonical);
-    return Object.fromEntries(Object.keys(value).sort().map((key) => [key, canonical((value as Record<string, unknown>)[key])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+    );
   };
-  return createHash('sha256').update(JSON.stringify(canonical(object))).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(object)))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** `desired` with annotation `hashAnnotation` set to the hash of the rest of it. */
 export function withHash<T extends KubeObject>(desired: T, hashAnnotation: string): T {
   const metadata = desired.metadata ?? {};
-  return { ...desired, metadata: { ...metadata, annotations: { ...metadata.annotations, [hashAnnotation]: objectHash(desired) } } };
+  return {
+    ...desired,
+    metadata: { ...metadata, annotations: { ...metadata.annotations, [hashAnnotation]: objectHash(desired) } },
+  };
 }
 
 /** True when applying `desired` (already carrying its hash) could change `actual`. */

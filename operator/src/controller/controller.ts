@@ -31,7 +31,12 @@ export interface ControllerOptions<T extends KubeObject> {
   /** Label of the work queue's and the reconcile metrics, the log field holding the key, and the span attributes' prefix. */
   readonly name: string;
   /** The primary type: its kind and API group name the owner of a child, and its informer enqueues each change. */
-  readonly for: { readonly kind: string; readonly group: string; readonly informer: MultiNamespaceInformer<T>; readonly update?: UpdatePredicate<T> };
+  readonly for: {
+    readonly kind: string;
+    readonly group: string;
+    readonly informer: MultiNamespaceInformer<T>;
+    readonly update?: UpdatePredicate<T>;
+  };
   /** Informers of children: each change enqueues the child's controller owner of the primary kind. */
   readonly owns: ReadonlyArray<MultiNamespaceInformer<KubeObject>>;
   readonly reconciler: Reconciler;
@@ -41,7 +46,9 @@ export interface ControllerOptions<T extends KubeObject> {
 
 /** The key of `child`'s controller owner when that owner is of `kind` in `group`. */
 export function ownerKey(child: KubeObject, kind: string, group: string): string | undefined {
-  const owner = child.metadata?.ownerReferences?.find((ref) => ref.controller && ref.kind === kind && ref.apiVersion.startsWith(`${group}/`));
+  const owner = child.metadata?.ownerReferences?.find(
+    (ref) => ref.controller && ref.kind === kind && ref.apiVersion.startsWith(`${group}/`),
+  );
   return owner ? `${child.metadata!.namespace}/${owner.name}` : undefined;
 }
 
@@ -61,7 +68,10 @@ export class Controller<T extends KubeObject> implements Runnable {
       concurrency: options.concurrency,
       span: (key, failures) => {
         const [namespace, objectName] = key.split('/');
-        return { name: `reconcile ${primary.kind}`, attributes: { 'k8s.namespace.name': namespace, [`${name}.name`]: objectName, [`${name}.retries`]: failures } };
+        return {
+          name: `reconcile ${primary.kind}`,
+          attributes: { 'k8s.namespace.name': namespace, [`${name}.name`]: objectName, [`${name}.retries`]: failures },
+        };
       },
       metrics,
       logger,

@@ -105,7 +105,8 @@ export class EventRecorder {
     bucket.tokens -= 1;
 
     if (this.queue.length >= maxQueued) {
-      if (this.droppedSinceLog++ === 0) logger?.warn({ maxQueued }, 'too many events waiting to be written; dropping new ones');
+      if (this.droppedSinceLog++ === 0)
+        logger?.warn({ maxQueued }, 'too many events waiting to be written; dropping new ones');
       return;
     }
     this.identical.set(identicalKey, now);
@@ -160,13 +161,17 @@ export class EventRecorder {
           // Not written: the next identical event may try again.
           this.identical.delete(key);
           const involved = event.involvedObject as { namespace?: string; name?: string };
-          logger?.warn({ reason: event.reason, object: `${involved.namespace}/${involved.name}`, error: error.message }, 'could not record event');
+          logger?.warn(
+            { reason: event.reason, object: `${involved.namespace}/${involved.name}`, error: error.message },
+            'could not record event',
+          );
         })
         .finally(() => {
           this.inFlight -= 1;
           if (this.queue.length > 0) this.pump();
           else if (this.inFlight === 0) {
-            if (this.droppedSinceLog > 1) logger?.warn({ dropped: this.droppedSinceLog }, 'events dropped while too many were waiting');
+            if (this.droppedSinceLog > 1)
+              logger?.warn({ dropped: this.droppedSinceLog }, 'events dropped while too many were waiting');
             this.droppedSinceLog = 0;
             for (const resolve of this.idle.splice(0)) resolve();
           }
@@ -178,6 +183,7 @@ export class EventRecorder {
     if (this.identical.size + this.similar.size + this.tokens.size < 30_000) return;
     for (const [key, at] of this.identical) if (now - at >= windowMs) this.identical.delete(key);
     for (const [key, group] of this.similar) if (now - group.since >= windowMs) this.similar.delete(key);
-    for (const [key, bucket] of this.tokens) if (now - bucket.at >= REFILL_MS * (this.options.burst ?? 25)) this.tokens.delete(key);
+    for (const [key, bucket] of this.tokens)
+      if (now - bucket.at >= REFILL_MS * (this.options.burst ?? 25)) this.tokens.delete(key);
   }
 }

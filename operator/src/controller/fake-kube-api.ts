@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { jsonEqual } from './apply.ts';
-import { ApiError, type DeleteOptions, type KubeApi, type KubeList, type KubeObject, type ObjectRef, type PatchType, type ResourceType } from './kube-client.ts';
+import {
+  ApiError,
+  type DeleteOptions,
+  type KubeApi,
+  type KubeList,
+  type KubeObject,
+  type ObjectRef,
+  type PatchType,
+  type ResourceType,
+} from './kube-client.ts';
 
 /**
  * An in-memory API server for unit tests of the runtime (reconciler, informer, leader elector,
@@ -88,7 +97,8 @@ function matches(object: KubeObject, selector: Record<string, string>): boolean 
 /** RFC 7386 merge patch: null deletes, objects merge, everything else replaces. */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return clone(patch);
-  const result: Record<string, unknown> = target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const result: Record<string, unknown> =
+    target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
     else result[key] = mergePatch(result[key], value);
@@ -117,7 +127,9 @@ export class FakeKubeApi implements KubeApi {
 
   /** Requests recorded since `mark` (an index into `requests`), as "VERB resource[/subresource] code" lines. */
   since(mark: number): string[] {
-    return this.requests.slice(mark).map((r) => `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''} ${r.code}`);
+    return this.requests
+      .slice(mark)
+      .map((r) => `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''} ${r.code}`);
   }
 
   /** The stored object, as a copy (undefined when absent); records no request. */
@@ -127,7 +139,12 @@ export class FakeKubeApi implements KubeApi {
   }
 
   /** Changes a stored object as another client would (a controller writing status): no request recorded. */
-  modify(type: ResourceType, namespace: string | undefined, name: string, change: (object: KubeObject) => void): KubeObject {
+  modify(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    change: (object: KubeObject) => void,
+  ): KubeObject {
     const current = this.peek(type, namespace, name);
     if (!current) throw new Error(`no ${type.resource} ${namespace}/${name}`);
     change(current);
@@ -140,24 +157,42 @@ export class FakeKubeApi implements KubeApi {
     return object ? (clone(object) as T) : undefined;
   }
 
-  async list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query: Record<string, string | number | boolean | undefined> = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    query: Record<string, string | number | boolean | undefined> = {},
+  ): Promise<KubeList<T>> {
     this.answer('LIST', type, { namespace }, 200);
     const selector = parseSelector(query.labelSelector);
-    const items = [...this.table(type).values()].filter((o) => (!namespace || o.metadata?.namespace === namespace) && matches(o, selector));
+    const items = [...this.table(type).values()].filter(
+      (o) => (!namespace || o.metadata?.namespace === namespace) && matches(o, selector),
+    );
     return { items: clone(items) as T[], metadata: { resourceVersion: String(this.revision) } };
   }
 
   async create<T extends KubeObject>(type: ResourceType, object: T): Promise<T> {
     const { namespace } = object.metadata ?? {};
     let name = object.metadata?.name;
-    if (!name && typeof object.metadata?.generateName === 'string') name = `${object.metadata.generateName}${randomUUID().slice(0, 5)}`;
+    if (!name && typeof object.metadata?.generateName === 'string')
+      name = `${object.metadata.generateName}${randomUUID().slice(0, 5)}`;
     const ref = { namespace, name };
     if (this.table(type).has(`${namespace ?? ''}/${name}`)) {
-      throw this.fail('CREATE', type, ref, new ApiError(409, 'AlreadyExists', `${type.resource} "${name}" already exists`));
+      throw this.fail(
+        'CREATE',
+        type,
+        ref,
+        new ApiError(409, 'AlreadyExists', `${type.resource} "${name}" already exists`),
+      );
     }
     this.answer('CREATE', type, ref, 201);
     const created = clone(object) as KubeObject;
-    created.metadata = { ...created.metadata, name, uid: randomUUID(), generation: 1, creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+    created.metadata = {
+      ...created.metadata,
+      name,
+      uid: randomUUID(),
+      generation: 1,
+      creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    };
     return this.store(type, created, 'ADDED') as T;
   }
 
@@ -165,11 +200,19 @@ export class FakeKubeApi implements KubeApi {
     const ref = { namespace: object.metadata?.namespace, name: object.metadata?.name, subresource };
     const current = this.existing(type, ref, 'UPDATE', object.metadata?.resourceVersion);
     this.answer('UPDATE', type, ref, 200);
-    const next = subresource === 'status' ? { ...current, status: clone(object.status) } : { ...clone(object), status: current.status, metadata: { ...object.metadata, uid: current.metadata!.uid } };
+    const next =
+      subresource === 'status'
+        ? { ...current, status: clone(object.status) }
+        : { ...clone(object), status: current.status, metadata: { ...object.metadata, uid: current.metadata!.uid } };
     return this.write(type, current, next) as T;
   }
 
-  async apply<T extends KubeObject>(type: ResourceType, object: T, _fieldManager: string, { subresource }: { force?: boolean; subresource?: string } = {}): Promise<T> {
+  async apply<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    _fieldManager: string,
+    { subresource }: { force?: boolean; subresource?: string } = {},
+  ): Promise<T> {
     const ref = { namespace: object.metadata?.namespace, name: object.metadata?.name, subresource };
     const current = this.table(type).get(`${ref.namespace ?? ''}/${ref.name}`);
     if (!current) {
@@ -184,28 +227,51 @@ export class FakeKubeApi implements KubeApi {
     return this.write(type, current, mergePatch(current, object) as KubeObject) as T;
   }
 
-  async patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown): Promise<T> {
+  async patch<T extends KubeObject>(
+    type: ResourceType,
+    ref: ObjectRef,
+    patchType: Exclude<PatchType, 'apply'>,
+    body: unknown,
+  ): Promise<T> {
     if (patchType !== 'merge') throw new Error(`FakeKubeApi supports merge patches only, not ${patchType}`);
     const patchMeta = (body as KubeObject).metadata;
     const current = this.existing(type, ref, 'PATCH', patchMeta?.resourceVersion);
     this.answer('PATCH', type, ref, 200);
     let next: KubeObject;
-    if (ref.subresource === 'status') next = { ...current, status: mergePatch(current.status, (body as KubeObject).status) };
-    else next = { ...(mergePatch(current, { ...(body as object), status: undefined }) as KubeObject), status: current.status };
+    if (ref.subresource === 'status')
+      next = { ...current, status: mergePatch(current.status, (body as KubeObject).status) };
+    else
+      next = {
+        ...(mergePatch(current, { ...(body as object), status: undefined }) as KubeObject),
+        status: current.status,
+      };
     return this.write(type, current, next) as T;
   }
 
   async delete(type: ResourceType, ref: ObjectRef, body: DeleteOptions = {}): Promise<void> {
     const current = this.existing(type, ref, 'DELETE');
     if (body.preconditions?.uid && body.preconditions.uid !== current.metadata?.uid) {
-      throw this.fail('DELETE', type, ref, new ApiError(409, 'Conflict', `precondition failed: uid in precondition: ${body.preconditions.uid}, uid in object meta: ${current.metadata?.uid}`));
+      throw this.fail(
+        'DELETE',
+        type,
+        ref,
+        new ApiError(
+          409,
+          'Conflict',
+          `precondition failed: uid in precondition: ${body.preconditions.uid}, uid in object meta: ${current.metadata?.uid}`,
+        ),
+      );
     }
     this.answer('DELETE', type, ref, 200);
     if (body.propagationPolicy === 'Orphan') {
       current.metadata = { ...current.metadata, finalizers: [...(current.metadata?.finalizers ?? []), 'orphan'] };
     }
     if (pendingFinalizers(current).length > 0) {
-      if (!current.metadata?.deletionTimestamp) this.write(type, current, { ...current, metadata: { ...current.metadata, deletionTimestamp: new Date().toISOString() } });
+      if (!current.metadata?.deletionTimestamp)
+        this.write(type, current, {
+          ...current,
+          metadata: { ...current.metadata, deletionTimestamp: new Date().toISOString() },
+        });
       return;
     }
     this.remove(type, current);
@@ -214,7 +280,12 @@ export class FakeKubeApi implements KubeApi {
   readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {
     const from = Number(query.resourceVersion ?? 0);
     if (from > 0 && from < this.compactedAt) {
-      throw this.fail('WATCH', type, { namespace }, new ApiError(410, 'Expired', `too old resource version: ${from} (${this.compactedAt})`));
+      throw this.fail(
+        'WATCH',
+        type,
+        { namespace },
+        new ApiError(410, 'Expired', `too old resource version: ${from} (${this.compactedAt})`),
+      );
     }
     this.answer('WATCH', type, { namespace }, 200);
     const controller = new AbortController();
@@ -223,11 +294,21 @@ export class FakeKubeApi implements KubeApi {
       idle();
       onEvent(eventType, object);
     };
-    const watcher: Watcher = { type, namespace, selector: parseSelector(query.labelSelector), name: nameOfFieldSelector(query.fieldSelector), onEvent: delivered, onDone, controller, stalled: false };
+    const watcher: Watcher = {
+      type,
+      namespace,
+      selector: parseSelector(query.labelSelector),
+      name: nameOfFieldSelector(query.fieldSelector),
+      onEvent: delivered,
+      onDone,
+      controller,
+      stalled: false,
+    };
     const idle = () => {
       clearTimeout(watcher.inactivity);
       watcher.inactivity = setTimeout(() => {
-        if (this.watchers.delete(watcher)) onDone(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+        if (this.watchers.delete(watcher))
+          onDone(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
       }, inactivityTimeoutMs);
       watcher.inactivity.unref();
     };
@@ -235,7 +316,8 @@ export class FakeKubeApi implements KubeApi {
     // Changes after the resourceVersion the watch starts from, as the API server replays them.
     if (from > 0) {
       for (const change of this.history) {
-        if (Number(change.object.metadata?.resourceVersion) > from) this.deliver(watcher, change.type, change.event, change.object);
+        if (Number(change.object.metadata?.resourceVersion) > from)
+          this.deliver(watcher, change.type, change.event, change.object);
       }
     }
     this.watchers.add(watcher);
@@ -264,7 +346,8 @@ export class FakeKubeApi implements KubeApi {
 
   /** Sends every open watch (not stalled) this event as it is: an ERROR with a Status, say. */
   sendToWatches(eventType: string, object: Record<string, unknown>): void {
-    for (const watcher of [...this.watchers]) if (!watcher.stalled) watcher.onEvent(eventType, clone(object) as KubeObject);
+    for (const watcher of [...this.watchers])
+      if (!watcher.stalled) watcher.onEvent(eventType, clone(object) as KubeObject);
   }
 
   /** Open watches stay open but receive nothing more, as a connection that went silent. */
@@ -288,20 +371,41 @@ export class FakeKubeApi implements KubeApi {
 
   private existing(type: ResourceType, ref: ObjectRef, verb: string, resourceVersion?: string): KubeObject {
     const current = this.table(type).get(`${ref.namespace ?? ''}/${ref.name}`);
-    if (!current) throw this.fail(verb, type, ref, new ApiError(404, 'NotFound', `${type.resource} "${ref.name}" not found`));
+    if (!current)
+      throw this.fail(verb, type, ref, new ApiError(404, 'NotFound', `${type.resource} "${ref.name}" not found`));
     this.precondition(verb, type, ref, current, resourceVersion);
     return clone(current);
   }
 
-  private precondition(verb: string, type: ResourceType, ref: ObjectRef, current: KubeObject, resourceVersion: string | undefined): void {
+  private precondition(
+    verb: string,
+    type: ResourceType,
+    ref: ObjectRef,
+    current: KubeObject,
+    resourceVersion: string | undefined,
+  ): void {
     if (resourceVersion && resourceVersion !== current.metadata?.resourceVersion) {
-      throw this.fail(verb, type, ref, new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${ref.name}": the object has been modified; please apply your changes to the latest version and try again`));
+      throw this.fail(
+        verb,
+        type,
+        ref,
+        new ApiError(
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on ${type.resource} "${ref.name}": the object has been modified; please apply your changes to the latest version and try again`,
+        ),
+      );
     }
   }
 
   /** Stores `next` in place of `current`: generation moves with the spec; the last finalizer of a deleted object removes it. */
   private write(type: ResourceType, current: KubeObject, next: KubeObject): KubeObject {
-    const metadata = { ...next.metadata, uid: current.metadata?.uid, creationTimestamp: current.metadata?.creationTimestamp, deletionTimestamp: current.metadata?.deletionTimestamp ?? next.metadata?.deletionTimestamp };
+    const metadata = {
+      ...next.metadata,
+      uid: current.metadata?.uid,
+      creationTimestamp: current.metadata?.creationTimestamp,
+      deletionTimestamp: current.metadata?.deletionTimestamp ?? next.metadata?.deletionTimestamp,
+    };
     const specChanged = !jsonEqual(next.spec ?? null, current.spec ?? null);
     metadata.generation = (current.metadata?.generation ?? 1) + (specChanged ? 1 : 0);
     const stored = { ...next, metadata };
@@ -336,7 +440,17 @@ export class FakeKubeApi implements KubeApi {
         const [group, resource] = key.split('/');
         const dependentType = { group, version: 'v1', resource };
         if (orphan) {
-          this.store(dependentType, { ...dependent, metadata: { ...dependent.metadata, ownerReferences: refs.filter((ref) => ref.uid !== object.metadata?.uid) } }, 'MODIFIED');
+          this.store(
+            dependentType,
+            {
+              ...dependent,
+              metadata: {
+                ...dependent.metadata,
+                ownerReferences: refs.filter((ref) => ref.uid !== object.metadata?.uid),
+              },
+            },
+            'MODIFIED',
+          );
         } else {
           this.remove(dependentType, dependent);
         }
@@ -359,7 +473,13 @@ export class FakeKubeApi implements KubeApi {
   }
 
   private answer(verb: string, type: ResourceType, ref: ObjectRef, code: number): void {
-    const request = { verb, resource: type.resource, namespace: ref.namespace, name: ref.name, subresource: ref.subresource };
+    const request = {
+      verb,
+      resource: type.resource,
+      namespace: ref.namespace,
+      name: ref.name,
+      subresource: ref.subresource,
+    };
     const failure = this.failures.find((f) => (f.times ?? 1) > 0 && f.match(request));
     if (failure) {
       failure.times = (failure.times ?? 1) - 1;
@@ -370,7 +490,14 @@ export class FakeKubeApi implements KubeApi {
   }
 
   private fail(verb: string, type: ResourceType, ref: ObjectRef, error: ApiError): ApiError {
-    this.requests.push({ verb, resource: type.resource, namespace: ref.namespace, name: ref.name, subresource: ref.subresource, code: error.code });
+    this.requests.push({
+      verb,
+      resource: type.resource,
+      namespace: ref.namespace,
+      name: ref.name,
+      subresource: ref.subresource,
+      code: error.code,
+    });
     return error;
   }
 }

@@ -1,4 +1,13 @@
-import type { CallOptions, DeleteOptions, KubeApi, KubeList, KubeObject, ObjectRef, PatchType, ResourceType } from './kube-client.ts';
+import type {
+  CallOptions,
+  DeleteOptions,
+  KubeApi,
+  KubeList,
+  KubeObject,
+  ObjectRef,
+  PatchType,
+  ResourceType,
+} from './kube-client.ts';
 
 /**
  * A KubeApi whose writes first pass `fence`, which throws to refuse them; reads and watches go
@@ -20,7 +29,12 @@ export class FencedKubeApi implements KubeApi {
     return this.inner.get<T>(type, ref, options);
   }
 
-  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query?: Record<string, string | number | boolean | undefined>, options?: CallOptions): Promise<KubeList<T>> {
+  list<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    query?: Record<string, string | number | boolean | undefined>,
+    options?: CallOptions,
+  ): Promise<KubeList<T>> {
     return this.inner.list<T>(type, namespace, query, options);
   }
 
@@ -28,22 +42,43 @@ export class FencedKubeApi implements KubeApi {
     return this.inner.watch(...args);
   }
 
-  async create<T extends KubeObject>(type: ResourceType, object: T, options?: { fieldManager?: string } & CallOptions): Promise<T> {
+  async create<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    options?: { fieldManager?: string } & CallOptions,
+  ): Promise<T> {
     this.fence();
     return this.inner.create<T>(type, object, options);
   }
 
-  async update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string, options?: CallOptions): Promise<T> {
+  async update<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    subresource?: string,
+    options?: CallOptions,
+  ): Promise<T> {
     this.fence();
     return this.inner.update<T>(type, object, subresource, options);
   }
 
-  async apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, options?: { force?: boolean; subresource?: string } & CallOptions): Promise<T> {
+  async apply<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    fieldManager: string,
+    options?: { force?: boolean; subresource?: string } & CallOptions,
+  ): Promise<T> {
     this.fence();
     return this.inner.apply<T>(type, object, fieldManager, options);
   }
 
-  async patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string, options?: CallOptions): Promise<T> {
+  async patch<T extends KubeObject>(
+    type: ResourceType,
+    ref: ObjectRef,
+    patchType: Exclude<PatchType, 'apply'>,
+    body: unknown,
+    fieldManager?: string,
+    options?: CallOptions,
+  ): Promise<T> {
     this.fence();
     return this.inner.patch<T>(type, ref, patchType, body, fieldManager, options);
   }

@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
-import { ApiError, type KubeApi, type KubeObject, type ResourceType, isForbidden, isGone } from './kube-client.ts';
+import { ApiError, isForbidden, isGone, type KubeApi, type KubeObject, type ResourceType } from './kube-client.ts';
 
 /**
  * A client-side cache of one resource type: list, then watch from the list's resourceVersion,
@@ -153,7 +153,9 @@ export class Informer<T extends KubeObject> implements Cache<T> {
   async run(signal: AbortSignal): Promise<void> {
     const { resyncMs = 600_000 } = this.options;
     // Infinity: no periodic resync (setInterval would treat it as 1 ms).
-    const resync = Number.isFinite(resyncMs) ? setInterval(() => this.resync(), resyncMs * (1 + Math.random() * 0.1)) : undefined;
+    const resync = Number.isFinite(resyncMs)
+      ? setInterval(() => this.resync(), resyncMs * (1 + Math.random() * 0.1))
+      : undefined;
     resync?.unref();
     signal.addEventListener('abort', () => this.currentWatch?.abort(), { once: true });
     let failures = 0;
@@ -176,11 +178,19 @@ export class Informer<T extends KubeObject> implements Cache<T> {
           this.restarted('error');
           const delay = backoffDelay(failures, this.options.backoff ?? { baseMs: 500, maxMs: 30_000 });
           const { logger, type, namespace, forbiddenFix } = this.options;
-          const where = { resource: type.resource, namespace: namespace ?? '*', error: (error as Error).message, retryInMs: delay };
+          const where = {
+            resource: type.resource,
+            namespace: namespace ?? '*',
+            error: (error as Error).message,
+            retryInMs: delay,
+          };
           if (isForbidden(error)) {
             this.refused = true;
             for (const resolve of this.settleWaiters.splice(0)) resolve();
-            logger?.error({ ...where, fix: forbiddenFix }, `list/watch of ${type.resource} ${namespace ? `in namespace ${namespace}` : 'in all namespaces'} is forbidden; retrying`);
+            logger?.error(
+              { ...where, fix: forbiddenFix },
+              `list/watch of ${type.resource} ${namespace ? `in namespace ${namespace}` : 'in all namespaces'} is forbidden; retrying`,
+            );
           } else {
             logger?.warn(where, 'list/watch failed, retrying');
           }
@@ -203,10 +213,19 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     let continueToken: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await client.list<T>(type, namespace, { labelSelector, limit: pageSize, continue: continueToken }, { signal });
+      const page = await client.list<T>(
+        type,
+        namespace,
+        { labelSelector, limit: pageSize, continue: continueToken },
+        { signal },
+      );
       // List items carry no apiVersion and kind (the list does); watch events do. Cache one shape.
       const kind = page.kind?.replace(/List$/, '');
-      for (const item of page.items) fresh.set(objectKey(item), stripManagedFields({ ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind }));
+      for (const item of page.items)
+        fresh.set(
+          objectKey(item),
+          stripManagedFields({ ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind }),
+        );
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion ?? '';
       if (signal.aborted) return;
@@ -219,7 +238,8 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       this.store.set(key, object);
       const old = previous.get(key);
       if (!old) this.emit('add', object, initialList);
-      else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion) this.emit('update', object, false, old);
+      else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion)
+        this.emit('update', object, false, old);
     }
     for (const [key, object] of previous) {
       if (!fresh.has(key)) this.emit('delete', object);
@@ -278,7 +298,14 @@ export class Informer<T extends KubeObject> implements Cache<T> {
               case 'ERROR': {
                 const status = object as unknown as { code?: number; message?: string };
                 if (status.code === 410) expired = true;
-                else reject(new ApiError(status.code ?? 500, 'WatchError', `watch ${type.resource}: ${status.message ?? 'error event'}`));
+                else
+                  reject(
+                    new ApiError(
+                      status.code ?? 500,
+                      'WatchError',
+                      `watch ${type.resource}: ${status.message ?? 'error event'}`,
+                    ),
+                  );
                 this.currentWatch?.abort();
                 return;
               }
@@ -304,7 +331,10 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       try {
         handler(event, object, initialList, previous);
       } catch (error) {
-        this.options.logger?.error({ resource: this.options.type.resource, error: (error as Error).message }, 'informer handler threw');
+        this.options.logger?.error(
+          { resource: this.options.type.resource, error: (error as Error).message },
+          'informer handler threw',
+        );
       }
     }
   }

@@ -4,7 +4,7 @@ import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import { type Dispatcher, fetch } from 'undici';
 import type { ObjectMeta } from '../library.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
-import { SpanKind, inSpan, injectTraceContext } from '../observability/tracing.ts';
+import { injectTraceContext, inSpan, SpanKind } from '../observability/tracing.ts';
 import { TokenBucket } from './rate-limiter.ts';
 
 /**
@@ -30,7 +30,11 @@ export const SERVICES: ResourceType = { group: '', version: 'v1', resource: 'ser
 export const EVENTS: ResourceType = { group: '', version: 'v1', resource: 'events' };
 export const SECRETS: ResourceType = { group: '', version: 'v1', resource: 'secrets' };
 export const LEASES: ResourceType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' };
-export const CRDS: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' };
+export const CRDS: ResourceType = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  resource: 'customresourcedefinitions',
+};
 export const ENDPOINT_SLICES: ResourceType = { group: 'discovery.k8s.io', version: 'v1', resource: 'endpointslices' };
 
 /** Where one object (or collection) lives. Leave namespace out for cluster-scoped or all-namespace requests. */
@@ -72,14 +76,35 @@ export interface KubeList<T> {
 export interface KubeApi {
   /** The object, or undefined when the API server answers 404. */
   get<T extends KubeObject>(type: ResourceType, ref: ObjectRef, options?: CallOptions): Promise<T | undefined>;
-  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query?: Record<string, string | number | boolean | undefined>, options?: CallOptions): Promise<KubeList<T>>;
+  list<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    query?: Record<string, string | number | boolean | undefined>,
+    options?: CallOptions,
+  ): Promise<KubeList<T>>;
   /** POST; an object that exists already fails with 409 AlreadyExists. */
-  create<T extends KubeObject>(type: ResourceType, object: T, options?: { fieldManager?: string } & CallOptions): Promise<T>;
+  create<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    options?: { fieldManager?: string } & CallOptions,
+  ): Promise<T>;
   /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
   update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string, options?: CallOptions): Promise<T>;
   /** Server-side apply as `fieldManager`. */
-  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, options?: { force?: boolean; subresource?: string } & CallOptions): Promise<T>;
-  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string, options?: CallOptions): Promise<T>;
+  apply<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    fieldManager: string,
+    options?: { force?: boolean; subresource?: string } & CallOptions,
+  ): Promise<T>;
+  patch<T extends KubeObject>(
+    type: ResourceType,
+    ref: ObjectRef,
+    patchType: Exclude<PatchType, 'apply'>,
+    body: unknown,
+    fieldManager?: string,
+    options?: CallOptions,
+  ): Promise<T>;
   delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions, options?: CallOptions): Promise<void>;
   /**
    * Starts a watch; events arrive on `onEvent` until `onDone` (called exactly once, with the
@@ -130,7 +155,8 @@ export class ApiError extends Error {
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
 /** 409 of any kind: a stale resourceVersion (Conflict) or a create of an existing name (AlreadyExists). */
 export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409;
-export const isAlreadyExists = (e: unknown): boolean => e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists';
+export const isAlreadyExists = (e: unknown): boolean =>
+  e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists';
 export const isGone = (e: unknown): boolean => e instanceof ApiError && e.code === 410;
 /** 403: RBAC does not allow the request; retrying helps only once someone grants it. */
 export const isForbidden = (e: unknown): boolean => e instanceof ApiError && e.code === 403;
@@ -204,7 +230,8 @@ export class KubeClient implements KubeApi {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster: set KUBECONFIG or run inside a pod');
     this.server = cluster.server.replace(/\/+$/, '');
-    if (options.qps !== undefined) this.limiter = new TokenBucket(options.qps, options.burst ?? Math.ceil(options.qps * 1.5));
+    if (options.qps !== undefined)
+      this.limiter = new TokenBucket(options.qps, options.burst ?? Math.ceil(options.qps * 1.5));
     else if (options.burst !== undefined) throw new Error('a client-side burst needs a rate: set qps too');
   }
 
@@ -215,7 +242,11 @@ export class KubeClient implements KubeApi {
     return new KubeClient(kc, options);
   }
 
-  async get<T extends KubeObject>(type: ResourceType, ref: ObjectRef, { signal }: CallOptions = {}): Promise<T | undefined> {
+  async get<T extends KubeObject>(
+    type: ResourceType,
+    ref: ObjectRef,
+    { signal }: CallOptions = {},
+  ): Promise<T | undefined> {
     try {
       return await this.request<T>('GET', type, ref, { signal });
     } catch (error) {
@@ -224,27 +255,63 @@ export class KubeClient implements KubeApi {
     }
   }
 
-  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query: RequestOptions['query'] = {}, { signal }: CallOptions = {}): Promise<KubeList<T>> {
+  list<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    query: RequestOptions['query'] = {},
+    { signal }: CallOptions = {},
+  ): Promise<KubeList<T>> {
     return this.request<KubeList<T>>('GET', type, { namespace }, { query, signal });
   }
 
-  create<T extends KubeObject>(type: ResourceType, object: T, { fieldManager, signal }: { fieldManager?: string } & CallOptions = {}): Promise<T> {
-    return this.request<T>('POST', type, { namespace: object.metadata?.namespace }, { body: object, query: { fieldManager }, signal });
+  create<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    { fieldManager, signal }: { fieldManager?: string } & CallOptions = {},
+  ): Promise<T> {
+    return this.request<T>(
+      'POST',
+      type,
+      { namespace: object.metadata?.namespace },
+      { body: object, query: { fieldManager }, signal },
+    );
   }
 
   /** PUT: replace the object (or a subresource); metadata.resourceVersion makes it conditional. */
-  update<T extends KubeObject>(type: ResourceType, object: T, subresource?: string, { signal }: CallOptions = {}): Promise<T> {
+  update<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    subresource?: string,
+    { signal }: CallOptions = {},
+  ): Promise<T> {
     const { namespace, name } = object.metadata ?? {};
     return this.request<T>('PUT', type, { namespace, name, subresource }, { body: object, signal });
   }
 
   /** Server-side apply: the server merges `object` as `fieldManager`'s intent (force: take over conflicting fields). */
-  apply<T extends KubeObject>(type: ResourceType, object: T, fieldManager: string, { force = true, subresource, signal }: { force?: boolean; subresource?: string } & CallOptions = {}): Promise<T> {
+  apply<T extends KubeObject>(
+    type: ResourceType,
+    object: T,
+    fieldManager: string,
+    { force = true, subresource, signal }: { force?: boolean; subresource?: string } & CallOptions = {},
+  ): Promise<T> {
     const { namespace, name } = object.metadata ?? {};
-    return this.request<T>('PATCH', type, { namespace, name, subresource }, { body: object, patchType: 'apply', query: { fieldManager, force }, signal });
+    return this.request<T>(
+      'PATCH',
+      type,
+      { namespace, name, subresource },
+      { body: object, patchType: 'apply', query: { fieldManager, force }, signal },
+    );
   }
 
-  patch<T extends KubeObject>(type: ResourceType, ref: ObjectRef, patchType: Exclude<PatchType, 'apply'>, body: unknown, fieldManager?: string, { signal }: CallOptions = {}): Promise<T> {
+  patch<T extends KubeObject>(
+    type: ResourceType,
+    ref: ObjectRef,
+    patchType: Exclude<PatchType, 'apply'>,
+    body: unknown,
+    fieldManager?: string,
+    { signal }: CallOptions = {},
+  ): Promise<T> {
     return this.request<T>('PATCH', type, ref, { body, patchType, query: { fieldManager }, signal });
   }
 
@@ -258,17 +325,27 @@ export class KubeClient implements KubeApi {
     const watch = new Watch(this.kubeConfig);
     // client-node 2.0.1 made this an inactivity timeout (30 s by default) but keeps it private.
     (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = inactivityTimeoutMs;
-    return watch.watch(resourcePath(type, { namespace }), query, (eventType, object) => onEvent(eventType, object as KubeObject), (error) => {
-      if (error && typeof (error as { statusCode?: unknown }).statusCode === 'number') {
-        const code = (error as { statusCode: number }).statusCode;
-        onDone(new ApiError(code, String(code), `watch ${type.resource}: HTTP ${code} ${(error as Error).message}`));
-      } else {
-        onDone(error);
-      }
-    });
+    return watch.watch(
+      resourcePath(type, { namespace }),
+      query,
+      (eventType, object) => onEvent(eventType, object as KubeObject),
+      (error) => {
+        if (error && typeof (error as { statusCode?: unknown }).statusCode === 'number') {
+          const code = (error as { statusCode: number }).statusCode;
+          onDone(new ApiError(code, String(code), `watch ${type.resource}: HTTP ${code} ${(error as Error).message}`));
+        } else {
+          onDone(error);
+        }
+      },
+    );
   };
 
-  async request<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', type: ResourceType, ref: ObjectRef, options: RequestOptions = {}): Promise<T> {
+  async request<T>(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    type: ResourceType,
+    ref: ObjectRef,
+    options: RequestOptions = {},
+  ): Promise<T> {
     const path = resourcePath(type, ref);
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(options.query ?? {})) {
@@ -276,7 +353,13 @@ export class KubeClient implements KubeApi {
     }
     const verb = metricVerb(method, ref, options.patchType);
     // A client span per request (OpenTelemetry's HTTP client conventions); its traceparent goes along.
-    const attributes = { 'http.request.method': method, 'url.full': url.toString(), 'server.address': url.hostname, 'k8s.resource': type.resource, ...(ref.namespace ? { 'k8s.namespace.name': ref.namespace } : {}) };
+    const attributes = {
+      'http.request.method': method,
+      'url.full': url.toString(),
+      'server.address': url.hostname,
+      'k8s.resource': type.resource,
+      ...(ref.namespace ? { 'k8s.namespace.name': ref.namespace } : {}),
+    };
     return inSpan(`${verb} ${type.resource}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
       const started = performance.now();
       await this.limiter?.take();
@@ -284,7 +367,8 @@ export class KubeClient implements KubeApi {
       const credentials = await this.currentCredentials();
       const headers: Record<string, string> = { ...credentials.headers, accept: 'application/json' };
       if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
-      if (options.body !== undefined) headers['content-type'] = options.patchType ? PATCH_CONTENT_TYPE[options.patchType] : 'application/json';
+      if (options.body !== undefined)
+        headers['content-type'] = options.patchType ? PATCH_CONTENT_TYPE[options.patchType] : 'application/json';
       injectTraceContext(headers);
       const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
 
@@ -309,10 +393,17 @@ export class KubeClient implements KubeApi {
         if (error instanceof ApiError) throw error;
         if (timeout.aborted) this.replacePool(credentials);
         // No response: connection refused, TLS failure, timeout. Say which request, not the headers.
-        throw new ApiError(0, 'ConnectionError', `${verb} ${path}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+        throw new ApiError(
+          0,
+          'ConnectionError',
+          `${verb} ${path}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`,
+        );
       } finally {
         this.options.metrics?.apiRequests.inc({ verb, resource: type.resource, code });
-        this.options.metrics?.apiLatency.observe({ verb, resource: type.resource }, (performance.now() - started) / 1000);
+        this.options.metrics?.apiLatency.observe(
+          { verb, resource: type.resource },
+          (performance.now() - started) / 1000,
+        );
       }
     });
   }
@@ -351,10 +442,19 @@ export class KubeClient implements KubeApi {
     const options: HttpsRequestOptions = {};
     await this.kubeConfig.applyToHTTPSOptions(options);
     const headers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(options.headers ?? {})) if (value !== undefined) headers[key.toLowerCase()] = String(value);
+    for (const [key, value] of Object.entries(options.headers ?? {}))
+      if (value !== undefined) headers[key.toLowerCase()] = String(value);
     if (options.auth) headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
     const fingerprint = createHash('sha256');
-    for (const part of [options.ca, options.cert, options.key, options.pfx, options.passphrase, String(options.rejectUnauthorized), options.servername]) {
+    for (const part of [
+      options.ca,
+      options.cert,
+      options.key,
+      options.pfx,
+      options.passphrase,
+      String(options.rejectUnauthorized),
+      options.servername,
+    ]) {
       fingerprint.update(Buffer.isBuffer(part) ? part : String(part ?? '')).update('\0');
     }
     const tls = fingerprint.digest('hex');

@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { sleep } from './backoff.ts';
-import { type KubeApi, type KubeObject, LEASES, isConflict, isNotFound } from './kube-client.ts';
+import { isConflict, isNotFound, type KubeApi, type KubeObject, LEASES } from './kube-client.ts';
 import { microTime } from './time.ts';
 
 /**
@@ -98,7 +98,10 @@ export class LeaderElector {
     const age = performance.now() - this.renewedAt;
     if (age < renewDeadlineMs && !held.lease.signal.aborted) return;
     if (!held.lease.signal.aborted) {
-      logger?.warn({ lease, renewedSecondsAgo: Math.round(age / 1000) }, 'the Lease was last renewed longer ago than the renew deadline (was the process paused?): leading ends before anything more is written');
+      logger?.warn(
+        { lease, renewedSecondsAgo: Math.round(age / 1000) },
+        'the Lease was last renewed longer ago than the renew deadline (was the process paused?): leading ends before anything more is written',
+      );
       held.leadership.abort();
       held.lease.abort();
     }
@@ -132,7 +135,10 @@ export class LeaderElector {
         continue;
       }
       this.setLeading(true);
-      logger?.info({ lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity }, 'became leader');
+      logger?.info(
+        { lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity },
+        'became leader',
+      );
       // `leadership` ends taking new work (a stop, or the Lease lost); `lease` aborts the work in
       // flight, only when the Lease is lost. Renewals go on while that work drains, so a stopping
       // leader finishes its reconciles holding the Lease; when the API server cannot renew it
@@ -196,18 +202,22 @@ export class LeaderElector {
       const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
       this.lastError = undefined;
       if (!current) {
-        const created = await client.create<Lease>(LEASES, {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: { name, namespace },
-          spec: {
-            holderIdentity: identity,
-            leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-            acquireTime: microTime(now),
-            renewTime: microTime(now),
-            leaseTransitions: 0,
+        const created = await client.create<Lease>(
+          LEASES,
+          {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name, namespace },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+              acquireTime: microTime(now),
+              renewTime: microTime(now),
+              leaseTransitions: 0,
+            },
           },
-        }, { signal });
+          { signal },
+        );
         this.observe(created);
         this.renewedAt = sent;
         return true;
@@ -217,16 +227,21 @@ export class LeaderElector {
       const mine = spec.holderIdentity === identity;
       const expired = performance.now() > this.observed!.at + (spec.leaseDurationSeconds ?? 0) * 1000;
       if (!mine && spec.holderIdentity && !expired) return false;
-      const updated = await client.update<Lease>(LEASES, {
-        ...current,
-        spec: {
-          holderIdentity: identity,
-          leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-          acquireTime: mine ? spec.acquireTime : microTime(now),
-          renewTime: microTime(now),
-          leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+      const updated = await client.update<Lease>(
+        LEASES,
+        {
+          ...current,
+          spec: {
+            holderIdentity: identity,
+            leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+            acquireTime: mine ? spec.acquireTime : microTime(now),
+            renewTime: microTime(now),
+            leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+          },
         },
-      }, undefined, { signal });
+        undefined,
+        { signal },
+      );
       this.observe(updated);
       this.renewedAt = sent;
       return true;
@@ -245,7 +260,10 @@ export class LeaderElector {
           ? `grant get, create and update on leases (coordination.k8s.io) named ${name} in namespace ${namespace} (the WebsiteOperator construct's Role does)`
           : 'check that the API server is reachable';
       this.lastError = `${(error as Error).message} (${fix})`;
-      logger?.error({ lease, error: (error as Error).message, fix }, `leader election: cannot take or renew the Lease ${lease}; not reconciling until it can`);
+      logger?.error(
+        { lease, error: (error as Error).message, fix },
+        `leader election: cannot take or renew the Lease ${lease}; not reconciling until it can`,
+      );
       return false;
     }
   }
@@ -268,12 +286,26 @@ export class LeaderElector {
       const current = await client.get<Lease>(LEASES, { namespace, name }, { signal });
       if (!current || current.spec?.holderIdentity !== identity) return;
       const now = microTime();
-      await client.update<Lease>(LEASES, {
-        ...current,
-        spec: { ...current.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now },
-      }, undefined, { signal });
+      await client.update<Lease>(
+        LEASES,
+        {
+          ...current,
+          spec: {
+            ...current.spec,
+            holderIdentity: undefined,
+            leaseDurationSeconds: 1,
+            acquireTime: now,
+            renewTime: now,
+          },
+        },
+        undefined,
+        { signal },
+      );
     } catch (error) {
-      logger?.warn({ error: (error as Error).message }, 'could not release the lease; a successor waits for it to expire');
+      logger?.warn(
+        { error: (error as Error).message },
+        'could not release the lease; a successor waits for it to expire',
+      );
     }
   }
 

@@ -143,19 +143,36 @@ export class Manager {
   }
 
   /** An informer of `type` over the watched namespaces; call before start(). */
-  informer<T extends KubeObject = KubeObject>(type: ResourceType, request: InformerRequest = {}): MultiNamespaceInformer<T> {
+  informer<T extends KubeObject = KubeObject>(
+    type: ResourceType,
+    request: InformerRequest = {},
+  ): MultiNamespaceInformer<T> {
     const { client, logger, metrics } = this.deps;
     const namespaces = this.config.watchNamespaces === '*' ? undefined : this.config.watchNamespaces;
     // Infinity: no periodic resync.
     const resyncMs = request.resync === false ? Number.POSITIVE_INFINITY : this.config.resyncMs;
-    const informer = new MultiNamespaceInformer<T>({ client, namespaces, type, labelSelector: request.labelSelector, resyncMs, forbiddenFix: request.forbiddenFix, logger, metrics });
+    const informer = new MultiNamespaceInformer<T>({
+      client,
+      namespaces,
+      type,
+      labelSelector: request.labelSelector,
+      resyncMs,
+      forbiddenFix: request.forbiddenFix,
+      logger,
+      metrics,
+    });
     this.informers.push(informer);
     return informer;
   }
 
   /** An EventRecorder writing through `writer`, flushed while the Lease is still held. */
   eventRecorder(component: string): EventRecorder {
-    const recorder = new EventRecorder({ client: this.writer, component, instance: this.config.identity, logger: this.deps.logger });
+    const recorder = new EventRecorder({
+      client: this.writer,
+      component,
+      instance: this.config.identity,
+      logger: this.deps.logger,
+    });
     this.recorders.push(recorder);
     return recorder;
   }
@@ -171,7 +188,9 @@ export class Manager {
 
   /** Whether every cache (of `namespace` only, or `*` for the cluster-wide ones) has synced. */
   synced(namespace?: string): boolean {
-    return this.informers.every((informer) => (namespace === undefined ? informer.hasSynced() : informer.informers.get(namespace)?.hasSynced()));
+    return this.informers.every((informer) =>
+      namespace === undefined ? informer.hasSynced() : informer.informers.get(namespace)?.hasSynced(),
+    );
   }
 
   /** Starts serving, caching and (once leader) reconciling; resolves when the endpoints listen. */
@@ -197,12 +216,24 @@ export class Manager {
       const namespaces = this.config.watchNamespaces;
       const unsynced = this.namespaceKeys().filter((namespace) => !this.synced(namespace));
       if (unsynced.length === 0) logger.info({ namespaces }, 'caches synced');
-      else logger.warn({ timeoutMs: this.config.cacheSyncTimeoutMs, unsynced }, 'caches not synced (see the list/watch errors); reconciling without them');
+      else
+        logger.warn(
+          { timeoutMs: this.config.cacheSyncTimeoutMs, unsynced },
+          'caches not synced (see the list/watch errors); reconciling without them',
+        );
       if (this.elector) await this.elector.run(signal, (leadership, lease) => this.reconcileWhile(leadership, lease));
       else await this.reconcileWhile(signal);
     })();
     this.running = Promise.all([...informers, reconciling]);
-    logger.info({ metricsPort: this.metricsServer.port, healthPort: this.healthServer.port, leaderElection: this.config.leaderElection, identity: this.config.identity }, 'operator started');
+    logger.info(
+      {
+        metricsPort: this.metricsServer.port,
+        healthPort: this.healthServer.port,
+        leaderElection: this.config.leaderElection,
+        identity: this.config.identity,
+      },
+      'operator started',
+    );
   }
 
   /** Graceful stop: reconciles in flight finish, their events are written, the Lease is released, then the endpoints close. */
@@ -238,7 +269,8 @@ export class Manager {
     if (!this.elector) return 'off (LEADER_ELECTION=false): this replica reconciles';
     const status = this.elector.status();
     if (status.leading) return `leading: Lease ${status.lease}`;
-    if (status.notLeadingSince === undefined) return `not campaigning yet (waiting for the caches): Lease ${status.lease}`;
+    if (status.notLeadingSince === undefined)
+      return `not campaigning yet (waiting for the caches): Lease ${status.lease}`;
     const seconds = Math.round((Date.now() - status.notLeadingSince) / 1000);
     if (status.error) return `not leading for ${seconds} s: Lease ${status.lease}: ${status.error}`;
     return `standing by for ${seconds} s: Lease ${status.lease} held by ${status.holder ?? 'no one yet'}`;

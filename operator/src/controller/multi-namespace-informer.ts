@@ -26,7 +26,8 @@ export class MultiNamespaceInformer<T extends KubeObject> implements Cache<T> {
 
   constructor(options: MultiNamespaceInformerOptions) {
     const { namespaces, forbiddenFix, ...common } = options;
-    const informer = (namespace?: string) => new Informer<T>({ ...common, namespace, forbiddenFix: forbiddenFix?.(namespace) });
+    const informer = (namespace?: string) =>
+      new Informer<T>({ ...common, namespace, forbiddenFix: forbiddenFix?.(namespace) });
     if (namespaces) {
       this.informers = new Map(namespaces.map((namespace) => [namespace, informer(namespace)]));
     } else {

@@ -62,7 +62,10 @@ export class ObjectWatches {
     const failed = (error: Error) => {
       failures += 1;
       const retryInMs = backoffDelay(failures, this.options.backoff ?? { baseMs: 500, maxMs: 30_000 });
-      this.options.logger?.warn({ object: resourcePath(type, { namespace, name }), error: error.message, retryInMs }, 'watch of an object that blocks a reconcile failed, retrying');
+      this.options.logger?.warn(
+        { object: resourcePath(type, { namespace, name }), error: error.message, retryInMs },
+        'watch of an object that blocks a reconcile failed, retrying',
+      );
       void sleep(retryInMs, handle.signal).then(start);
     };
     const start = () => {
@@ -72,7 +75,12 @@ export class ObjectWatches {
         .watch(
           type,
           namespace,
-          { fieldSelector: `metadata.name=${name}`, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 + Math.floor(Math.random() * 300) },
+          {
+            fieldSelector: `metadata.name=${name}`,
+            resourceVersion,
+            allowWatchBookmarks: true,
+            timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+          },
           (event, current) => {
             failures = 0;
             if (event === 'BOOKMARK') {
@@ -93,13 +101,10 @@ export class ObjectWatches {
           },
           this.options.inactivityTimeoutMs ?? 150_000,
         )
-        .then(
-          (controller) => {
-            if (handle.signal.aborted) controller.abort();
-            else handle.signal.addEventListener('abort', () => controller.abort(), { once: true });
-          },
-          failed,
-        );
+        .then((controller) => {
+          if (handle.signal.aborted) controller.abort();
+          else handle.signal.addEventListener('abort', () => controller.abort(), { once: true });
+        }, failed);
     };
     start();
   }

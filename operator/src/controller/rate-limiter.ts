@@ -15,7 +15,8 @@ export class TokenBucket {
   constructor(qps: number, burst: number) {
     this.qps = qps;
     this.burst = burst;
-    if (!(qps > 0) || !(burst >= 1)) throw new Error(`rate limit needs qps > 0 and burst >= 1 (got qps ${qps}, burst ${burst})`);
+    if (!(qps > 0) || !(burst >= 1))
+      throw new Error(`rate limit needs qps > 0 and burst >= 1 (got qps ${qps}, burst ${burst})`);
     this.tokens = burst;
   }
 

@@ -158,7 +158,11 @@ export class WorkQueue {
    * stay queued; the next leader or process picks them up from the cluster state anyway). `abort`,
    * handed to every handler, is for work that must not finish: the leader's Lease lost.
    */
-  async run(handler: KeyHandler, signal: AbortSignal, abort: AbortSignal = new AbortController().signal): Promise<void> {
+  async run(
+    handler: KeyHandler,
+    signal: AbortSignal,
+    abort: AbortSignal = new AbortController().signal,
+  ): Promise<void> {
     const stop = () => {
       for (const resolve of this.wake.splice(0)) resolve();
     };
@@ -204,7 +208,9 @@ export class WorkQueue {
       const started = performance.now();
       try {
         const span = this.options.span?.(key, this.failuresOf(key));
-        const result = await (span ? inSpan(span.name, { attributes: span.attributes }, () => handler(key, abort)) : handler(key, abort));
+        const result = await (span
+          ? inSpan(span.name, { attributes: span.attributes }, () => handler(key, abort))
+          : handler(key, abort));
         this.outcome(key, started, 'success');
         this.forget(key);
         this.terminal.delete(key);
@@ -220,11 +226,17 @@ export class WorkQueue {
           // beside the one it could not) bring the key back once more, as does every resync.
           const repeated = this.terminal.get(key) === message;
           this.terminal.set(key, message);
-          logger?.[repeated ? 'debug' : 'error']({ controller: this.options.name, [this.options.name]: key, error: message }, 'reconcile failed and retrying cannot help; waiting for a change');
+          logger?.[repeated ? 'debug' : 'error'](
+            { controller: this.options.name, [this.options.name]: key, error: message },
+            'reconcile failed and retrying cannot help; waiting for a change',
+          );
         } else {
           const failures = this.failuresOf(key) + 1;
           const delay = this.addRateLimited(key);
-          logger?.warn({ controller: this.options.name, [this.options.name]: key, error: message, failures, retryInMs: delay }, 'reconcile failed, retrying with backoff');
+          logger?.warn(
+            { controller: this.options.name, [this.options.name]: key, error: message, failures, retryInMs: delay },
+            'reconcile failed, retrying with backoff',
+          );
         }
       } finally {
         this.processing.delete(key);

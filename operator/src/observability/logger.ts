@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 import { activeTraceIds } from './tracing.ts';
 
 export type { Logger } from 'pino';
@@ -17,7 +17,16 @@ export function createLogger(level = process.env.LOG_LEVEL ?? 'info', destinatio
       mixin: () => activeTraceIds() ?? {},
       formatters: { level: (label) => ({ level: label }) },
       redact: {
-        paths: ['authorization', '*.authorization', 'headers.authorization', 'token', '*.token', 'key', '*.key', 'tls.key'],
+        paths: [
+          'authorization',
+          '*.authorization',
+          'headers.authorization',
+          'token',
+          '*.token',
+          'key',
+          '*.key',
+          'tls.key',
+        ],
         censor: '[redacted]',
       },
     },

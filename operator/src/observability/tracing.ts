@@ -4,17 +4,9 @@
 // what every process needs (the settings and the API calls); the SDK lives in tracing-sdk.ts, which
 // startTracing loads on demand, so a process without an endpoint never loads it (nor its exporter,
 // protobuf encoder and semantic conventions: see scripts/build-operator.ts).
-import {
-  type Attributes,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  context,
-  propagation,
-  trace,
-} from "@opentelemetry/api";
+import { type Attributes, context, propagation, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
-const TRACER = "website-operator";
+const TRACER = 'website-operator';
 
 export interface TracingSettings {
   /** OTEL_SERVICE_NAME. @default 'website-operator' */
@@ -26,33 +18,19 @@ export interface TracingSettings {
 }
 
 /** Tracing from the standard OpenTelemetry environment, or undefined when no OTLP endpoint is set. */
-export function tracingSettings(
-  env: NodeJS.ProcessEnv,
-): TracingSettings | undefined {
-  if (
-    !env.OTEL_EXPORTER_OTLP_ENDPOINT &&
-    !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-  )
-    return undefined;
-  if (env.OTEL_SDK_DISABLED === "true") return undefined;
-  const sampler = env.OTEL_TRACES_SAMPLER ?? "parentbased_traceidratio";
-  if (sampler !== "parentbased_traceidratio") {
+export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undefined {
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  if (env.OTEL_SDK_DISABLED === 'true') return undefined;
+  const sampler = env.OTEL_TRACES_SAMPLER ?? 'parentbased_traceidratio';
+  if (sampler !== 'parentbased_traceidratio') {
     throw new Error(
       `OTEL_TRACES_SAMPLER=${sampler} is not supported: use parentbased_traceidratio (the default) with OTEL_TRACES_SAMPLER_ARG between 0 and 1`,
     );
   }
-  const ratio =
-    env.OTEL_TRACES_SAMPLER_ARG === undefined
-      ? 1
-      : Number(env.OTEL_TRACES_SAMPLER_ARG);
+  const ratio = env.OTEL_TRACES_SAMPLER_ARG === undefined ? 1 : Number(env.OTEL_TRACES_SAMPLER_ARG);
   if (!(ratio >= 0 && ratio <= 1))
-    throw new Error(
-      `OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '${env.OTEL_TRACES_SAMPLER_ARG}'`,
-    );
-  const delay =
-    env.OTEL_BSP_SCHEDULE_DELAY === undefined
-      ? 5000
-      : Number(env.OTEL_BSP_SCHEDULE_DELAY);
+    throw new Error(`OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '${env.OTEL_TRACES_SAMPLER_ARG}'`);
+  const delay = env.OTEL_BSP_SCHEDULE_DELAY === undefined ? 5000 : Number(env.OTEL_BSP_SCHEDULE_DELAY);
   if (!(Number.isInteger(delay) && delay > 0))
     throw new Error(
       `OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds above 0, got '${env.OTEL_BSP_SCHEDULE_DELAY}'`,
@@ -68,11 +46,8 @@ export function tracingSettings(
  * Installs the global tracer provider, context manager and W3C propagator (tracing-sdk.ts, loaded
  * here and only here); returns what flushes and stops it.
  */
-export async function startTracing(
-  settings: TracingSettings,
-  version: string,
-): Promise<{ shutdown(): Promise<void> }> {
-  const { startTracingSdk } = await import("./tracing-sdk.ts");
+export async function startTracing(settings: TracingSettings, version: string): Promise<{ shutdown(): Promise<void> }> {
+  const { startTracingSdk } = await import('./tracing-sdk.ts');
   return startTracingSdk(settings, version);
 }
 
@@ -82,29 +57,27 @@ export async function inSpan<T>(
   options: { kind?: SpanKind; attributes?: Attributes },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
-  return trace
-    .getTracer(TRACER)
-    .startActiveSpan(
-      name,
-      {
-        kind: options.kind ?? SpanKind.INTERNAL,
-        attributes: options.attributes,
-      },
-      async (span) => {
-        try {
-          return await work(span);
-        } catch (error) {
-          span.recordException(error as Error);
-          span.setStatus({
-            code: SpanStatusCode.ERROR,
-            message: (error as Error).message,
-          });
-          throw error;
-        } finally {
-          span.end();
-        }
-      },
-    );
+  return trace.getTracer(TRACER).startActiveSpan(
+    name,
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      attributes: options.attributes,
+    },
+    async (span) => {
+      try {
+        return await work(span);
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: (error as Error).message,
+        });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 /** Adds the active span's `traceparent` to outgoing request headers. */
@@ -113,8 +86,7 @@ export function injectTraceContext(headers: Record<string, string>): void {
 }
 
 /** The active span's ids, for log lines. */
-export function activeTraceIds():
-  { trace_id: string; span_id: string } | undefined {
+export function activeTraceIds(): { trace_id: string; span_id: string } | undefined {
   const span = trace.getActiveSpan();
   if (!span?.isRecording()) return undefined;
   const { traceId, spanId } = span.spanContext();

@@ -11,7 +11,10 @@ export type RenderOptions = Omit<WebsiteWorkloadProps, 'website'>;
  * Reusing one would save under 1 µs of the render: almost all of it is cdk8s resolving, then
  * copying and key-sorting, every field in toJson.
  */
-export function renderWorkload(website: WebsiteV1, options: RenderOptions = {}): { deployment: KubeObject; service: KubeObject } {
+export function renderWorkload(
+  website: WebsiteV1,
+  options: RenderOptions = {},
+): { deployment: KubeObject; service: KubeObject } {
   const chart = new Chart(new App({ outdir: '/dev/null' }), 'website');
   const workload = new WebsiteWorkload(chart, 'workload', { ...options, website });
   return { deployment: workload.deployment.toJson() as KubeObject, service: workload.service.toJson() as KubeObject };

@@ -20,11 +20,16 @@ interface DeploymentStatus {
  * The Ready condition from the Deployment: True once it has rolled out the current template and
  * `spec.replicas` pods are available.
  */
-export function readyCondition(website: WebsiteV1, deployment: KubeObject | undefined): Omit<WebsiteCondition, 'lastTransitionTime'> {
+export function readyCondition(
+  website: WebsiteV1,
+  deployment: KubeObject | undefined,
+): Omit<WebsiteCondition, 'lastTransitionTime'> {
   const wanted = website.spec.replicas;
   const status = (deployment?.status ?? {}) as DeploymentStatus;
   const available = status.availableReplicas ?? 0;
-  const rolledOut = (status.observedGeneration ?? 0) >= (deployment?.metadata?.generation ?? 1) && (status.updatedReplicas ?? 0) >= wanted;
+  const rolledOut =
+    (status.observedGeneration ?? 0) >= (deployment?.metadata?.generation ?? 1) &&
+    (status.updatedReplicas ?? 0) >= wanted;
   const ready = available >= wanted && rolledOut;
   return {
     type: 'Ready',
@@ -40,17 +45,29 @@ export function readyCondition(website: WebsiteV1, deployment: KubeObject | unde
 
 /** The Ready condition of a failed reconcile, carrying the API's message. */
 export function failedCondition(website: WebsiteV1, message: string): Omit<WebsiteCondition, 'lastTransitionTime'> {
-  return { type: 'Ready', status: 'False', observedGeneration: website.metadata.generation, reason: READY_REASONS.failed, message };
+  return {
+    type: 'Ready',
+    status: 'False',
+    observedGeneration: website.metadata.generation,
+    reason: READY_REASONS.failed,
+    message,
+  };
 }
 
 /**
  * The status to write: `condition` replaces the Ready condition (keeping its lastTransitionTime
  * when the status value did not flip, as metav1.Condition requires); other conditions stay.
  */
-export function nextStatus(website: WebsiteV1, fields: Omit<WebsiteStatus, 'conditions'>, condition: Omit<WebsiteCondition, 'lastTransitionTime'>, now = new Date()): WebsiteStatus {
+export function nextStatus(
+  website: WebsiteV1,
+  fields: Omit<WebsiteStatus, 'conditions'>,
+  condition: Omit<WebsiteCondition, 'lastTransitionTime'>,
+  now = new Date(),
+): WebsiteStatus {
   const conditions = website.status?.conditions ?? [];
   const previous = conditions.find((c) => c.type === condition.type);
-  const lastTransitionTime = previous && previous.status === condition.status ? previous.lastTransitionTime : metaTime(now);
+  const lastTransitionTime =
+    previous && previous.status === condition.status ? previous.lastTransitionTime : metaTime(now);
   return {
     ...website.status,
     ...fields,

@@ -4,7 +4,7 @@ import { objectKey } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeObject, SERVICES } from '../controller/kube-client.ts';
 import type { Manager, ManagerConfig } from '../controller/manager.ts';
 import { MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
-import { WebsiteReconciler, finalizerName, websitesType } from './website.ts';
+import { finalizerName, WebsiteReconciler, websitesType } from './website.ts';
 
 /** The Website controller: for Websites, owning the Deployments and Services the reconciler renders. */
 
@@ -45,7 +45,12 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
   const finalizer = finalizerName(config.group);
   const controller = new Controller(manager, {
     name: 'website',
-    for: { kind: 'Website', group: config.group, informer: websites, update: (previous, current) => !onlyOwnWrites(previous, current, finalizer) },
+    for: {
+      kind: 'Website',
+      group: config.group,
+      informer: websites,
+      update: (previous, current) => !onlyOwnWrites(previous, current, finalizer),
+    },
     owns: [deployments, services],
     reconciler,
     concurrency: config.concurrency,
@@ -67,11 +72,19 @@ function forbiddenFix(namespace: string | undefined): string {
  */
 export function onlyOwnWrites(before: KubeObject, after: KubeObject, finalizer: string): boolean {
   // Someone else removing it is a change: the Website must get it back.
-  if ((before.metadata?.finalizers ?? []).includes(finalizer) && !(after.metadata?.finalizers ?? []).includes(finalizer)) return false;
+  if (
+    (before.metadata?.finalizers ?? []).includes(finalizer) &&
+    !(after.metadata?.finalizers ?? []).includes(finalizer)
+  )
+    return false;
   const rest = (object: KubeObject) => ({
     ...object,
     status: undefined,
-    metadata: { ...object.metadata, resourceVersion: undefined, finalizers: (object.metadata?.finalizers ?? []).filter((f) => f !== finalizer) },
+    metadata: {
+      ...object.metadata,
+      resourceVersion: undefined,
+      finalizers: (object.metadata?.finalizers ?? []).filter((f) => f !== finalizer),
+    },
   });
   return jsonEqual(rest(before), rest(after));
 }

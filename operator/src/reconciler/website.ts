@@ -1,11 +1,21 @@
 import { firstDifference, jsonEqual, needsApply, withHash } from '../controller/apply.ts';
 import type { EventRecorder } from '../controller/event-recorder.ts';
 import type { Cache } from '../controller/informer.ts';
-import { type CallOptions, DEPLOYMENTS, type KubeApi, type KubeObject, type ResourceType, SERVICES, isAlreadyExists, isConflict, isNotFound } from '../controller/kube-client.ts';
+import {
+  type CallOptions,
+  DEPLOYMENTS,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  type KubeApi,
+  type KubeObject,
+  type ResourceType,
+  SERVICES,
+} from '../controller/kube-client.ts';
 import { TerminalError } from '../controller/terminal-error.ts';
 import type { HandlerResult } from '../controller/work-queue.ts';
+import { MANAGED_BY, type WebsiteStatus, type WebsiteV1, websiteUrl, workloadName } from '../library.ts';
 import type { Logger } from '../observability/logger.ts';
-import { MANAGED_BY, type WebsiteStatus, websiteUrl, type WebsiteV1, workloadName } from '../library.ts';
 import { type RenderOptions, renderWorkload } from './render.ts';
 import { failedCondition, nextStatus, readyCondition } from './status.ts';
 
@@ -95,11 +105,16 @@ export class WebsiteReconciler {
         this.ensureChild(website, SERVICES, 'Service', service, this.options.services, call),
       ]);
       const [, deploymentResult, serviceResult] = results;
-      recordChanges(website, this.options.recorder, [deploymentResult, serviceResult].flatMap((r) => (r.status === 'fulfilled' ? [r.value as ChildOutcome] : [])));
+      recordChanges(
+        website,
+        this.options.recorder,
+        [deploymentResult, serviceResult].flatMap((r) => (r.status === 'fulfilled' ? [r.value as ChildOutcome] : [])),
+      );
       for (const result of results) if (result.status === 'rejected') throw result.reason;
       // 4. Update the Website status.
       const currentDeployment = (deploymentResult as PromiseFulfilledResult<ChildOutcome>).value.object;
-      const availableReplicas = (currentDeployment.status as { availableReplicas?: number } | undefined)?.availableReplicas ?? 0;
+      const availableReplicas =
+        (currentDeployment.status as { availableReplicas?: number } | undefined)?.availableReplicas ?? 0;
       await this.writeStatus(
         website,
         nextStatus(
@@ -121,8 +136,12 @@ export class WebsiteReconciler {
       if (signal?.aborted) throw error;
       const message = (error as Error).message;
       this.options.recorder.record(website, 'Warning', 'ReconcileFailed', message);
-      await this.writeStatus(website, nextStatus(website, {}, failedCondition(website, message)), call).catch((statusError: Error) =>
-        this.options.logger?.warn({ website: key, error: statusError.message }, 'could not record the failure in status'),
+      await this.writeStatus(website, nextStatus(website, {}, failedCondition(website, message)), call).catch(
+        (statusError: Error) =>
+          this.options.logger?.warn(
+            { website: key, error: statusError.message },
+            'could not record the failure in status',
+          ),
       );
       throw error;
     }
@@ -147,17 +166,28 @@ export class WebsiteReconciler {
           if (!child || !controlledBy(child, website)) return;
           // The uid precondition spares an object of the same name created since the cache saw ours.
           await this.options.client
-            .delete(type, { namespace: website.metadata.namespace, name }, { propagationPolicy: 'Background', preconditions: { uid: child.metadata!.uid } }, call)
+            .delete(
+              type,
+              { namespace: website.metadata.namespace, name },
+              { propagationPolicy: 'Background', preconditions: { uid: child.metadata!.uid } },
+              call,
+            )
             .catch((error) => {
               if (!isNotFound(error) && !isConflict(error)) throw error;
             });
         }),
       );
     }
-    const done = orphan ? `Kept Deployment and Service ${name} (deleted with --cascade=orphan)` : `Deleted Deployment and Service ${name}`;
+    const done = orphan
+      ? `Kept Deployment and Service ${name} (deleted with --cascade=orphan)`
+      : `Deleted Deployment and Service ${name}`;
     this.options.recorder.record(website, 'Normal', 'Deleted', `${done}; removing finalizer ${this.finalizer}`);
     try {
-      await this.setFinalizers(website, finalizers.filter((f) => f !== this.finalizer), call);
+      await this.setFinalizers(
+        website,
+        finalizers.filter((f) => f !== this.finalizer),
+        call,
+      );
     } catch (error) {
       // Gone already (another replica, or a person, removed the finalizer): done (spec §7).
       if (!isNotFound(error)) throw error;
@@ -179,11 +209,24 @@ export class WebsiteReconciler {
   /** A merge patch carrying the resourceVersion read: a concurrent change makes it fail (409) and retry. */
   private async setFinalizers(website: WebsiteV1 & KubeObject, finalizers: string[], call: CallOptions): Promise<void> {
     const { namespace, name, resourceVersion } = website.metadata;
-    await this.options.client.patch(this.type, { namespace, name }, 'merge', { metadata: { finalizers, resourceVersion } }, undefined, call);
+    await this.options.client.patch(
+      this.type,
+      { namespace, name },
+      'merge',
+      { metadata: { finalizers, resourceVersion } },
+      undefined,
+      call,
+    );
   }
 
   /** The child from the cache; a GET only while the cache has not synced (it may not have the child yet). */
-  private async read(type: ResourceType, cache: Cache<KubeObject>, namespace: string, name: string, call: CallOptions): Promise<KubeObject | undefined> {
+  private async read(
+    type: ResourceType,
+    cache: Cache<KubeObject>,
+    namespace: string,
+    name: string,
+    call: CallOptions,
+  ): Promise<KubeObject | undefined> {
     const key = `${namespace}/${name}`;
     const cached = cache.get(key);
     if (cached || cache.hasSynced(key)) return cached;
@@ -197,7 +240,14 @@ export class WebsiteReconciler {
    * objects with our managed-by label): then it is read and its owner checked. Present: applied
    * server-side, only when the stored object differs from what we render.
    */
-  private async ensureChild(website: WebsiteV1 & KubeObject, type: ResourceType, kind: string, rendered: KubeObject, cache: Cache<KubeObject>, call: CallOptions): Promise<ChildOutcome> {
+  private async ensureChild(
+    website: WebsiteV1 & KubeObject,
+    type: ResourceType,
+    kind: string,
+    rendered: KubeObject,
+    cache: Cache<KubeObject>,
+    call: CallOptions,
+  ): Promise<ChildOutcome> {
     const { client, fieldManager } = this.options;
     const desired = withHash(rendered, this.hashAnnotation);
     const { namespace, name } = desired.metadata as { namespace: string; name: string };
@@ -209,7 +259,8 @@ export class WebsiteReconciler {
       try {
         return { kind, name, object: await client.create(type, desired, { fieldManager, ...call }), change: 'Created' };
       } catch (error) {
-        if (!isAlreadyExists(error)) throw new Error(`could not create ${kind} ${name}: ${(error as Error).message}`, { cause: error });
+        if (!isAlreadyExists(error))
+          throw new Error(`could not create ${kind} ${name}: ${(error as Error).message}`, { cause: error });
       }
       actual = await client.get(type, { namespace, name }, call).catch(unreadable);
       if (!actual) throw new Error(`${kind} ${name} was deleted while it was being created; trying again`);
@@ -221,7 +272,10 @@ export class WebsiteReconciler {
       );
     }
     if (!needsApply(desired, actual)) return { kind, name, object: actual };
-    this.options.logger?.debug({ website: `${namespace}/${website.metadata.name}`, kind, name, difference: firstDifference(desired, actual) }, 'applying');
+    this.options.logger?.debug(
+      { website: `${namespace}/${website.metadata.name}`, kind, name, difference: firstDifference(desired, actual) },
+      'applying',
+    );
     try {
       return { kind, name, object: await client.apply(type, desired, fieldManager, call), change: 'Updated' };
     } catch (error) {
@@ -234,7 +288,14 @@ export class WebsiteReconciler {
     const { namespace, name } = website.metadata;
     this.options.logger?.debug({ website: `${namespace}/${name}`, status }, 'writing status');
     try {
-      await this.options.client.patch(this.type, { namespace, name, subresource: 'status' }, 'merge', { status }, undefined, call);
+      await this.options.client.patch(
+        this.type,
+        { namespace, name, subresource: 'status' },
+        'merge',
+        { status },
+        undefined,
+        call,
+      );
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -245,7 +306,13 @@ export class WebsiteReconciler {
 function recordChanges(website: WebsiteV1 & KubeObject, recorder: EventRecorder, outcomes: ChildOutcome[]): void {
   for (const change of ['Created', 'Updated'] as const) {
     const changed = outcomes.filter((o) => o.change === change);
-    if (changed.length > 0) recorder.record(website, 'Normal', change, `${change} ${changed.map((o) => `${o.kind} ${o.name}`).join(' and ')}`);
+    if (changed.length > 0)
+      recorder.record(
+        website,
+        'Normal',
+        change,
+        `${change} ${changed.map((o) => `${o.kind} ${o.name}`).join(' and ')}`,
+      );
   }
 }
 
@@ -260,5 +327,9 @@ function controlledBy(child: KubeObject, website: WebsiteV1 & KubeObject): boole
 export function adoptable(child: KubeObject, website: WebsiteV1): boolean {
   const labels = child.metadata?.labels ?? {};
   const hasController = (child.metadata?.ownerReferences ?? []).some((ref) => ref.controller);
-  return !hasController && labels['app.kubernetes.io/managed-by'] === MANAGED_BY && labels['app.kubernetes.io/instance'] === website.metadata.name;
+  return (
+    !hasController &&
+    labels['app.kubernetes.io/managed-by'] === MANAGED_BY &&
+    labels['app.kubernetes.io/instance'] === website.metadata.name
+  );
 }

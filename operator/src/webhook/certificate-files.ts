@@ -2,9 +2,9 @@ import { createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sleep } from '../controller/backoff.ts';
-import type { Logger } from '../observability/logger.ts';
 import { WEBHOOK_CERT_DIR } from '../library.ts';
-import { type TlsCertificate, type TlsSource, parseCertificate } from './certificates.ts';
+import type { Logger } from '../observability/logger.ts';
+import { parseCertificate, type TlsCertificate, type TlsSource } from './certificates.ts';
 
 export interface CertificateFilesOptions {
   /**
@@ -82,7 +82,9 @@ export class CertificateFiles implements TlsSource {
     try {
       [cert, key] = await Promise.all([readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
     } catch (error) {
-      this.problem(`cannot read the webhook certificate: ${(error as Error).message} (is the webhook Secret mounted at ${dir}?)`);
+      this.problem(
+        `cannot read the webhook certificate: ${(error as Error).message} (is the webhook Secret mounted at ${dir}?)`,
+      );
       return false;
     }
     if (this.loaded && this.loaded.cert === cert && this.loaded.key === key) return false;
@@ -100,7 +102,9 @@ export class CertificateFiles implements TlsSource {
       return false;
     }
     if (!matches) {
-      this.problem(`${keyPath} does not belong to ${certPath} (files being replaced?); keeping the previous certificate`);
+      this.problem(
+        `${keyPath} does not belong to ${certPath} (files being replaced?); keeping the previous certificate`,
+      );
       return false;
     }
 
@@ -111,7 +115,10 @@ export class CertificateFiles implements TlsSource {
       'loaded the conversion webhook certificate',
     );
     if (parsed.validToDate.getTime() <= Date.now()) {
-      this.options.logger?.warn({ dir, notAfter: parsed.validToDate.toISOString() }, 'the webhook certificate has expired: check that cert-manager renews it');
+      this.options.logger?.warn(
+        { dir, notAfter: parsed.validToDate.toISOString() },
+        'the webhook certificate has expired: check that cert-manager renews it',
+      );
     }
     for (const listener of this.listeners) {
       try {

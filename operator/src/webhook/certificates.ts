@@ -8,8 +8,8 @@
  */
 // tsyringe, inside @peculiar/x509, throws at load time unless a Reflect metadata polyfill came first.
 import 'reflect-metadata';
+import { createPrivateKey, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { X509Certificate, createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -44,7 +44,9 @@ export function firstCertificate(source: TlsSource, signal?: AbortSignal): Promi
       const loaded = source.current();
       if (loaded) resolve(loaded);
     });
-    signal?.addEventListener('abort', () => reject(new Error('stopped before the webhook certificate was loaded')), { once: true });
+    signal?.addEventListener('abort', () => reject(new Error('stopped before the webhook certificate was loaded')), {
+      once: true,
+    });
   });
 }
 
@@ -130,7 +132,10 @@ export async function createCertificateAuthority(options: CertificateAuthorityOp
 }
 
 /** A TLS server certificate signed by `ca`; it never outlives the CA. */
-export async function issueServingCertificate(ca: TlsCertificate, options: ServingCertificateOptions): Promise<TlsCertificate> {
+export async function issueServingCertificate(
+  ca: TlsCertificate,
+  options: ServingCertificateOptions,
+): Promise<TlsCertificate> {
   const caCert = new x509.X509Certificate(ca.cert);
   const caKey = await webcrypto.subtle.importKey(
     'pkcs8',
@@ -260,7 +265,12 @@ function dueReason(what: string, cert: X509Certificate, now: number, fraction: n
  * Decides, from the stored material alone, whether to keep it, issue a new serving certificate or
  * rotate the CA. Pure: `now` and the policy are arguments, so every branch is unit-testable.
  */
-export function planRenewal(stored: StoredTls | undefined, names: ServingNames, now: number, renewBeforeFraction: number): RenewalPlan {
+export function planRenewal(
+  stored: StoredTls | undefined,
+  names: ServingNames,
+  now: number,
+  renewBeforeFraction: number,
+): RenewalPlan {
   const rotate = (reason: string, previous?: X509Certificate, previousPem?: string): RenewalPlan => ({
     action: 'rotate-ca',
     reason,
@@ -275,21 +285,31 @@ export function planRenewal(stored: StoredTls | undefined, names: ServingNames, 
   if (!stored.caKey) return rotate('the Secret has no CA key (ca.key) to sign a serving certificate with', ca, caPem);
   const caKey = checkPrivateKey(ca, stored.caKey);
   if (caKey !== 'ok') {
-    const why = { unreadable: 'is not a readable private key', mismatch: 'does not belong to ca.crt', 'not-p256': 'is not an ECDSA P-256 key' }[caKey];
+    const why = {
+      unreadable: 'is not a readable private key',
+      mismatch: 'does not belong to ca.crt',
+      'not-p256': 'is not an ECDSA P-256 key',
+    }[caKey];
     return rotate(`ca.key ${why}`, ca, caPem);
   }
   const caDue = dueReason('the CA certificate', ca, now, renewBeforeFraction);
   if (caDue) return rotate(caDue, ca, caPem);
 
-  if (!stored.cert || !stored.key) return { action: 'issue', reason: 'the Secret has no serving certificate (tls.crt, tls.key)' };
+  if (!stored.cert || !stored.key)
+    return { action: 'issue', reason: 'the Secret has no serving certificate (tls.crt, tls.key)' };
   const cert = parseCertificate(stored.cert);
   if (!cert) return { action: 'issue', reason: 'tls.crt does not hold a readable certificate' };
   const key = checkPrivateKey(cert, stored.key);
   if (key !== 'ok') {
-    const why = { unreadable: 'is not a readable private key', mismatch: 'does not belong to tls.crt', 'not-p256': 'is not an ECDSA P-256 key' }[key];
+    const why = {
+      unreadable: 'is not a readable private key',
+      mismatch: 'does not belong to tls.crt',
+      'not-p256': 'is not an ECDSA P-256 key',
+    }[key];
     return { action: 'issue', reason: `tls.key ${why}` };
   }
-  if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) return { action: 'issue', reason: 'tls.crt was not issued by the current CA' };
+  if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey))
+    return { action: 'issue', reason: 'tls.crt was not issued by the current CA' };
   const missing = uncoveredNames(cert, names);
   if (missing.length > 0) return { action: 'issue', reason: `tls.crt does not cover ${missing.join(', ')}` };
   const due = dueReason('the serving certificate', cert, now, renewBeforeFraction);

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Server, createServer } from 'node:https';
+import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { ConversionError, convertWebsite, DEFAULT_GROUP, OPERATOR_PORTS, WEBHOOK_PATH } from '../library.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
-import { ConversionError, convertWebsite, DEFAULT_GROUP, OPERATOR_PORTS, WEBHOOK_PATH } from '../library.ts';
-import { type TlsSource, parseCertificate } from './certificates.ts';
+import { parseCertificate, type TlsSource } from './certificates.ts';
 
 /** The only ConversionReview version served; the CRD asks for it (`conversionReviewVersions: [v1]`). */
 export const CONVERSION_REVIEW_API_VERSION = 'apiextensions.k8s.io/v1';
@@ -132,7 +132,9 @@ export class ConversionWebhookServer {
     server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     server.headersTimeout = 10_000;
     // Failed handshakes (no certificate yet, scanners, probes speaking plain HTTP) are routine.
-    server.on('tlsClientError', (error) => this.options.logger?.debug({ error: error.message }, 'TLS handshake with a webhook client failed'));
+    server.on('tlsClientError', (error) =>
+      this.options.logger?.debug({ error: error.message }, 'TLS handshake with a webhook client failed'),
+    );
     this.server = server;
     this.hasCertificate = false;
     this.loadCertificate();
@@ -151,8 +153,13 @@ export class ConversionWebhookServer {
       const hint = code === 'EADDRINUSE' ? ': another process listens there; stop it or choose another port' : '';
       throw new Error(`the conversion webhook cannot listen on ${host}:${port} (${(error as Error).message})${hint}`);
     }
-    server.on('error', (error) => this.options.logger?.error({ error: error.message }, 'conversion webhook server error'));
-    this.options.logger?.info({ host, port: this.port, path: this.path, certificate: this.hasCertificate }, 'conversion webhook listening');
+    server.on('error', (error) =>
+      this.options.logger?.error({ error: error.message }, 'conversion webhook server error'),
+    );
+    this.options.logger?.info(
+      { host, port: this.port, path: this.path, certificate: this.hasCertificate },
+      'conversion webhook listening',
+    );
   }
 
   /** Stops accepting connections, lets requests in flight finish (up to 5 s), then closes. */
@@ -180,31 +187,49 @@ export class ConversionWebhookServer {
       );
     } catch (error) {
       // A pair the TLS stack refuses: keep serving the previous one rather than nothing.
-      this.options.logger?.error({ error: (error as Error).message }, 'cannot use the new webhook certificate; keeping the previous one');
+      this.options.logger?.error(
+        { error: (error as Error).message },
+        'cannot use the new webhook certificate; keeping the previous one',
+      );
     }
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       const pathname = (req.url ?? '/').split('?')[0];
-      if (pathname !== this.path) throw new HttpError(404, `not found: the conversion webhook answers POST ${this.path}`);
-      if (req.method !== 'POST') throw new HttpError(405, `method ${req.method} not allowed: send a ConversionReview with POST`, { allow: 'POST' });
+      if (pathname !== this.path)
+        throw new HttpError(404, `not found: the conversion webhook answers POST ${this.path}`);
+      if (req.method !== 'POST')
+        throw new HttpError(405, `method ${req.method} not allowed: send a ConversionReview with POST`, {
+          allow: 'POST',
+        });
       const body = await readBody(req, MAX_REVIEW_BYTES);
       let review: unknown;
       try {
         review = JSON.parse(body);
       } catch (error) {
-        throw new HttpError(400, `request body is not valid JSON (${(error as Error).message}): send a ConversionReview`);
+        throw new HttpError(
+          400,
+          `request body is not valid JSON (${(error as Error).message}): send a ConversionReview`,
+        );
       }
       const response = this.review(review);
       this.options.metrics?.conversions.inc({ result: response.result.status });
       if (response.result.status === 'Failed') {
         this.options.logger?.warn({ uid: response.uid, message: response.result.message }, 'conversion failed');
       }
-      this.send(res, 200, JSON.stringify({ apiVersion: CONVERSION_REVIEW_API_VERSION, kind: 'ConversionReview', response }), 'application/json');
+      this.send(
+        res,
+        200,
+        JSON.stringify({ apiVersion: CONVERSION_REVIEW_API_VERSION, kind: 'ConversionReview', response }),
+        'application/json',
+      );
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
-      this.options.logger?.warn({ status: error.status, method: req.method, url: req.url, message: error.message }, 'rejected a conversion webhook request');
+      this.options.logger?.warn(
+        { status: error.status, method: req.method, url: req.url, message: error.message },
+        'rejected a conversion webhook request',
+      );
       if (error.status === 413) {
         // The rest of the body is not read: close the connection after answering.
         res.setHeader('connection', 'close');
@@ -215,15 +240,26 @@ export class ConversionWebhookServer {
 
   /** Validates the ConversionReview and converts its objects; a bad object fails the whole review, as the API server expects. */
   private review(review: unknown): ConversionReviewResponse {
-    if (!isRecord(review) || review.apiVersion !== CONVERSION_REVIEW_API_VERSION || review.kind !== 'ConversionReview') {
-      const got = isRecord(review) ? `apiVersion '${String(review.apiVersion)}', kind '${String(review.kind)}'` : 'no JSON object';
-      throw new HttpError(400, `expected a ConversionReview of apiVersion ${CONVERSION_REVIEW_API_VERSION}, got ${got}: set conversionReviewVersions to ["v1"] in the CRD`);
+    if (
+      !isRecord(review) ||
+      review.apiVersion !== CONVERSION_REVIEW_API_VERSION ||
+      review.kind !== 'ConversionReview'
+    ) {
+      const got = isRecord(review)
+        ? `apiVersion '${String(review.apiVersion)}', kind '${String(review.kind)}'`
+        : 'no JSON object';
+      throw new HttpError(
+        400,
+        `expected a ConversionReview of apiVersion ${CONVERSION_REVIEW_API_VERSION}, got ${got}: set conversionReviewVersions to ["v1"] in the CRD`,
+      );
     }
     const request = review.request;
     if (!isRecord(request)) throw new HttpError(400, 'ConversionReview has no request object');
     const { uid, desiredAPIVersion, objects } = request;
-    if (typeof uid !== 'string' || uid === '') throw new HttpError(400, 'ConversionReview request.uid must be a non-empty string');
-    if (typeof desiredAPIVersion !== 'string') throw new HttpError(400, `ConversionReview ${uid}: request.desiredAPIVersion must be a string`);
+    if (typeof uid !== 'string' || uid === '')
+      throw new HttpError(400, 'ConversionReview request.uid must be a non-empty string');
+    if (typeof desiredAPIVersion !== 'string')
+      throw new HttpError(400, `ConversionReview ${uid}: request.desiredAPIVersion must be a string`);
     if (!Array.isArray(objects)) throw new HttpError(400, `ConversionReview ${uid}: request.objects must be a list`);
 
     const convertedObjects: unknown[] = [];
@@ -234,7 +270,10 @@ export class ConversionWebhookServer {
         const name = objectName(object);
         const which = `object ${index + 1} of ${objects.length}${name ? ` (${name})` : ''}`;
         if (!(error instanceof ConversionError)) {
-          this.options.logger?.error({ uid, object: which, error: (error as Error).message }, 'unexpected error converting a Website');
+          this.options.logger?.error(
+            { uid, object: which, error: (error as Error).message },
+            'unexpected error converting a Website',
+          );
         }
         const message = `cannot convert ${which} to ${desiredAPIVersion}: ${(error as Error).message}`;
         return { uid, result: { status: 'Failed', message } };
@@ -243,7 +282,13 @@ export class ConversionWebhookServer {
     return { uid, convertedObjects, result: { status: 'Success' } };
   }
 
-  private send(res: ServerResponse, status: number, body: string, contentType: string, headers: Record<string, string> = {}): void {
+  private send(
+    res: ServerResponse,
+    status: number,
+    body: string,
+    contentType: string,
+    headers: Record<string, string> = {},
+  ): void {
     res.writeHead(status, { ...headers, 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
     res.end(body);
   }
@@ -254,13 +299,19 @@ export class ConversionWebhookServer {
       res.destroy();
       return;
     }
-    this.send(res, 500, 'internal error in the conversion webhook; see the operator log\n', 'text/plain; charset=utf-8');
+    this.send(
+      res,
+      500,
+      'internal error in the conversion webhook; see the operator log\n',
+      'text/plain; charset=utf-8',
+    );
   }
 }
 
 /** The request body as text, refusing (413) more than `limit` bytes, whether announced or streamed. */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  const tooLarge = () => new HttpError(413, `request body exceeds ${limit} bytes, the API server's own limit for a ConversionReview`);
+  const tooLarge = () =>
+    new HttpError(413, `request body exceeds ${limit} bytes, the API server's own limit for a ConversionReview`);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {

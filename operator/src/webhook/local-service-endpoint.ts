@@ -2,9 +2,16 @@ import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { isSubset } from '../controller/apply.ts';
 import { backoffDelay, sleep } from '../controller/backoff.ts';
-import { ApiError, ENDPOINT_SLICES, type KubeApi, type KubeObject, SERVICES, isNotFound } from '../controller/kube-client.ts';
-import type { Logger } from '../observability/logger.ts';
+import {
+  ApiError,
+  ENDPOINT_SLICES,
+  isNotFound,
+  type KubeApi,
+  type KubeObject,
+  SERVICES,
+} from '../controller/kube-client.ts';
 import { OPERATOR_NAME, operatorLabels, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT } from '../library.ts';
+import type { Logger } from '../observability/logger.ts';
 
 /** The API calls this needs; a KubeApi has them (a narrower type keeps test doubles honest). */
 export type ServiceEndpointClient = Pick<KubeApi, 'get' | 'list' | 'apply' | 'delete'>;
@@ -141,7 +148,10 @@ export class LocalServiceEndpoint {
     }
     const servicePort = this.options.servicePort ?? WEBHOOK_SERVICE_PORT;
     const port = service.spec?.ports?.find((p) => p.port === servicePort);
-    if (!port) throw new Error(`the Service ${namespace}/${this.serviceName} has no port ${servicePort}, which the CRD's conversion webhook calls`);
+    if (!port)
+      throw new Error(
+        `the Service ${namespace}/${this.serviceName} has no port ${servicePort}, which the CRD's conversion webhook calls`,
+      );
 
     const desired: EndpointSlice = {
       apiVersion: 'discovery.k8s.io/v1',
@@ -149,21 +159,32 @@ export class LocalServiceEndpoint {
       metadata: {
         name: this.sliceName,
         namespace,
-        labels: { ...operatorLabels('webhook'), [SERVICE_NAME_LABEL]: this.serviceName, [MANAGED_BY_LABEL]: OPERATOR_NAME },
+        labels: {
+          ...operatorLabels('webhook'),
+          [SERVICE_NAME_LABEL]: this.serviceName,
+          [MANAGED_BY_LABEL]: OPERATOR_NAME,
+        },
       },
       addressType: isIP(this.address) === 6 ? 'IPv6' : 'IPv4',
       endpoints: [{ addresses: [this.address], conditions: { ready: true } }],
       // The API server matches an endpoint's port to the Service's by name (an unnamed port by the empty name).
       ports: [{ name: port.name ?? '', port: this.options.port, protocol: 'TCP' }],
     };
-    const slices = await client.list<EndpointSlice>(ENDPOINT_SLICES, namespace, { labelSelector: `${SERVICE_NAME_LABEL}=${this.serviceName}` });
+    const slices = await client.list<EndpointSlice>(ENDPOINT_SLICES, namespace, {
+      labelSelector: `${SERVICE_NAME_LABEL}=${this.serviceName}`,
+    });
     const ours = slices.items.find((slice) => slice.metadata?.name === this.sliceName);
     // From here on a stop withdraws it, even if this write is still on its way.
     this.published = true;
     if (!ours || !isSubset(desired, ours)) {
       await client.apply(ENDPOINT_SLICES, desired, OPERATOR_NAME, { force: true });
       logger?.info(
-        { service: `${namespace}/${this.serviceName}`, endpointSlice: this.sliceName, address: this.address, port: this.options.port },
+        {
+          service: `${namespace}/${this.serviceName}`,
+          endpointSlice: this.sliceName,
+          address: this.address,
+          port: this.options.port,
+        },
         'this process is an endpoint of the webhook Service: the API server calls its conversion webhook there',
       );
     }
@@ -199,12 +220,14 @@ export class LocalServiceEndpoint {
   private async resolveAddress(): Promise<string | undefined> {
     const { client, namespace, logger } = this.options;
     if (this.options.address) return this.options.address;
-    const kubernetes = await client.get<EndpointSlice>(ENDPOINT_SLICES, { namespace: 'default', name: 'kubernetes' }).catch((error: unknown) => {
-      if (!(error instanceof ApiError && error.code === 403)) throw error;
-      throw new Error(
-        `${error.message}: finding out whether the API server runs on this machine takes reading its address (the EndpointSlice default/kubernetes); or set WEBHOOK_ADVERTISE_ADDRESS`,
-      );
-    });
+    const kubernetes = await client
+      .get<EndpointSlice>(ENDPOINT_SLICES, { namespace: 'default', name: 'kubernetes' })
+      .catch((error: unknown) => {
+        if (!(error instanceof ApiError && error.code === 403)) throw error;
+        throw new Error(
+          `${error.message}: finding out whether the API server runs on this machine takes reading its address (the EndpointSlice default/kubernetes); or set WEBHOOK_ADVERTISE_ADDRESS`,
+        );
+      });
     const advertised = kubernetes?.endpoints?.flatMap((endpoint) => endpoint.addresses) ?? [];
     const local = new Set((this.options.localAddresses ?? interfaceAddresses)());
     const address = advertised.find((candidate) => local.has(candidate));
@@ -235,7 +258,10 @@ export class LocalServiceEndpoint {
 
 /** `<service>-<identity>`, as a valid object name (identities are host names, which may hold upper case). */
 export function endpointSliceName(serviceName: string, identity: string): string {
-  const suffix = identity.toLowerCase().replace(/[^a-z0-9.-]+/g, '-').replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '');
+  const suffix = identity
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, '-')
+    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '');
   return `${serviceName}-${suffix || 'local'}`.slice(0, 253).replace(/[^a-z0-9]+$/, '');
 }
 

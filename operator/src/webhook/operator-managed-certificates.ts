@@ -1,19 +1,25 @@
 import { backoffDelay, sleep } from '../controller/backoff.ts';
-import { CRDS, type KubeApi, type KubeObject, SECRETS, isConflict } from '../controller/kube-client.ts';
-import type { Logger } from '../observability/logger.ts';
-import { OPERATOR_NAME, operatorLabels, WEBHOOK_SECRET_NAME, WEBHOOK_SERVICE_NAME, webhookDnsNames } from '../library.ts';
+import { CRDS, isConflict, type KubeApi, type KubeObject, SECRETS } from '../controller/kube-client.ts';
 import {
-  type RenewalPlan,
-  type ServingNames,
-  type StoredTls,
-  type TlsCertificate,
-  type TlsSource,
+  OPERATOR_NAME,
+  operatorLabels,
+  WEBHOOK_SECRET_NAME,
+  WEBHOOK_SERVICE_NAME,
+  webhookDnsNames,
+} from '../library.ts';
+import type { Logger } from '../observability/logger.ts';
+import {
   createCertificateAuthority,
   issueServingCertificate,
   parseCertificate,
   planRenewal,
+  type RenewalPlan,
   renewalTime,
+  type ServingNames,
+  type StoredTls,
   splitPemCertificates,
+  type TlsCertificate,
+  type TlsSource,
 } from './certificates.ts';
 
 const DAY_MS = 24 * 60 * 60_000;
@@ -101,7 +107,8 @@ const FAILURE_BACKOFF = { baseMs: 1000, maxMs: 5 * 60_000 };
 /** A missing CRD (applied later, e.g. another Argo CD wave) is looked for again this soon. */
 const MISSING_CRD_RECHECK_MS = 30_000;
 
-const decode = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8'));
+const decode = (value: string | undefined) =>
+  value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8');
 const encode = (value: string) => Buffer.from(value, 'utf8').toString('base64');
 
 /**
@@ -150,13 +157,21 @@ export class OperatorManagedCertificates implements TlsSource {
     this.backdateMs = options.backdateMs ?? 60 * 60_000;
 
     const fraction = this.renewBeforeFraction;
-    if (!(fraction > 0 && fraction < 1)) throw new Error(`renewBeforeFraction must be between 0 and 1 (exclusive), got ${fraction}`);
-    for (const [name, value] of Object.entries({ caValidityMs: this.caValidityMs, servingValidityMs: this.servingValidityMs, checkIntervalMs: this.checkIntervalMs })) {
+    if (!(fraction > 0 && fraction < 1))
+      throw new Error(`renewBeforeFraction must be between 0 and 1 (exclusive), got ${fraction}`);
+    for (const [name, value] of Object.entries({
+      caValidityMs: this.caValidityMs,
+      servingValidityMs: this.servingValidityMs,
+      checkIntervalMs: this.checkIntervalMs,
+    })) {
       if (!(value > 0)) throw new Error(`${name} must be positive, got ${value}`);
     }
     if (!(this.backdateMs >= 0)) throw new Error(`backdateMs must not be negative, got ${this.backdateMs}`);
     // A fresh certificate must not already be due, or every check would issue another one.
-    for (const [name, validityMs] of [['servingValidityMs', this.servingValidityMs], ['caValidityMs', this.caValidityMs]] as const) {
+    for (const [name, validityMs] of [
+      ['servingValidityMs', this.servingValidityMs],
+      ['caValidityMs', this.caValidityMs],
+    ] as const) {
       if (fraction * (validityMs + this.backdateMs) >= validityMs) {
         throw new Error(
           `${name} (${validityMs} ms) is too short for backdateMs (${this.backdateMs} ms) and renewBeforeFraction (${fraction}): ` +
@@ -165,7 +180,9 @@ export class OperatorManagedCertificates implements TlsSource {
       }
     }
     if (this.servingValidityMs >= this.caValidityMs) {
-      throw new Error(`servingValidityMs (${this.servingValidityMs} ms) must be shorter than caValidityMs (${this.caValidityMs} ms)`);
+      throw new Error(
+        `servingValidityMs (${this.servingValidityMs} ms) must be shorter than caValidityMs (${this.caValidityMs} ms)`,
+      );
     }
   }
 
@@ -188,7 +205,10 @@ export class OperatorManagedCertificates implements TlsSource {
         delay = this.nextCheckDelay();
       } catch (error) {
         failures++;
-        delay = backoffDelay(failures, { ...FAILURE_BACKOFF, maxMs: Math.min(FAILURE_BACKOFF.maxMs, this.checkIntervalMs) });
+        delay = backoffDelay(failures, {
+          ...FAILURE_BACKOFF,
+          maxMs: Math.min(FAILURE_BACKOFF.maxMs, this.checkIntervalMs),
+        });
         this.options.logger?.error(
           { secret: `${this.options.namespace}/${this.secretName}`, error: (error as Error).message, retryInMs: delay },
           'could not sync the conversion webhook certificate',
@@ -247,7 +267,10 @@ export class OperatorManagedCertificates implements TlsSource {
         }
       } catch (error) {
         if (isConflict(error) && attempt < MAX_ATTEMPTS) {
-          logger?.info({ secret: `${namespace}/${this.secretName}` }, 'another replica wrote the webhook Secret first; reading it again');
+          logger?.info(
+            { secret: `${namespace}/${this.secretName}` },
+            'another replica wrote the webhook Secret first; reading it again',
+          );
           continue;
         }
         throw error;
@@ -262,25 +285,39 @@ export class OperatorManagedCertificates implements TlsSource {
           notAfter: cert.validToDate.toISOString(),
           names: [...this.names.dnsNames, ...this.names.ipAddresses],
         },
-        plan.action === 'rotate-ca' ? 'created a new webhook CA and serving certificate' : 'issued a new webhook serving certificate',
+        plan.action === 'rotate-ca'
+          ? 'created a new webhook CA and serving certificate'
+          : 'issued a new webhook serving certificate',
       );
       return next;
     }
   }
 
-  private async renew(plan: Exclude<RenewalPlan, { action: 'keep' }>, stored: StoredTls | undefined): Promise<StoredTls> {
+  private async renew(
+    plan: Exclude<RenewalPlan, { action: 'keep' }>,
+    stored: StoredTls | undefined,
+  ): Promise<StoredTls> {
     const now = Date.now();
     const issue = { now, backdateMs: this.backdateMs };
     let ca: TlsCertificate;
     let trusted: string[];
     if (plan.action === 'rotate-ca') {
-      ca = await createCertificateAuthority({ ...issue, commonName: `${OPERATOR_NAME}-webhook-ca@${Math.floor(now / 1000)}`, validityMs: this.caValidityMs });
+      ca = await createCertificateAuthority({
+        ...issue,
+        commonName: `${OPERATOR_NAME}-webhook-ca@${Math.floor(now / 1000)}`,
+        validityMs: this.caValidityMs,
+      });
       trusted = [ca.cert, ...plan.keep];
     } else {
       trusted = validCertificates(stored!.caBundle!, now);
       ca = { cert: trusted[0], key: stored!.caKey! };
     }
-    const serving = await issueServingCertificate(ca, { ...issue, ...this.names, commonName: this.commonName, validityMs: this.servingValidityMs });
+    const serving = await issueServingCertificate(ca, {
+      ...issue,
+      ...this.names,
+      commonName: this.commonName,
+      validityMs: this.servingValidityMs,
+    });
     return { cert: serving.cert, key: serving.key, caBundle: trusted.join(''), caKey: ca.key };
   }
 
@@ -295,12 +332,18 @@ export class OperatorManagedCertificates implements TlsSource {
     const crd = await client.get<Crd>(CRDS, { name: crdName });
     this.crdMissing = !crd;
     if (!crd) {
-      logger?.warn({ crd: crdName }, 'the CustomResourceDefinition does not exist yet: its caBundle is set once it is applied');
+      logger?.warn(
+        { crd: crdName },
+        'the CustomResourceDefinition does not exist yet: its caBundle is set once it is applied',
+      );
       return;
     }
     const conversion = crd.spec?.conversion;
     if (conversion?.strategy !== 'Webhook') {
-      logger?.warn({ crd: crdName, strategy: conversion?.strategy ?? 'None' }, 'the CRD does not convert through a webhook: nothing to trust');
+      logger?.warn(
+        { crd: crdName, strategy: conversion?.strategy ?? 'None' },
+        'the CRD does not convert through a webhook: nothing to trust',
+      );
       return;
     }
     const clientConfig = conversion.webhook?.clientConfig ?? {};
@@ -309,8 +352,10 @@ export class OperatorManagedCertificates implements TlsSource {
     const theirs = splitPemCertificates(decode(clientConfig.caBundle) ?? '').map(parseCertificate);
     const theirFingerprints = new Set(theirs.map((cert) => cert?.fingerprint256));
     const reasons: string[] = [];
-    if (ours.some((pem) => !theirFingerprints.has(parseCertificate(pem)!.fingerprint256))) reasons.push('caBundle does not trust the current CA');
-    if (theirs.some((cert) => !cert || cert.validToDate.getTime() <= now)) reasons.push('caBundle holds an expired or unreadable certificate');
+    if (ours.some((pem) => !theirFingerprints.has(parseCertificate(pem)!.fingerprint256)))
+      reasons.push('caBundle does not trust the current CA');
+    if (theirs.some((cert) => !cert || cert.validToDate.getTime() <= now))
+      reasons.push('caBundle holds an expired or unreadable certificate');
     if (!clientConfig.service) {
       // Left by an earlier version that pointed the CRD at a local URL: an apply would add the
       // Service next to it, which the API server refuses; a replace puts the manifest back.
@@ -322,7 +367,13 @@ export class OperatorManagedCertificates implements TlsSource {
     if (reasons.length === 0) return;
 
     // Only the trust: where the API server calls (the Service) is the manifest's to say.
-    await client.patch(CRDS, { name: crdName }, 'merge', { spec: { conversion: { webhook: { clientConfig: { caBundle: encode(ours.join('')) } } } } }, OPERATOR_NAME);
+    await client.patch(
+      CRDS,
+      { name: crdName },
+      'merge',
+      { spec: { conversion: { webhook: { clientConfig: { caBundle: encode(ours.join('')) } } } } },
+      OPERATOR_NAME,
+    );
     logger?.info({ crd: crdName, reasons }, 'updated the CRD conversion webhook caBundle');
   }
 

@@ -1,9 +1,9 @@
 import type { KubeApi } from '../controller/kube-client.ts';
+import type { Component } from '../controller/manager.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
-import type { Component } from '../controller/manager.ts';
 import { CertificateFiles } from './certificate-files.ts';
-import { type TlsSource, firstCertificate } from './certificates.ts';
+import { firstCertificate, type TlsSource } from './certificates.ts';
 import { ConversionWebhookServer } from './conversion-server.ts';
 import { LocalServiceEndpoint } from './local-service-endpoint.ts';
 import { OperatorManagedCertificates } from './operator-managed-certificates.ts';
@@ -31,7 +31,15 @@ export interface WebhookConfig {
  */
 export function conversionWebhook(
   config: WebhookConfig,
-  context: { client: KubeApi; group: string; namespace: string; identity: string; clusterDomain: string; logger: Logger; metrics: OperatorMetrics },
+  context: {
+    client: KubeApi;
+    group: string;
+    namespace: string;
+    identity: string;
+    clusterDomain: string;
+    logger: Logger;
+    metrics: OperatorMetrics;
+  },
 ): Component {
   const { client, group, namespace, identity, clusterDomain, logger, metrics } = context;
   const tls: TlsSource =
@@ -53,17 +61,30 @@ export function conversionWebhook(
     name: 'conversion-webhook',
     async start(signal) {
       await server.start();
-      certificates = tls.run(signal).catch((error: Error) => logger.error({ error: error.message }, 'conversion webhook certificates stopped'));
+      certificates = tls
+        .run(signal)
+        .catch((error: Error) => logger.error({ error: error.message }, 'conversion webhook certificates stopped'));
       const local = config.localEndpoint;
       if (local) {
-        const published = new LocalServiceEndpoint({ client, namespace, serviceName: config.serviceName, port: server.port, identity, address: local.address, logger });
+        const published = new LocalServiceEndpoint({
+          client,
+          namespace,
+          serviceName: config.serviceName,
+          port: server.port,
+          identity,
+          address: local.address,
+          logger,
+        });
         // Published once the server has a certificate to present: the API server calls at once.
         endpoint = firstCertificate(tls, signal).then(
           () => published.run(signal),
           () => undefined, // stopped before there was a certificate: nothing was published
         );
       }
-      logger.info({ port: server.port, certMode: config.certMode, outsideCluster: Boolean(local) }, 'conversion webhook listening');
+      logger.info(
+        { port: server.port, certMode: config.certMode, outsideCluster: Boolean(local) },
+        'conversion webhook listening',
+      );
     },
     async stop() {
       // The endpoint goes first, so the API server stops calling before the server closes.
