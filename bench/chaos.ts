@@ -8,7 +8,6 @@
 //
 //   npm run chaos -- [--n 1000] [--short] [--only operator-kill,leader-failover,trace] [--rate 20] [--seconds 60] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
@@ -31,6 +30,7 @@ import {
   CLUSTER_ARGS,
   clusterEnv,
   clusterUp,
+  describeMachine,
   ensureServiceCidr,
   holdCluster,
   installOperatorObjects,
@@ -160,15 +160,7 @@ async function main(): Promise<void> {
     prefix: 'chaos',
   };
   const began = Date.now();
-  const machine = {
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
-    memoryBytes: totalmem(),
-    kernel: `Linux ${release()}`,
-    node: process.version,
-    loadAverageAtStart: loadavg()[0],
-  };
-  const machineText = `${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, ${machine.kernel}, Node ${machine.node}, load average ${machine.loadAverageAtStart.toFixed(1)} at the start`;
+  const { machine, machineText } = describeMachine();
   log(`machine: ${machineText}`);
   log(`plan: ${JSON.stringify(plan)}; faults: ${faults.join(', ')}`);
   const results: FaultResult[] = [];

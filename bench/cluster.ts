@@ -2,6 +2,7 @@
 // measurement needs from it: an administrator client, the CRD and the operator's RBAC from dist/,
 // watches that timestamp what they see, and emptying a namespace between runs.
 import { execFile } from 'node:child_process';
+import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -340,4 +341,18 @@ export async function emptyNamespace(
       if (attempt === 20) throw error;
     }
   }
+}
+
+/** The machine the cluster and the peers share, for latest.json and the report's header line. */
+export function describeMachine() {
+  const machine = {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    memoryBytes: totalmem(),
+    kernel: `Linux ${release()}`,
+    node: process.version,
+    loadAverageAtStart: loadavg()[0],
+  };
+  const machineText = `${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, ${machine.kernel}, Node ${machine.node}, load average ${machine.loadAverageAtStart.toFixed(1)} at the start`;
+  return { machine, machineText };
 }

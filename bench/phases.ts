@@ -143,6 +143,35 @@ export async function churn(
   return steps;
 }
 
+/** A builder of `subject`'s burst figures at N = `n`. */
+export function burstFigure(subject: string, n: number) {
+  return (
+    figure: string,
+    label: string,
+    unit: FigureRecord['unit'],
+    value: number,
+    baseline?: number,
+    baselineLabel?: string,
+    detail?: string,
+  ): FigureRecord => ({ subject, phase: 'burst', n, figure, label, unit, value, baseline, baselineLabel, detail });
+}
+
+/** The RSS of a process holding `n` Websites, against the same process idle. */
+function memoryRecord(subject: string, n: number, rss: number, idleRss: number, detail?: string): FigureRecord {
+  return {
+    subject,
+    phase: 'memory',
+    n,
+    figure: 'rssHoldingN',
+    label: 'RSS holding N Websites and their children',
+    unit: 'bytes',
+    value: rss,
+    baseline: idleRss,
+    baselineLabel: 'same process, idle',
+    detail,
+  };
+}
+
 /** The records of a churn against the echo controller's. */
 export function churnRecords(
   subject: string,
@@ -322,26 +351,7 @@ export async function runPeer(
       const base = baselines.burst.get(n)!;
       const echo = base.echo;
       const counts = burst.requests;
-      const b = (
-        figure: string,
-        label: string,
-        unit: FigureRecord['unit'],
-        value: number,
-        baseline?: number,
-        baselineLabel?: string,
-        detail?: string,
-      ): FigureRecord => ({
-        subject,
-        phase: 'burst',
-        n,
-        figure,
-        label,
-        unit,
-        value,
-        baseline,
-        baselineLabel,
-        detail,
-      });
+      const b = burstFigure(subject, n);
       records.push(
         b(
           'createToDeploymentP50',
@@ -416,17 +426,7 @@ export async function runPeer(
         `N=${n}: ${(counts.background / n).toFixed(2)} background requests per Website (leases, lists, watches) until Ready; ${burst.failures}`,
       );
       if (last && plan.memoryN === undefined) {
-        records.push({
-          subject,
-          phase: 'memory',
-          n,
-          figure: 'rssHoldingN',
-          label: 'RSS holding N Websites and their children',
-          unit: 'bytes',
-          value: burst.rss,
-          baseline: idleRss,
-          baselineLabel: 'same process, idle',
-        });
+        records.push(memoryRecord(subject, n, burst.rss, idleRss));
       }
       if (!last) continue;
 
@@ -474,18 +474,9 @@ export async function runPeer(
       await watchers.synced();
       say(`memory: creating ${n} Websites`);
       const burst = await createAll(peer, cluster, watchers, process, names('m', n), plan.replicas, say);
-      records.push({
-        subject,
-        phase: 'memory',
-        n,
-        figure: 'rssHoldingN',
-        label: 'RSS holding N Websites and their children',
-        unit: 'bytes',
-        value: burst.rss,
-        baseline: idleRss,
-        baselineLabel: 'same process, idle',
-        detail: `all Ready after ${(burst.allReadyMs / 1000).toFixed(0)} s`,
-      });
+      records.push(
+        memoryRecord(subject, n, burst.rss, idleRss, `all Ready after ${(burst.allReadyMs / 1000).toFixed(0)} s`),
+      );
     } finally {
       await process.stop();
       await watchers.stop();

@@ -75,16 +75,17 @@ describe('histograms (the queue wait)', () => {
       extra,
     ].join('\n');
 
+  // Cumulative counts of the website queue's buckets at one reading.
+  const reading: [string, number][] = [
+    ['0.1', 50],
+    ['1', 90],
+    ['+Inf', 100],
+  ];
+  const websiteQueue = (counts: [string, number][]) =>
+    parseHistogram(scrape(counts), 'workqueue_queue_duration_seconds', { name: 'website' });
+
   test('reads the buckets of the selected queue only, in order, +Inf last', () => {
-    const h = parseHistogram(
-      scrape([
-        ['0.1', 50],
-        ['1', 90],
-        ['+Inf', 100],
-      ]),
-      'workqueue_queue_duration_seconds',
-      { name: 'website' },
-    );
+    const h = websiteQueue(reading);
     expect(h).toEqual({
       buckets: [
         [0.1, 50],
@@ -95,28 +96,14 @@ describe('histograms (the queue wait)', () => {
       sum: 12.5,
     });
     // Without labels, queues add up (controller-runtime labels by controller name too).
-    expect(
-      parseHistogram(
-        scrape([
-          ['0.1', 50],
-          ['1', 90],
-          ['+Inf', 100],
-        ]),
-        'workqueue_queue_duration_seconds',
-      ).buckets.at(-1),
-    ).toEqual([Number.POSITIVE_INFINITY, 1100]);
+    expect(parseHistogram(scrape(reading), 'workqueue_queue_duration_seconds').buckets.at(-1)).toEqual([
+      Number.POSITIVE_INFINITY,
+      1100,
+    ]);
   });
 
   test("quantiles interpolate within the bucket, as Prometheus's histogram_quantile does", () => {
-    const h = parseHistogram(
-      scrape([
-        ['0.1', 50],
-        ['1', 90],
-        ['+Inf', 100],
-      ]),
-      'workqueue_queue_duration_seconds',
-      { name: 'website' },
-    );
+    const h = websiteQueue(reading);
     expect(histogramQuantile(h, 0.5)).toBeCloseTo(0.1);
     expect(histogramQuantile(h, 0.7)).toBeCloseTo(0.1 + 0.9 * (20 / 40));
     // Falling in +Inf: the largest finite bound, as Prometheus answers.
@@ -138,24 +125,12 @@ describe('histograms (the queue wait)', () => {
   });
 
   test('what a step observed is the difference of two readings', () => {
-    const before = parseHistogram(
-      scrape([
-        ['0.1', 50],
-        ['1', 90],
-        ['+Inf', 100],
-      ]),
-      'workqueue_queue_duration_seconds',
-      { name: 'website' },
-    );
-    const after = parseHistogram(
-      scrape([
-        ['0.1', 1040],
-        ['1', 1089],
-        ['+Inf', 1100],
-      ]),
-      'workqueue_queue_duration_seconds',
-      { name: 'website' },
-    );
+    const before = websiteQueue(reading);
+    const after = websiteQueue([
+      ['0.1', 1040],
+      ['1', 1089],
+      ['+Inf', 1100],
+    ]);
     const step = histogramDelta(before, after);
     expect(step.buckets).toEqual([
       [0.1, 990],

@@ -7,7 +7,6 @@
 //                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,11 +18,12 @@ import {
   EchoController,
   idleNodeRss,
 } from './baselines.ts';
-import { CLUSTER_ARGS, clusterUp, ensureServiceCidr, holdCluster, ROOT } from './cluster.ts';
+import { CLUSTER_ARGS, clusterUp, describeMachine, ensureServiceCidr, holdCluster, ROOT } from './cluster.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
 import {
+  burstFigure,
   churn,
   type EchoBurst,
   oneAtATime,
@@ -82,14 +82,7 @@ function shellSubject(ns: readonly number[]): Subject {
           replicas: _plan.replicas,
         });
         const echo = baselines.burst.get(n)?.echo;
-        const b = (
-          figure: string,
-          label: string,
-          unit: FigureRecord['unit'],
-          value: number,
-          baseline?: number,
-          baselineLabel?: string,
-        ): FigureRecord => ({ subject: title, phase: 'burst', n, figure, label, unit, value, baseline, baselineLabel });
+        const b = burstFigure(title, n);
         records.push(
           b(
             'createToDeploymentP50',
@@ -238,15 +231,7 @@ async function main(): Promise<void> {
     );
 
   const began = Date.now();
-  const machine = {
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
-    memoryBytes: totalmem(),
-    kernel: `Linux ${release()}`,
-    node: process.version,
-    loadAverageAtStart: loadavg()[0],
-  };
-  const machineText = `${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, ${machine.kernel}, Node ${machine.node}, load average ${machine.loadAverageAtStart.toFixed(1)} at the start`;
+  const { machine, machineText } = describeMachine();
   log(`machine: ${machineText}`);
   log(`plan: ${JSON.stringify(plan)}; subjects: ${subjects.map((s) => s.title).join(', ')}`);
   log('render time per Website (in this process, before the cluster starts)');

@@ -201,29 +201,29 @@ export class OperatorRbac extends Construct {
         }),
       );
     }
-    if (!watched) {
-      const clusterMetadata = { name: `${name}-${props.namespace}`, labels: operatorLabels('rbac') };
-      this.watchClusterRole = new k8s.KubeClusterRole(this, 'WatchClusterRole', {
-        metadata: clusterMetadata,
-        rules: websiteRules(props.group),
-      });
-      this.watchClusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'WatchClusterRoleBinding', {
-        metadata: clusterMetadata,
-        roleRef: bind('ClusterRole', clusterMetadata.name),
-        subjects,
-      });
-    }
-    if (operatorCertificates) {
-      const clusterMetadata = { name: `${name}-webhook-${props.namespace}`, labels: operatorLabels('rbac') };
-      this.clusterRole = new k8s.KubeClusterRole(this, 'ClusterRole', {
-        metadata: clusterMetadata,
-        rules: webhookCrdRules(props.group),
-      });
-      this.clusterRoleBinding = new k8s.KubeClusterRoleBinding(this, 'ClusterRoleBinding', {
-        metadata: clusterMetadata,
-        roleRef: bind('ClusterRole', clusterMetadata.name),
-        subjects,
-      });
-    }
+    // A ClusterRole bound to the ServiceAccount; `prefix` tells the two apart in construct ids.
+    const clusterRole = (prefix: string, roleName: string, clusterRules: k8s.PolicyRule[]) => {
+      const clusterMetadata = { name: roleName, labels: operatorLabels('rbac') };
+      return [
+        new k8s.KubeClusterRole(this, `${prefix}ClusterRole`, { metadata: clusterMetadata, rules: clusterRules }),
+        new k8s.KubeClusterRoleBinding(this, `${prefix}ClusterRoleBinding`, {
+          metadata: clusterMetadata,
+          roleRef: bind('ClusterRole', roleName),
+          subjects,
+        }),
+      ] as const;
+    };
+    if (!watched)
+      [this.watchClusterRole, this.watchClusterRoleBinding] = clusterRole(
+        'Watch',
+        `${name}-${props.namespace}`,
+        websiteRules(props.group),
+      );
+    if (operatorCertificates)
+      [this.clusterRole, this.clusterRoleBinding] = clusterRole(
+        '',
+        `${name}-webhook-${props.namespace}`,
+        webhookCrdRules(props.group),
+      );
   }
 }

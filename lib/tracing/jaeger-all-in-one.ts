@@ -103,32 +103,14 @@ export class JaegerAllInOne extends Construct {
     }
     this.config = jaegerConfig({ storage, ingest: { otlp, thrift: true }, query: {}, serviceName: name });
 
-    const {
-      'otlp-grpc': otlpGrpc,
-      'otlp-http': otlpHttp,
-      'thrift-http': thriftHttp,
-      'thrift-compact': thriftCompact,
-      'thrift-binary': thriftBinary,
-      query,
-      'query-grpc': queryGrpc,
-      health,
-      metrics,
-    } = JAEGER_PORTS;
+    // Without OTLP ingest the OTLP ports stay closed.
+    const { 'otlp-grpc': _otlpGrpc, 'otlp-http': _otlpHttp, ...withoutOtlp } = JAEGER_PORTS;
     this.workload = new TracingWorkload(this, 'Workload', {
       namespace,
       name,
       component: 'all-in-one',
       image: props.image ?? TRACING_IMAGES.jaeger,
-      ports: {
-        ...(otlp ? { 'otlp-grpc': otlpGrpc, 'otlp-http': otlpHttp } : {}),
-        'thrift-http': thriftHttp,
-        'thrift-compact': thriftCompact,
-        'thrift-binary': thriftBinary,
-        query,
-        'query-grpc': queryGrpc,
-        health,
-        metrics,
-      },
+      ports: otlp ? JAEGER_PORTS : withoutOtlp,
       config: { fileName: JAEGER_CONFIG_FILE, document: this.config, dir: JAEGER_CONFIG_DIR },
       volumes,
       health: { path: '/status', port: 'health' },
@@ -139,7 +121,7 @@ export class JaegerAllInOne extends Construct {
         'All-in-one is one process by design: its storage (memory, or Badger on one volume) is not shared between pods.',
       ),
     });
-    this.otlpGrpcAddress = `${serviceHost(name, namespace)}:${otlpGrpc}`;
-    this.queryUrl = `http://${serviceHost(name, namespace)}:${query}`;
+    this.otlpGrpcAddress = `${serviceHost(name, namespace)}:${JAEGER_PORTS['otlp-grpc']}`;
+    this.queryUrl = `http://${serviceHost(name, namespace)}:${JAEGER_PORTS.query}`;
   }
 }

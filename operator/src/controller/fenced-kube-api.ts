@@ -14,7 +14,8 @@ import type {
  * straight through. The operator gives its reconciler one fenced by the leader elector, so a
  * replica that lost its Lease without noticing yet (a process paused past its Lease, then resumed
  * with its reconciles mid-way) refuses their next write instead of sending it beside the new
- * leader's. A write already on the wire when the process paused cannot be recalled.
+ * leader's. A write already on the wire when the process paused cannot be recalled. Its methods
+ * restate KubeApi's generic signatures, which TypeScript cannot derive (see KubeApi).
  */
 export class FencedKubeApi implements KubeApi {
   private readonly inner: KubeApi;

@@ -71,7 +71,9 @@ export interface KubeList<T> {
  * The API operations the operator's runtime uses: the reconciler, the informers, the leader
  * elector and the event recorder depend on this interface, not on the HTTP client, as
  * controller-runtime's and client-go's do on theirs. `KubeClient` implements it against an API
- * server; `FakeKubeApi` (fake-kube-api.ts) in memory, for unit tests.
+ * server; `FakeKubeApi` (fake-kube-api.ts) in memory, for unit tests. Implementations restate these
+ * signatures on purpose: `implements` keeps them in step, and a generic method's signature cannot
+ * be derived (`Parameters<>` drops its type parameter).
  */
 export interface KubeApi {
   /** The object, or undefined when the API server answers 404. */

@@ -239,6 +239,15 @@ function isP256(keyPem: string): boolean {
   return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
 }
 
+/** Why `check` (checkPrivateKey's verdict) rejects a key meant for `certificate`. */
+function keyProblem(check: 'unreadable' | 'mismatch' | 'not-p256', certificate: string): string {
+  return {
+    unreadable: 'is not a readable private key',
+    mismatch: `does not belong to ${certificate}`,
+    'not-p256': 'is not an ECDSA P-256 key',
+  }[check];
+}
+
 function checkPrivateKey(cert: X509Certificate, keyPem: string): 'ok' | 'unreadable' | 'mismatch' | 'not-p256' {
   try {
     if (!cert.checkPrivateKey(createPrivateKey(keyPem))) return 'mismatch';
@@ -285,11 +294,7 @@ export function planRenewal(
   if (!stored.caKey) return rotate('the Secret has no CA key (ca.key) to sign a serving certificate with', ca, caPem);
   const caKey = checkPrivateKey(ca, stored.caKey);
   if (caKey !== 'ok') {
-    const why = {
-      unreadable: 'is not a readable private key',
-      mismatch: 'does not belong to ca.crt',
-      'not-p256': 'is not an ECDSA P-256 key',
-    }[caKey];
+    const why = keyProblem(caKey, 'ca.crt');
     return rotate(`ca.key ${why}`, ca, caPem);
   }
   const caDue = dueReason('the CA certificate', ca, now, renewBeforeFraction);
@@ -301,11 +306,7 @@ export function planRenewal(
   if (!cert) return { action: 'issue', reason: 'tls.crt does not hold a readable certificate' };
   const key = checkPrivateKey(cert, stored.key);
   if (key !== 'ok') {
-    const why = {
-      unreadable: 'is not a readable private key',
-      mismatch: 'does not belong to tls.crt',
-      'not-p256': 'is not an ECDSA P-256 key',
-    }[key];
+    const why = keyProblem(key, 'tls.crt');
     return { action: 'issue', reason: `tls.key ${why}` };
   }
   if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey))
