@@ -1,5 +1,4 @@
 import { X509Certificate } from 'node:crypto';
-import { Writable } from 'node:stream';
 import {
   ApiError,
   CRDS,
@@ -8,7 +7,6 @@ import {
   type ResourceType,
   SECRETS,
 } from '../../operator/src/controller/kube-client.ts';
-import { createLogger } from '../../operator/src/observability/logger.ts';
 import {
   createCertificateAuthority,
   issueServingCertificate,
@@ -19,6 +17,7 @@ import {
   OperatorManagedCertificates,
   type OperatorManagedCertificatesOptions,
 } from '../../operator/src/webhook/operator-managed-certificates.ts';
+import { captureLogs } from '../support/logs.ts';
 
 const NS = 'website-system';
 const CRD = 'websites.web.example.com';
@@ -187,18 +186,8 @@ describe('OperatorManagedCertificates', () => {
     const api = new FakeApi();
     api.put(CRDS, crd());
     const [a, b] = [certificates(api), certificates(api)];
-    const logs: string[] = [];
-    const logged = certificates(api, {
-      logger: createLogger(
-        'info',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const { logs, logger } = captureLogs();
+    const logged = certificates(api, { logger });
     await Promise.all([a.sync(), b.sync(), logged.sync()]);
     expect(api.writes.filter((w) => w === 'create secrets')).toHaveLength(1);
     expect(a.current()).toEqual(b.current());
@@ -356,18 +345,8 @@ describe('OperatorManagedCertificates', () => {
   test('a CRD left pointing at a URL gets its caBundle and a warning that names kubectl replace, and keeps its URL', async () => {
     const api = new FakeApi();
     api.put(CRDS, crd({ url: 'https://127.0.0.1:9443/convert' }));
-    const logs: string[] = [];
-    const certs = certificates(api, {
-      logger: createLogger(
-        'info',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const { logs, logger } = captureLogs();
+    const certs = certificates(api, { logger });
     await certs.sync();
     const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
     expect(clientConfig.url).toBe('https://127.0.0.1:9443/convert');
@@ -415,18 +394,8 @@ describe('OperatorManagedCertificates', () => {
         'GET /api/v1/namespaces/website-system/secrets/website-operator-webhook-tls: connect ECONNREFUSED',
       ),
     );
-    const logs: string[] = [];
-    const certs = certificates(api, {
-      logger: createLogger(
-        'info',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const { logs, logger } = captureLogs();
+    const certs = certificates(api, { logger });
     const controller = new AbortController();
     const served = new Promise<void>((resolve) => certs.onChange(resolve));
     const running = certs.run(controller.signal);
@@ -445,18 +414,8 @@ describe('OperatorManagedCertificates', () => {
   test('never logs key material', async () => {
     const api = new FakeApi();
     api.put(CRDS, crd());
-    const logs: string[] = [];
-    const certs = certificates(api, {
-      logger: createLogger(
-        'debug',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const { logs, logger } = captureLogs('debug');
+    const certs = certificates(api, { logger });
     await certs.sync();
     const secret = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
     const all = logs.join('');
