@@ -37,3 +37,20 @@ export function hostileTitles(marker: (n: number) => string): string[] {
     '#'.repeat(4096),
   ];
 }
+
+/**
+ * Asserts what the Pod Security `restricted` profile asks of a pod spec and its containers:
+ * non-root, the RuntimeDefault seccomp profile, no privilege escalation, every capability dropped,
+ * and (our own rule on top) a read-only root filesystem.
+ */
+export function expectPodSecurityRestricted(pod: Manifest): void {
+  expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  for (const container of pod.containers) {
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
+  }
+}

@@ -15,7 +15,7 @@ import {
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { renderPage, textColorOn } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import { hostileTitles, type Manifest, only, synth } from '../helpers.ts';
+import { expectPodSecurityRestricted, hostileTitles, type Manifest, only, synth } from '../helpers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = join(root, 'lib/shell-operator', SHELL_OPERATOR_FILES.script);
@@ -132,17 +132,8 @@ describe('ShellOperator', () => {
   });
 
   test('pod and container pass Pod Security restricted, with a read-only root and a writable /tmp', () => {
-    expect(pod.securityContext).toMatchObject({
-      runAsNonRoot: true,
-      runAsUser: 65532,
-      seccompProfile: { type: 'RuntimeDefault' },
-    });
-    expect(container.securityContext).toEqual({
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      runAsNonRoot: true,
-      capabilities: { drop: ['ALL'] },
-    });
+    expectPodSecurityRestricted(pod);
+    expect(pod.securityContext.runAsUser).toBe(65532);
     expect(container.volumeMounts).toEqual([
       { name: 'config', mountPath: '/etc/website-shell-operator', readOnly: true },
       { name: 'tmp', mountPath: '/tmp' },
