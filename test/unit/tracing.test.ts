@@ -536,6 +536,7 @@ describe('localize (cluster addresses → local ones, the only change the tests 
       e: { prometheus: { host: '0.0.0.0', port: 8888 } },
       f: 42,
     };
+    // The expected document mirrors the input key by key, so each key reads as one case.
     expect(localize(doc, addresses)).toEqual({
       a: '127.0.0.1:5001',
       b: 'http://127.0.0.1:5001/v1',
