@@ -54,3 +54,20 @@ export function expectPodSecurityRestricted(pod: Manifest): void {
     });
   }
 }
+
+/**
+ * Asserts that the RoleBinding binds the Role `name` to the ServiceAccount `name` in `namespace`,
+ * and that the pod runs as that ServiceAccount with its token mounted (it talks to the API server).
+ */
+export function expectPodRunsAsBoundServiceAccount(
+  manifests: Manifest[],
+  pod: Manifest,
+  name: string,
+  namespace = 'website-system',
+): void {
+  const binding = only(manifests, 'RoleBinding');
+  expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name });
+  expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name, namespace }]);
+  expect(pod.serviceAccountName).toBe(name);
+  expect(pod.automountServiceAccountToken).toBe(true);
+}
