@@ -16,10 +16,17 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { App, Chart } from 'cdk8s';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { chartManifests, type LocalStack, type StackOptions, startLocalStack, tracingBinaries } from './local-stack.ts';
+import {
+  chartManifests,
+  collectorOtlpPorts,
+  type LocalStack,
+  type StackOptions,
+  startLocalStack,
+  tracingBinaries,
+} from './local-stack.ts';
 
 export type { LocalStack };
-export { tracingBinaries };
+export { collectorOtlpPorts, tracingBinaries };
 
 /** Starts every Deployment of `chart` (a dist/ chart name, or YAML) in a temporary folder, backends first, each healthy before the next. */
 export function startStack(chart: string, options: Omit<StackOptions, 'dir'> = {}): Promise<LocalStack> {
