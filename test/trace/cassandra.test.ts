@@ -95,6 +95,7 @@ describe('the production stack on Cassandra', () => {
     expect(child.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: root })]);
   });
 
+  // The production gateway's side of health-checks.test.ts's test on the development stack.
   test.each(OTLP_PROTOCOLS)(
     'over %s: not one span of a health check with children reaches Cassandra, failing and slow probes included; ordinary traces do, whole',
     async (protocol) => {
