@@ -37,3 +37,37 @@ export function hostileTitles(marker: (n: number) => string): string[] {
     '#'.repeat(4096),
   ];
 }
+
+/**
+ * Asserts what the Pod Security `restricted` profile asks of a pod spec and its containers:
+ * non-root, the RuntimeDefault seccomp profile, no privilege escalation, every capability dropped,
+ * and (our own rule on top) a read-only root filesystem.
+ */
+export function expectPodSecurityRestricted(pod: Manifest): void {
+  expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  for (const container of pod.containers) {
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
+  }
+}
+
+/**
+ * Asserts that the RoleBinding binds the Role `name` to the ServiceAccount `name` in `namespace`,
+ * and that the pod runs as that ServiceAccount with its token mounted (it talks to the API server).
+ */
+export function expectPodRunsAsBoundServiceAccount(
+  manifests: Manifest[],
+  pod: Manifest,
+  name: string,
+  namespace = 'website-system',
+): void {
+  const binding = only(manifests, 'RoleBinding');
+  expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name });
+  expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name, namespace }]);
+  expect(pod.serviceAccountName).toBe(name);
+  expect(pod.automountServiceAccountToken).toBe(true);
+}

@@ -52,6 +52,11 @@ export async function deleteNamespace(name: string): Promise<void> {
 }
 
 /** A v1 Website manifest. */
+/** Creates `object` (a manifest) with kubectl create. */
+export function create(object: object): Promise<string> {
+  return ok(['create', '-f', '-'], { input: JSON.stringify(object) });
+}
+
 export function website(
   name: string,
   namespace: string,

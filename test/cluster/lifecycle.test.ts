@@ -21,33 +21,26 @@ describe('finalizers (spec §3)', () => {
     });
     await ok(['delete', 'website', 'final', '-n', ns, '--wait=false']);
 
+    const removeFirstFinalizer = () =>
+      ok([
+        'patch',
+        'website',
+        'final',
+        '-n',
+        ns,
+        '--type=json',
+        '-p',
+        '[{"op":"remove","path":"/metadata/finalizers/0"}]',
+      ]);
     const terminating = await getJson(['website', 'final', '-n', ns]);
     expect(terminating.metadata.deletionTimestamp).toEqual(expect.any(String));
 
     // Other finalizers remain: still Terminating.
-    await ok([
-      'patch',
-      'website',
-      'final',
-      '-n',
-      ns,
-      '--type=json',
-      '-p',
-      '[{"op":"remove","path":"/metadata/finalizers/0"}]',
-    ]);
+    await removeFirstFinalizer();
     expect((await getJson(['website', 'final', '-n', ns])).metadata.finalizers).toEqual(['example.com/other']);
 
     // The last one goes: the platform removes the object.
-    await ok([
-      'patch',
-      'website',
-      'final',
-      '-n',
-      ns,
-      '--type=json',
-      '-p',
-      '[{"op":"remove","path":"/metadata/finalizers/0"}]',
-    ]);
+    await removeFirstFinalizer();
     await gone('website', 'final');
   });
 });

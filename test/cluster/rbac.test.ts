@@ -48,6 +48,17 @@ const service = {
   spec: { selector: labels, ports: [{ port: 80 }] },
 };
 const watchOnce = (resource: string) => ['get', '--raw', `${resource}?watch=true&timeoutSeconds=1`];
+const patchWebsite = (type: 'merge' | 'json', patch: string, ...flags: string[]) => [
+  'patch',
+  'website',
+  'rbac',
+  '-n',
+  NS,
+  ...flags,
+  `--type=${type}`,
+  '-p',
+  patch,
+];
 
 describe("the operator's ServiceAccount, under exactly its Role", () => {
   test('websites: get, list, watch, update, patch; status: update, patch', async () => {
@@ -55,39 +66,11 @@ describe("the operator's ServiceAccount, under exactly its Role", () => {
     await allowed(['get', 'websites', '-n', NS]);
     await allowed(watchOnce(`/apis/web.example.com/v1/namespaces/${NS}/websites`));
     await allowed(['replace', '-f', '-'], { ...stored, metadata: { ...stored.metadata, labels: { replaced: 'yes' } } });
-    await allowed([
-      'patch',
-      'website',
-      'rbac',
-      '-n',
-      NS,
-      '--type=merge',
-      '-p',
-      '{"metadata":{"finalizers":["websites.web.example.com/cleanup"]}}',
-    ]);
+    await allowed(patchWebsite('merge', '{"metadata":{"finalizers":["websites.web.example.com/cleanup"]}}'));
     const current = JSON.parse(await allowed(['get', 'website', 'rbac', '-n', NS, '-o', 'json']));
     await allowed(['replace', '--subresource=status', '-f', '-'], { ...current, status: { availableReplicas: 0 } });
-    await allowed([
-      'patch',
-      'website',
-      'rbac',
-      '-n',
-      NS,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      '{"status":{"url":"http://website-rbac"}}',
-    ]);
-    await allowed([
-      'patch',
-      'website',
-      'rbac',
-      '-n',
-      NS,
-      '--type=json',
-      '-p',
-      '[{"op":"remove","path":"/metadata/finalizers"}]',
-    ]);
+    await allowed(patchWebsite('merge', '{"status":{"url":"http://website-rbac"}}', '--subresource=status'));
+    await allowed(patchWebsite('json', '[{"op":"remove","path":"/metadata/finalizers"}]'));
   });
 
   test('deployments and services: create, get, list, watch, update, delete', async () => {

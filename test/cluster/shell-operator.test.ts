@@ -18,6 +18,7 @@ import { eventually } from '../support/poll.ts';
 import { type ShellOperatorProcess, startShellOperator } from '../support/shell-operator.ts';
 import { AUDIT_LOG, ROOT } from './env.ts';
 import {
+  create,
   createNamespace,
   deleteNamespace,
   getJson,
@@ -214,8 +215,7 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
       plain: { title: 'Plain', replicas: 1 },
       short: { title: 'Short colour', replicas: 2, color: '#abc' },
     };
-    for (const [name, spec] of Object.entries(sites))
-      await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, spec)) });
+    for (const [name, spec] of Object.entries(sites)) await create(website(name, ns, spec));
     await nextCycle();
 
     for (const name of Object.keys(sites)) {
@@ -252,9 +252,7 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     try {
       const names = titles.map((_, i) => `hostile-${i}`);
       for (const [i, title] of titles.entries())
-        await ok(['create', '-f', '-'], {
-          input: JSON.stringify(website(names[i], ns, { title, replicas: 1, color: '#222' })),
-        });
+        await create(website(names[i], ns, { title, replicas: 1, color: '#222' }));
       await nextCycle();
       for (const [i, title] of titles.entries()) {
         const stored = await getJson(['website', names[i], '-n', ns]);
@@ -271,7 +269,7 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
   });
 
   test('carries edits of title, colour and replicas to the Deployment in the next cycle', async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('edited', ns, { title: 'Before', replicas: 1 })) });
+    await create(website('edited', ns, { title: 'Before', replicas: 1 }));
     await nextCycle();
     await ok([
       'patch',
@@ -291,7 +289,7 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
   });
 
   test('puts back a child that was edited by hand or deleted', async () => {
-    await ok(['create', '-f', '-'], { input: JSON.stringify(website('steady', ns, { title: 'Steady', replicas: 2 })) });
+    await create(website('steady', ns, { title: 'Steady', replicas: 2 }));
     await nextCycle();
     await ok(['scale', 'deployment', 'website-steady', '-n', ns, '--replicas=5']);
     await ok(['delete', 'service', 'website-steady', '-n', ns]);
@@ -303,9 +301,7 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
   });
 
   test("forces its values back over another field manager's, taking back the fields (a conflict it forces)", async () => {
-    await ok(['create', '-f', '-'], {
-      input: JSON.stringify(website('contested', ns, { title: 'Contested', replicas: 2 })),
-    });
+    await create(website('contested', ns, { title: 'Contested', replicas: 2 }));
     await nextCycle();
     const [deployment] = await rendered('contested', ns);
     // Another applier takes spec.replicas, forcing it away from the shell operator.
@@ -343,7 +339,7 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     'deleting a Website (%s) deletes its children, and the loop does not bring them back',
     async (cascade) => {
       const name = `doomed-${cascade}`;
-      await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, { title: 'Doomed', replicas: 2 })) });
+      await create(website(name, ns, { title: 'Doomed', replicas: 2 }));
       await nextCycle();
       expect(await children(name, ns)).toBeDefined();
       await ok(['delete', 'website', name, '-n', ns, `--cascade=${cascade}`, '--wait=false']);
@@ -361,9 +357,8 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     const labels = { ...squatter.spec.selector.matchLabels, squatter: 'yes' };
     squatter.spec.selector.matchLabels = labels;
     squatter.spec.template.metadata.labels = labels;
-    await ok(['create', '-f', '-'], { input: JSON.stringify(squatter) });
-    for (const name of ['blocked', 'unblocked'])
-      await ok(['create', '-f', '-'], { input: JSON.stringify(website(name, ns, { title: name, replicas: 1 })) });
+    await create(squatter);
+    for (const name of ['blocked', 'unblocked']) await create(website(name, ns, { title: name, replicas: 1 }));
     const from = loop.lines.length;
     await nextCycle();
     const log = loop.lines.slice(from).map((l) => l.text);
@@ -381,11 +376,9 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
   test('leaves the children of a Website being deleted to the garbage collector, even once they are gone', async () => {
     // A finalizer keeps the Website, being deleted, and the garbage collector keeps its children
     // until it is gone: deleted by hand, they must not come back.
-    await ok(['create', '-f', '-'], {
-      input: JSON.stringify(
-        website('leaving', ns, { title: 'Leaving', replicas: 1 }, { finalizers: ['website-stack.test/hold'] }),
-      ),
-    });
+    await create(
+      website('leaving', ns, { title: 'Leaving', replicas: 1 }, { finalizers: ['website-stack.test/hold'] }),
+    );
     await nextCycle();
     expect(await children('leaving', ns)).toBeDefined();
     await ok(['delete', 'website', 'leaving', '-n', ns, '--wait=false']);
@@ -419,9 +412,7 @@ describe('the shell operator, looping under its ServiceAccount on a real cluster
     const binding = await getJson(['rolebinding', 'website-shell-operator', '-n', ns]);
     await ok(['delete', 'rolebinding', 'website-shell-operator', '-n', ns]);
     try {
-      await ok(['create', '-f', '-'], {
-        input: JSON.stringify(website('during-outage', ns, { title: 'Outage', replicas: 1 })),
-      });
+      await create(website('during-outage', ns, { title: 'Outage', replicas: 1 }));
       await refusedLists(2);
       expect(loop.running()).toBe(true);
       expect(await children('during-outage', ns)).toBeUndefined();
@@ -469,9 +460,7 @@ describe('the shell operator in a namespace of its own', () => {
     ['services', 'patch', /apply failed: .*cannot patch resource "services"/],
   ])('needs every verb of its Role: without %s %s a cycle fails', async (resource, verb, message) => {
     await withoutVerb(own, resource, verb, async () => {
-      await ok(['create', '-f', '-'], {
-        input: JSON.stringify(website(`without-${verb}-${resource}`, own, { title: 'T', replicas: 1 })),
-      });
+      await create(website(`without-${verb}-${resource}`, own, { title: 'T', replicas: 1 }));
       const run = await once(own);
       expect(run.code).toBe(1);
       expect(run.log.join('\n')).toMatch(message);
@@ -588,10 +577,7 @@ describe('the shell operator, one cycle at a time, in namespaces of their own', 
 
   test('a cycle is one list, then one server-side apply per child, as its own field manager, forcing conflicts, every request with a 30 s deadline', async () => {
     const namespace = await fresh('shell-requests');
-    for (const name of ['a', 'b'])
-      await ok(['create', '-f', '-'], {
-        input: JSON.stringify(website(name, namespace, { title: name, replicas: 1 })),
-      });
+    for (const name of ['a', 'b']) await create(website(name, namespace, { title: name, replicas: 1 }));
     expect((await once(namespace)).code).toBe(0);
 
     // What the API server received from the ServiceAccount, as its audit log records it.
@@ -637,10 +623,7 @@ describe('the shell operator, one cycle at a time, in namespaces of their own', 
 
   test("logs kubectl's error of several lines on one line, and applies the Websites after the failing one", async () => {
     const namespace = await fresh('shell-quota');
-    for (const name of ['a-before', 'c-after'])
-      await ok(['create', '-f', '-'], {
-        input: JSON.stringify(website(name, namespace, { title: name, replicas: 1 })),
-      });
+    for (const name of ['a-before', 'c-after']) await create(website(name, namespace, { title: name, replicas: 1 }));
     expect((await once(namespace)).code).toBe(0);
     // No new Deployment or Service fits the namespace's quota: both creates of a new Website fail,
     // and kubectl reports each on a line of its own. Existing children can still be changed.
@@ -665,9 +648,7 @@ describe('the shell operator, one cycle at a time, in namespaces of their own', 
         '-p',
         JSON.stringify({ spec: { replicas: 2 } }),
       ]);
-    await ok(['create', '-f', '-'], {
-      input: JSON.stringify(website('b-blocked', namespace, { title: 'Blocked', replicas: 1 })),
-    });
+    await create(website('b-blocked', namespace, { title: 'Blocked', replicas: 1 }));
 
     const run = await once(namespace);
     expect(run.code).toBe(1);
@@ -735,8 +716,7 @@ describe('Websites the API server would refuse, stored before it validated them'
       site('named-color', { title: 'T', replicas: 1, color: 'red' }),
       site('no-title', { replicas: 1 }),
     ];
-    for (const w of [...bad, site('fine', { title: 'Fine', replicas: 1 })])
-      await ok(['create', '-f', '-'], { input: JSON.stringify(w) });
+    for (const w of [...bad, site('fine', { title: 'Fine', replicas: 1 })]) await create(w);
     await applyCrd(v1.schema);
     // The API server now refuses each of them...
     for (const w of bad) {

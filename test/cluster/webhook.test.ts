@@ -128,22 +128,17 @@ async function conversions(metrics: OperatorMetrics): Promise<Record<string, num
   return Object.fromEntries((await metrics.conversions.get()).values.map((v) => [String(v.labels.result), v.value]));
 }
 
-function v1beta1(name: string, spec: Record<string, unknown>) {
+/** A test Website in `version`, carrying LABEL, which the cleanup and the listing tests select. */
+function websiteIn(version: 'v1' | 'v1beta1', name: string, spec: Record<string, unknown>) {
   return {
-    apiVersion: 'web.example.com/v1beta1',
+    apiVersion: `web.example.com/${version}`,
     kind: 'Website',
     metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } },
     spec,
   };
 }
-function v1(name: string, spec: Record<string, unknown>) {
-  return {
-    apiVersion: 'web.example.com/v1',
-    kind: 'Website',
-    metadata: { name, namespace: ns, labels: { 'website-stack/test': 'webhook' } },
-    spec,
-  };
-}
+const v1beta1 = (name: string, spec: Record<string, unknown>) => websiteIn('v1beta1', name, spec);
+const v1 = (name: string, spec: Record<string, unknown>) => websiteIn('v1', name, spec);
 
 /** The CRD's clientConfig without its caBundle: where the API server calls. */
 async function crdCalls(): Promise<unknown> {

@@ -343,6 +343,11 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
+/** The local ports of the otel-collector pod's OTLP receivers, by protocol. */
+export function collectorOtlpPorts(stack: LocalStack): { http: number; grpc: number } {
+  return { http: stack.port('otel-collector', 'otlp-http'), grpc: stack.port('otel-collector', 'otlp-grpc') };
+}
+
 export interface StackOptions extends PlanOptions {
   /** Pods started first, in this order (backends before what sends to them); the rest follow. */
   readonly order?: readonly string[];

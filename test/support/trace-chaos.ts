@@ -25,6 +25,7 @@ import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import {
   chartManifests,
+  collectorOtlpPorts,
   healthUrl,
   type LocalStack,
   type RunningPod,
@@ -447,7 +448,7 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
     pods = new Pods(stack, join(dir, 'logs'));
     const ctx: Context = {
       pods,
-      ports: { http: stack.port('otel-collector', 'otlp-http'), grpc: stack.port('otel-collector', 'otlp-grpc') },
+      ports: collectorOtlpPorts(stack),
       metricsPort: stack.port('otel-collector', 'metrics'),
       query: () => stack.url('jaeger', 'query'),
       tls,

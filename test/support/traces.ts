@@ -16,10 +16,17 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { App, Chart } from 'cdk8s';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { chartManifests, type LocalStack, type StackOptions, startLocalStack, tracingBinaries } from './local-stack.ts';
+import {
+  chartManifests,
+  collectorOtlpPorts,
+  type LocalStack,
+  type StackOptions,
+  startLocalStack,
+  tracingBinaries,
+} from './local-stack.ts';
 
 export type { LocalStack };
-export { tracingBinaries };
+export { collectorOtlpPorts, tracingBinaries };
 
 /** Starts every Deployment of `chart` (a dist/ chart name, or YAML) in a temporary folder, backends first, each healthy before the next. */
 export function startStack(chart: string, options: Omit<StackOptions, 'dir'> = {}): Promise<LocalStack> {
@@ -271,39 +278,12 @@ export function testPki(dnsNames: readonly string[]): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'pki-'));
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   const read = (file: string) => readFileSync(join(dir, file), 'utf8');
-  ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.crt',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=test-ca',
-  );
+  // An unencrypted P-256 key: how every `openssl req` here makes its key.
+  const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  ssl('req', '-x509', ...newKey, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca');
   const issue = (name: string, ext: string) => {
     writeFileSync(join(dir, `${name}.ext`), ext);
-    ssl(
-      'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      `/CN=${name}`,
-    );
+    ssl('req', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
     ssl(
       'x509',
       '-req',

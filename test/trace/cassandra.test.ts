@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import cassandraDriver from 'cassandra-driver';
 import { eventually } from '../support/poll.ts';
 import {
+  collectorOtlpPorts,
   hex,
   jaegerTrace,
   type LocalStack,
@@ -94,13 +95,11 @@ describe('the production stack on Cassandra', () => {
     expect(child.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: root })]);
   });
 
+  // The production gateway's side of health-checks.test.ts's test on the development stack.
   test.each(OTLP_PROTOCOLS)(
     'over %s: not one span of a health check with children reaches Cassandra, failing and slow probes included; ordinary traces do, whole',
     async (protocol) => {
-      const ports = {
-        http: stack.port('otel-collector', 'otlp-http'),
-        grpc: stack.port('otel-collector', 'otlp-grpc'),
-      };
+      const ports = collectorOtlpPorts(stack);
       // Late by 4 s: inside the gateway's 10 s decision_wait, as a slow service's child would be.
       const sent = await sendHealthAndOrdinaryTraces(protocol, ports, {
         service: `health-prod-${protocol.replace('/', '-')}`,

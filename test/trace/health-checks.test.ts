@@ -2,7 +2,7 @@
 // root span and every span under it, whichever OTLP transport they come over and in whatever order
 // their spans arrive, while ordinary traces beside them arrive whole. (The production gateway:
 // cassandra.test.ts.)
-import { type LocalStack, OTLP_PROTOCOLS, startStack } from '../support/traces.ts';
+import { collectorOtlpPorts, type LocalStack, OTLP_PROTOCOLS, startStack } from '../support/traces.ts';
 import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
 
 describe('health-check traces in dist/tracing-dev/tracing-dev.yaml (every other trace kept)', () => {
@@ -18,10 +18,7 @@ describe('health-check traces in dist/tracing-dev/tracing-dev.yaml (every other 
   test.each(OTLP_PROTOCOLS)(
     'over %s: not one span of a health check with children is stored; ordinary traces are, whole',
     async (protocol) => {
-      const ports = {
-        http: stack.port('otel-collector', 'otlp-http'),
-        grpc: stack.port('otel-collector', 'otlp-grpc'),
-      };
+      const ports = collectorOtlpPorts(stack);
       // Late by 4 s: the collector decides a second after a root arrives, so this child meets a decided trace.
       const sent = await sendHealthAndOrdinaryTraces(protocol, ports, {
         service: `health-dev-${protocol.replace('/', '-')}`,

@@ -1,7 +1,10 @@
 // Sampling, measured on the real Collector in front of the real Jaeger (health checks: health-checks.test.ts).
 // Bounds are binomial: n traces kept with probability p give n·p ± 5·sqrt(n·p·(1-p)); a correct
 // sampler falls outside with probability below 1e-6.
-import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
+import {
+  DevelopmentTracingStack,
+  type DevelopmentTracingStackProps,
+} from '../../lib/tracing/development-tracing-stack.ts';
 import { eventually } from '../support/poll.ts';
 import {
   hex,
@@ -40,6 +43,13 @@ async function sendTraces(
   return ids;
 }
 
+/** The development stack without HotROD, its collector sampling as `sampling` says. */
+const startSampling = (sampling: DevelopmentTracingStackProps['sampling']) =>
+  startStack(
+    synthYaml((chart) => new DevelopmentTracingStack(chart, 'Tracing', { sampling, hotrod: false })),
+    { order: ORDER },
+  );
+
 /** Waits until Jaeger has some of `service`'s traces and their count stops changing (the collector has flushed). */
 async function settledCount(query: string, service: string): Promise<number> {
   let last = -1;
@@ -54,16 +64,7 @@ async function settledCount(query: string, service: string): Promise<number> {
 describe('probabilistic sampling at 1 % (the OtelCollector default, the spec sample configuration)', () => {
   let stack: LocalStack;
   beforeAll(async () => {
-    stack = await startStack(
-      synthYaml(
-        (chart) =>
-          new DevelopmentTracingStack(chart, 'Tracing', {
-            sampling: { mode: 'probabilistic', percentage: 1 },
-            hotrod: false,
-          }),
-      ),
-      { order: ORDER },
-    );
+    stack = await startSampling({ mode: 'probabilistic', percentage: 1 });
   });
   afterAll(() => stack?.stop());
 
@@ -104,13 +105,7 @@ describe('probabilistic sampling at 1 % (the OtelCollector default, the spec sam
 describe('tail-based sampling (the production collector: errors, slower than 1 s, 1 % of the rest)', () => {
   let stack: LocalStack;
   beforeAll(async () => {
-    stack = await startStack(
-      synthYaml(
-        (chart) =>
-          new DevelopmentTracingStack(chart, 'Tracing', { sampling: { mode: 'tail', percentage: 1 }, hotrod: false }),
-      ),
-      { order: ORDER },
-    );
+    stack = await startSampling({ mode: 'tail', percentage: 1 });
   });
   afterAll(() => stack?.stop());
 

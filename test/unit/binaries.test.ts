@@ -133,33 +133,23 @@ describe('scripts/binaries.sh', () => {
     expect(result.code).toBe(0);
   });
 
-  test('prints a cached actionlint without building it (no Go needed)', () => {
-    const actionlint = cached(`actionlint-${pinned('ACTIONLINT_VERSION')}`);
-    const result = run(['actionlint'], { PATH: noGo });
-    expect(result.stdout).toBe(`actionlint=${actionlint}\n`);
+  test.each([
+    ['actionlint', 'ACTIONLINT_VERSION'],
+    ['kro', 'KRO_VERSION'],
+  ])('prints a cached %s without building it (no Go needed)', (name, versionVariable) => {
+    const binary = cached(`${name}-${pinned(versionVariable)}`);
+    const result = run([name], { PATH: noGo });
+    expect(result.stdout).toBe(`${name}=${binary}\n`);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
   });
 
-  test('needs Go to build actionlint when it is not cached (KUBEBUILDER_ASSETS holds Kubernetes binaries only)', () => {
-    fakeBinary('actionlint');
-    const result = run(['actionlint'], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
-    expect(result.stdout).toBe('');
-    expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('Go is not installed');
-  });
-
-  test('prints a cached kro without building it (no Go needed)', () => {
-    const kro = cached(`kro-${pinned('KRO_VERSION')}`);
-    const result = run(['kro'], { PATH: noGo });
-    expect(result.stdout).toBe(`kro=${kro}\n`);
-    expect(result.stderr).toBe('');
-    expect(result.code).toBe(0);
-  });
-
-  test('needs Go to build kro when it is not cached (it is in no group, and no preset variable names it)', () => {
-    fakeBinary('kro');
-    const result = run(['kro'], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
+  test.each([
+    ['actionlint', 'KUBEBUILDER_ASSETS holds Kubernetes binaries only'],
+    ['kro', 'it is in no group, and no preset variable names it'],
+  ])('needs Go to build %s when it is not cached (%s)', (name) => {
+    fakeBinary(name);
+    const result = run([name], { KUBEBUILDER_ASSETS: dir, PATH: noGo });
     expect(result.stdout).toBe('');
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('Go is not installed');

@@ -126,6 +126,19 @@ describe('WorkQueue', () => {
     for (let i = 0; i < 500 && !condition(); i++) await sleep(5);
     expect(condition()).toBe(true);
   };
+  /** A handler that takes 20 ms and counts the runs started, running at once (and the most so), and finished. */
+  const timedReconcile = () => {
+    const counts = { started: 0, active: 0, maxActive: 0, finished: 0 };
+    const reconcile = async () => {
+      counts.started++;
+      counts.active++;
+      counts.maxActive = Math.max(counts.maxActive, counts.active);
+      await sleep(20);
+      counts.active--;
+      counts.finished++;
+    };
+    return { counts, reconcile };
+  };
 
   test('traces each run of the handler in one span: its name and attributes, the failures so far, an error status for a failure', async () => {
     const exporter = new InMemorySpanExporter();
@@ -186,43 +199,27 @@ describe('WorkQueue', () => {
 
   test('never runs one key twice at once; a key added while processing runs again afterwards', async () => {
     const queue = new WorkQueue({ name: 'test', concurrency: 4 });
-    let active = 0;
-    let maxActive = 0;
-    let runs = 0;
-    const worker = run(queue, async () => {
-      active++;
-      maxActive = Math.max(maxActive, active);
-      runs++;
-      await sleep(20);
-      active--;
-    });
+    const { counts, reconcile } = timedReconcile();
+    const worker = run(queue, reconcile);
     queue.add('ns/a');
-    await until(() => active === 1);
+    await until(() => counts.active === 1);
     queue.add('ns/a');
     queue.add('ns/a');
-    await until(() => runs === 2 && active === 0);
+    await until(() => counts.started === 2 && counts.active === 0);
     await sleep(30);
     await worker.stop();
-    expect(maxActive).toBe(1);
-    expect(runs).toBe(2);
+    expect(counts.maxActive).toBe(1);
+    expect(counts.started).toBe(2);
   });
 
   test('processes different keys concurrently, up to the configured concurrency', async () => {
     const queue = new WorkQueue({ name: 'test', concurrency: 3 });
-    let active = 0;
-    let maxActive = 0;
-    let done = 0;
-    const worker = run(queue, async () => {
-      active++;
-      maxActive = Math.max(maxActive, active);
-      await sleep(20);
-      active--;
-      done++;
-    });
+    const { counts, reconcile } = timedReconcile();
+    const worker = run(queue, reconcile);
     for (let i = 0; i < 9; i++) queue.add(`ns/${i}`);
-    await until(() => done === 9);
+    await until(() => counts.finished === 9);
     await worker.stop();
-    expect(maxActive).toBe(3);
+    expect(counts.maxActive).toBe(3);
   });
 
   test('retries a failing key with growing backoff, and forgets its failures after a success', async () => {

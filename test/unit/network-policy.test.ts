@@ -41,27 +41,23 @@ function allowed(policies: Manifest[], from: Pod, to: Pod, port: number, protoco
         matches(p.spec.podSelector, pod.labels) &&
         p.spec.policyTypes.includes(type),
     );
-  const egress = selecting(from, 'Egress');
-  const out =
-    egress.length === 0 ||
-    egress.some((p) =>
-      (p.spec.egress ?? []).some(
-        (r: Manifest) =>
-          (r.to === undefined || r.to.some((peer: Manifest) => peerMatches(peer, p.metadata.namespace, to))) &&
-          portMatches(r.ports, port, protocol),
-      ),
+  // Egress from `from` and ingress into `to` follow the same rule, mirrored: `to`/`from` name the other end.
+  const admits = (pod: Pod, type: 'Egress' | 'Ingress', other: Pod) => {
+    const [rulesKey, peersKey] = type === 'Egress' ? ['egress', 'to'] : ['ingress', 'from'];
+    const policiesOfPod = selecting(pod, type);
+    return (
+      policiesOfPod.length === 0 ||
+      policiesOfPod.some((p) =>
+        (p.spec[rulesKey] ?? []).some(
+          (r: Manifest) =>
+            (r[peersKey] === undefined ||
+              r[peersKey].some((peer: Manifest) => peerMatches(peer, p.metadata.namespace, other))) &&
+            portMatches(r.ports, port, protocol),
+        ),
+      )
     );
-  const ingress = selecting(to, 'Ingress');
-  const into =
-    ingress.length === 0 ||
-    ingress.some((p) =>
-      (p.spec.ingress ?? []).some(
-        (r: Manifest) =>
-          (r.from === undefined || r.from.some((peer: Manifest) => peerMatches(peer, p.metadata.namespace, from))) &&
-          portMatches(r.ports, port, protocol),
-      ),
-    );
-  return out && into;
+  };
+  return admits(from, 'Egress', to) && admits(to, 'Ingress', from);
 }
 
 const podOf = (manifests: Manifest[], name: string): Pod => {

@@ -59,6 +59,35 @@ async function until(what: string, condition: () => boolean | Promise<boolean>):
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/**
+ * The operator's connection to `api`, with every request but a watch (those already open are left
+ * alone) handed to `intercept`: its name ("create deployments"), method, arguments, and `send`.
+ */
+function interceptRequests(
+  api: FakeKubeApi,
+  intercept: (request: string, method: string, args: unknown[], send: () => Promise<unknown>) => Promise<unknown>,
+): FakeKubeApi {
+  return new Proxy(api, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== 'function' || property === 'watch') return value;
+      return (...args: unknown[]) => {
+        const request = `${String(property)} ${(args[0] as { resource?: string } | undefined)?.resource}`;
+        return intercept(request, String(property), args, () => value.apply(target, args) as Promise<unknown>);
+      };
+    },
+  });
+}
+
+/** Website `a` in team-a, as a user would create it. */
+const createWebsiteA = (api: FakeKubeApi) =>
+  api.create(websitesType('web.example.com'), {
+    apiVersion: 'web.example.com/v1',
+    kind: 'Website',
+    metadata: { name: 'a', namespace: 'team-a' },
+    spec: { title: 'A', replicas: 1, color: '#000' },
+  });
+
 const notLeadingSeconds = async (metrics: OperatorMetrics) => (await metrics.notLeading.get()).values[0]?.value ?? 0;
 
 test('/readyz lists each check with its state: the leader and the standby of two replicas are both ready, the standby says who leads', async () => {
@@ -120,36 +149,24 @@ test('a leader whose API server stops answering stops leading within renewDeadli
   let hung = false;
   const waiting = new Set<string>();
   const aborted: string[] = [];
-  const client = new Proxy(api, {
-    get(target, property) {
-      const value = Reflect.get(target, property, target);
-      if (typeof value !== 'function' || property === 'watch') return value;
-      return (...args: unknown[]) => {
-        if (!hung) return value.apply(target, args);
-        const signal = args
-          .map((arg) => (arg as { signal?: unknown } | undefined)?.signal)
-          .find((s): s is AbortSignal => s instanceof AbortSignal);
-        const request = `${String(property)} ${(args[0] as { resource: string }).resource}`;
-        waiting.add(request);
-        return new Promise((_, reject) =>
-          signal?.addEventListener('abort', () => {
-            waiting.delete(request);
-            aborted.push(request);
-            reject(new ApiError(0, 'ConnectionError', `${request}: aborted`));
-          }),
-        );
-      };
-    },
+  const client = interceptRequests(api, (request, _, args, send) => {
+    if (!hung) return send();
+    const signal = args
+      .map((arg) => (arg as { signal?: unknown } | undefined)?.signal)
+      .find((s): s is AbortSignal => s instanceof AbortSignal);
+    waiting.add(request);
+    return new Promise((_, reject) =>
+      signal?.addEventListener('abort', () => {
+        waiting.delete(request);
+        aborted.push(request);
+        reject(new ApiError(0, 'ConnectionError', `${request}: aborted`));
+      }),
+    );
   });
   const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
   await until('op-0 to lead', () => leader.operator.manager.isLeader());
   hung = true;
-  await api.create(websitesType('web.example.com'), {
-    apiVersion: 'web.example.com/v1',
-    kind: 'Website',
-    metadata: { name: 'a', namespace: 'team-a' },
-    spec: { title: 'A', replicas: 1, color: '#000' },
-  });
+  await createWebsiteA(api);
   await until('the reconcile to wait on its create', () => waiting.has('create deployments'));
   await until('op-0 to stop leading', () => !leader.operator.manager.isLeader());
   await until(
@@ -167,28 +184,16 @@ test('a leader paused past its renew deadline refuses the writes of its reconcil
   const held: Array<() => void> = [];
   let frozenAt = Number.POSITIVE_INFINITY;
   const writesAfterPause: string[] = [];
-  const client = new Proxy(api, {
-    get(target, property) {
-      const value = Reflect.get(target, property, target);
-      if (typeof value !== 'function' || property === 'watch') return value;
-      return (...args: unknown[]) => {
-        const request = `${String(property)} ${(args[0] as { resource: string }).resource}`;
-        if (performance.now() > frozenAt && !['get', 'list'].includes(String(property)) && !request.endsWith('events'))
-          writesAfterPause.push(request);
-        const result = value.apply(target, args) as Promise<unknown>;
-        if (property !== 'create' || request === 'create leases' || request === 'create events') return result;
-        return result.then((answer) => new Promise((resolve) => held.push(() => resolve(answer))));
-      };
-    },
+  const client = interceptRequests(api, (request, method, _, send) => {
+    if (performance.now() > frozenAt && !['get', 'list'].includes(method) && !request.endsWith('events'))
+      writesAfterPause.push(request);
+    const result = send();
+    if (method !== 'create' || request === 'create leases' || request === 'create events') return result;
+    return result.then((answer) => new Promise((resolve) => held.push(() => resolve(answer))));
   });
   const leader = await start(client, 'op-0', { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 });
   await until('op-0 to lead', () => leader.operator.manager.isLeader());
-  await api.create(websitesType('web.example.com'), {
-    apiVersion: 'web.example.com/v1',
-    kind: 'Website',
-    metadata: { name: 'a', namespace: 'team-a' },
-    spec: { title: 'A', replicas: 1, color: '#000' },
-  });
+  await createWebsiteA(api);
   await until('both creates to be held', () => held.length === 2);
 
   // The pause: the event loop stands still past the renew deadline (as under SIGSTOP), then the

@@ -8,7 +8,13 @@ import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
 import { tracingSettings } from '../../operator/src/observability/tracing.ts';
-import { type Manifest, only, synth } from '../helpers.ts';
+import {
+  expectPodRunsAsBoundServiceAccount,
+  expectPodSecurityRestricted,
+  type Manifest,
+  only,
+  synth,
+} from '../helpers.ts';
 
 function operator(props?: WebsiteOperatorProps): Manifest[] {
   return synth((chart) => new WebsiteOperator(chart, 'op', props));
@@ -120,14 +126,8 @@ describe('WebsiteOperator', () => {
 
   test('binds the Role to the dedicated ServiceAccount under stable names', () => {
     expect(only(manifests, 'ServiceAccount').metadata.name).toBe('website-operator');
-    const binding = only(manifests, 'RoleBinding');
-    expect(binding.metadata.name).toBe('website-operator');
-    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'website-operator' });
-    expect(binding.subjects).toEqual([
-      { kind: 'ServiceAccount', name: 'website-operator', namespace: 'website-system' },
-    ]);
-    expect(pod.serviceAccountName).toBe('website-operator');
-    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(only(manifests, 'RoleBinding').metadata.name).toBe('website-operator');
+    expectPodRunsAsBoundServiceAccount(manifests, pod, 'website-operator');
   });
 
   test('runs one replica of a pinned image', () => {
@@ -141,14 +141,8 @@ describe('WebsiteOperator', () => {
   });
 
   test('pod and container pass Pod Security restricted', () => {
-    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    expectPodSecurityRestricted(pod);
     expect(pod.securityContext.runAsUser).toBeGreaterThan(0);
-    expect(container.securityContext).toEqual({
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      runAsNonRoot: true,
-      capabilities: { drop: ['ALL'] },
-    });
     expect(pod.hostNetwork ?? false).toBe(false);
     expect(pod.volumes ?? []).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { workloadLabels } from '../../lib/workload/website-workload.ts';
-import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
+import { FakeKubeApi, type InjectedFailure } from '../../operator/src/controller/fake-kube-api.ts';
 import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
@@ -74,6 +74,20 @@ const website = (name: string, spec: Record<string, unknown> = { title: 'Hello',
   metadata: { name, namespace: NS },
   spec: { color: '#2196F3', ...spec },
 });
+
+/** A patch of a Website itself (its finalizer), not of its status. */
+const patchOfWebsite: InjectedFailure['match'] = (r) =>
+  r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource;
+
+/** What a new Website costs when it adopts children left by one of its name: two applies, no GET and no create. */
+const ADOPTION_REQUESTS = [
+  'APPLY deployments 200',
+  'APPLY services 200',
+  'CREATE events 201',
+  'CREATE websites 201',
+  'PATCH websites 200',
+  'PATCH websites/status 200',
+];
 
 /** What the Deployment controller and kubelets would write: every replica up to date and available. */
 function rollOut(api: FakeKubeApi, name: string): void {
@@ -213,14 +227,7 @@ describe('request budget of each reconcile path', () => {
     ]);
 
     await h.api.create(WEBSITES, website('a'));
-    expect(await h.requests()).toEqual([
-      'APPLY deployments 200',
-      'APPLY services 200',
-      'CREATE events 201',
-      'CREATE websites 201',
-      'PATCH websites 200',
-      'PATCH websites/status 200',
-    ]);
+    expect(await h.requests()).toEqual(ADOPTION_REQUESTS);
     const uid = h.api.peek<KubeObject>(WEBSITES, NS, 'a')!.metadata!.uid;
     for (const type of [DEPLOYMENTS, SERVICES])
       expect(h.api.peek<KubeObject>(type, NS, 'website-a')!.metadata!.ownerReferences).toEqual([
@@ -238,14 +245,7 @@ describe('request budget of each reconcile path', () => {
       await orphan(SERVICES, { spec: { ports: [{ port: 80 }] } })(api);
     });
     await h.api.create(WEBSITES, website('a'));
-    expect(await h.requests()).toEqual([
-      'APPLY deployments 200',
-      'APPLY services 200',
-      'CREATE events 201',
-      'CREATE websites 201',
-      'PATCH websites 200',
-      'PATCH websites/status 200',
-    ]);
+    expect(await h.requests()).toEqual(ADOPTION_REQUESTS);
     const owners = h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.metadata!.ownerReferences;
     expect(owners).toEqual([expect.objectContaining({ kind: 'Website', name: 'a', controller: true })]);
   });
@@ -287,10 +287,7 @@ describe('request budget of each reconcile path', () => {
 
 test('a Website changed since the cache saw it (a conflict on the finalizer) is retried quietly: no Warning, no failed status', async () => {
   const h = await start();
-  h.api.failWith(
-    (r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource,
-    new ApiError(409, 'Conflict', 'the object has been modified'),
-  );
+  h.api.failWith(patchOfWebsite, new ApiError(409, 'Conflict', 'the object has been modified'));
   await h.api.create(WEBSITES, website('a'));
   await new Promise((resolve) => setTimeout(resolve, 50));
   await h.requests();
@@ -301,10 +298,7 @@ test('a Website changed since the cache saw it (a conflict on the finalizer) is 
 
 test('a Website deleted while it is reconciled (its patch answers NotFound) is success: no Warning, no failure logged', async () => {
   const h = await start();
-  h.api.failWith(
-    (r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource,
-    new ApiError(404, 'NotFound', 'websites "a" not found'),
-  );
+  h.api.failWith(patchOfWebsite, new ApiError(404, 'NotFound', 'websites "a" not found'));
   await h.api.create(WEBSITES, website('a'));
   await h.requests();
   expect((await h.api.list(EVENTS, NS)).items.filter((e) => e.type === 'Warning')).toEqual([]);
@@ -339,10 +333,7 @@ test('a deleted Website whose finalizer someone else removed first (the finalize
   const h = await start();
   await h.api.create(WEBSITES, website('a'));
   await h.requests();
-  h.api.failWith(
-    (r) => r.resource === 'websites' && r.verb === 'PATCH' && !r.subresource,
-    new ApiError(404, 'NotFound', 'websites "a" not found'),
-  );
+  h.api.failWith(patchOfWebsite, new ApiError(404, 'NotFound', 'websites "a" not found'));
   await h.api.delete(WEBSITES, { namespace: NS, name: 'a' });
   expect(await h.requests()).toContain('PATCH websites 404');
   expect(h.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);

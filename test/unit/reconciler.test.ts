@@ -129,43 +129,33 @@ describe("the Website controller's update predicate", () => {
     expect(onlyOwnWrites(without, stored, finalizer)).toBe(true);
   });
 
-  test('a spec, label or other finalizer change, or our finalizer removed by someone else, is', () => {
-    expect(
-      onlyOwnWrites(
-        stored,
-        edited((w) => {
-          w.spec.replicas = 3;
-        }),
-        finalizer,
-      ),
-    ).toBe(false);
-    expect(
-      onlyOwnWrites(
-        stored,
-        edited((w) => {
-          w.metadata.labels = { team: 'a' };
-        }),
-        finalizer,
-      ),
-    ).toBe(false);
-    expect(
-      onlyOwnWrites(
-        stored,
-        edited((w) => {
-          w.metadata.finalizers = [finalizer, 'other'];
-        }),
-        finalizer,
-      ),
-    ).toBe(false);
-    expect(
-      onlyOwnWrites(
-        stored,
-        edited((w) => {
-          w.metadata.finalizers = [];
-        }),
-        finalizer,
-      ),
-    ).toBe(false);
+  test.each<[string, (w: typeof stored) => void]>([
+    [
+      'a spec change',
+      (w) => {
+        w.spec.replicas = 3;
+      },
+    ],
+    [
+      'a label change',
+      (w) => {
+        w.metadata.labels = { team: 'a' };
+      },
+    ],
+    [
+      'another finalizer added',
+      (w) => {
+        w.metadata.finalizers = [finalizer, 'other'];
+      },
+    ],
+    [
+      'our finalizer removed by someone else',
+      (w) => {
+        w.metadata.finalizers = [];
+      },
+    ],
+  ])('%s is a change to reconcile', (_, change) => {
+    expect(onlyOwnWrites(stored, edited(change), finalizer)).toBe(false);
   });
 });
 

@@ -354,6 +354,7 @@ describe('LeaderElector', () => {
       lost: () => leadership?.aborted ?? false,
     };
   };
+  const leaseSpec = (api: FakeKubeApi) => api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec;
 
   test('one replica leads; a stopping leader releases the Lease and the other takes over at once', async () => {
     const api = new FakeKubeApi();
@@ -377,12 +378,12 @@ describe('LeaderElector', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(b.isLeader()).toBe(false);
     await runA.stop();
-    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({
+    expect(leaseSpec(api)).toMatchObject({
       leaseDurationSeconds: 1,
     });
     // Released: b need not wait out the 60 s lease.
     await until(() => b.isLeader(), 'b to lead');
-    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({
+    expect(leaseSpec(api)).toMatchObject({
       holderIdentity: 'b',
       leaseTransitions: 1,
     });
@@ -438,7 +439,7 @@ describe('LeaderElector', () => {
     expect(b.status()).toMatchObject({ leading: false, holder: 'gone' });
     await until(() => b.isLeader(), 'b to take the expired Lease');
     expect(performance.now() - started).toBeGreaterThanOrEqual(1_000);
-    expect(api.peek<KubeObject>(LEASES, 'website-system', 'website-operator')?.spec).toMatchObject({
+    expect(leaseSpec(api)).toMatchObject({
       holderIdentity: 'b',
       leaseTransitions: 1,
     });

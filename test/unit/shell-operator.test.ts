@@ -15,7 +15,14 @@ import {
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { renderPage, textColorOn } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import { hostileTitles, type Manifest, only, synth } from '../helpers.ts';
+import {
+  expectPodRunsAsBoundServiceAccount,
+  expectPodSecurityRestricted,
+  hostileTitles,
+  type Manifest,
+  only,
+  synth,
+} from '../helpers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = join(root, 'lib/shell-operator', SHELL_OPERATOR_FILES.script);
@@ -108,17 +115,7 @@ describe('ShellOperator', () => {
       name: 'website-shell-operator',
       namespace: 'website-system',
     });
-    const binding = only(manifests, 'RoleBinding');
-    expect(binding.roleRef).toEqual({
-      apiGroup: 'rbac.authorization.k8s.io',
-      kind: 'Role',
-      name: 'website-shell-operator',
-    });
-    expect(binding.subjects).toEqual([
-      { kind: 'ServiceAccount', name: 'website-shell-operator', namespace: 'website-system' },
-    ]);
-    expect(pod.serviceAccountName).toBe('website-shell-operator');
-    expect(pod.automountServiceAccountToken).toBe(true);
+    expectPodRunsAsBoundServiceAccount(manifests, pod, 'website-shell-operator');
   });
 
   test('runs one replica of a pinned image with bash, jq and kubectl', () => {
@@ -132,17 +129,8 @@ describe('ShellOperator', () => {
   });
 
   test('pod and container pass Pod Security restricted, with a read-only root and a writable /tmp', () => {
-    expect(pod.securityContext).toMatchObject({
-      runAsNonRoot: true,
-      runAsUser: 65532,
-      seccompProfile: { type: 'RuntimeDefault' },
-    });
-    expect(container.securityContext).toEqual({
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      runAsNonRoot: true,
-      capabilities: { drop: ['ALL'] },
-    });
+    expectPodSecurityRestricted(pod);
+    expect(pod.securityContext.runAsUser).toBe(65532);
     expect(container.volumeMounts).toEqual([
       { name: 'config', mountPath: '/etc/website-shell-operator', readOnly: true },
       { name: 'tmp', mountPath: '/tmp' },

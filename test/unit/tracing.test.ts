@@ -6,6 +6,7 @@ import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { collectorConfig, OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import { ProductionTracingStack } from '../../lib/tracing/production-tracing-stack.ts';
+import { expectPodSecurityRestricted } from '../helpers.ts';
 import { localize } from '../support/local-stack.ts';
 
 const chart = () => new Chart(Testing.app(), 'test');
@@ -289,14 +290,8 @@ describe('the trace-stack workloads', () => {
     expect(deployments.map((d) => d.metadata.name).sort()).toEqual(['hotrod', 'jaeger', 'otel-collector']);
     for (const d of deployments) {
       const pod = d.spec.template.spec;
-      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      expectPodSecurityRestricted(pod);
       for (const container of pod.containers) {
-        expect(container.securityContext).toEqual({
-          allowPrivilegeEscalation: false,
-          readOnlyRootFilesystem: true,
-          runAsNonRoot: true,
-          capabilities: { drop: ['ALL'] },
-        });
         expect(container.image).toMatch(/:[0-9v][^:]*$/);
         expect(container.resources.limits.memory).toBeDefined();
       }
@@ -541,6 +536,7 @@ describe('localize (cluster addresses → local ones, the only change the tests 
       e: { prometheus: { host: '0.0.0.0', port: 8888 } },
       f: 42,
     };
+    // The expected document mirrors the input key by key, so each key reads as one case.
     expect(localize(doc, addresses)).toEqual({
       a: '127.0.0.1:5001',
       b: 'http://127.0.0.1:5001/v1',

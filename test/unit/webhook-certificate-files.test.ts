@@ -1,14 +1,13 @@
 import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { createLogger } from '../../operator/src/observability/logger.ts';
 import { CertificateFiles } from '../../operator/src/webhook/certificate-files.ts';
 import {
   createCertificateAuthority,
   issueServingCertificate,
   type TlsCertificate,
 } from '../../operator/src/webhook/certificates.ts';
+import { captureLogs } from '../support/logs.ts';
 
 const DAY_MS = 24 * 3600_000;
 
@@ -30,22 +29,6 @@ async function project(pair: { cert: string; key: string }) {
   for (const file of ['tls.crt', 'tls.key']) {
     await symlink(join('..data', file), join(dir, file)).catch(() => undefined);
   }
-}
-
-function collect(): { logs: string[]; logger: ReturnType<typeof createLogger> } {
-  const logs: string[] = [];
-  return {
-    logs,
-    logger: createLogger(
-      'info',
-      new Writable({
-        write: (c, _, done) => {
-          logs.push(String(c));
-          done();
-        },
-      }),
-    ),
-  };
 }
 
 beforeAll(async () => {
@@ -94,7 +77,7 @@ describe('CertificateFiles', () => {
     const first = await issue();
     const second = await issue();
     await project(first);
-    const { logs, logger } = collect();
+    const { logs, logger } = captureLogs();
     const files = new CertificateFiles({ dir, logger });
     await files.reload();
     await project({ cert: second.cert, key: first.key });
@@ -107,7 +90,7 @@ describe('CertificateFiles', () => {
   });
 
   test('without files it serves nothing, says where it looked, and never throws', async () => {
-    const { logs, logger } = collect();
+    const { logs, logger } = captureLogs();
     const files = new CertificateFiles({ dir: join(dir, 'missing'), logger });
     expect(await files.reload()).toBe(false);
     expect(files.current()).toBeUndefined();
@@ -120,7 +103,7 @@ describe('CertificateFiles', () => {
     const pair = await issue();
     await writeFile(join(dir, 'tls.crt'), 'not a certificate');
     await writeFile(join(dir, 'tls.key'), pair.key);
-    const { logs, logger } = collect();
+    const { logs, logger } = captureLogs();
     const files = new CertificateFiles({ dir, logger });
     expect(await files.reload()).toBe(false);
     await writeFile(join(dir, 'tls.crt'), pair.cert);

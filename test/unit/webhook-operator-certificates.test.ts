@@ -1,5 +1,4 @@
 import { X509Certificate } from 'node:crypto';
-import { Writable } from 'node:stream';
 import {
   ApiError,
   CRDS,
@@ -8,7 +7,6 @@ import {
   type ResourceType,
   SECRETS,
 } from '../../operator/src/controller/kube-client.ts';
-import { createLogger } from '../../operator/src/observability/logger.ts';
 import {
   createCertificateAuthority,
   issueServingCertificate,
@@ -19,6 +17,7 @@ import {
   OperatorManagedCertificates,
   type OperatorManagedCertificatesOptions,
 } from '../../operator/src/webhook/operator-managed-certificates.ts';
+import { captureLogs } from '../support/logs.ts';
 
 const NS = 'website-system';
 const CRD = 'websites.web.example.com';
@@ -120,14 +119,20 @@ const text = (b64: string | undefined) => Buffer.from(b64 ?? '', 'base64').toStr
 type Secret = KubeObject & { type: string; data: Record<string, string> };
 type Crd = ReturnType<typeof crd>;
 
+/** An API server holding the CRD, converting through the webhook Service. */
+function apiWithCrd(): FakeApi {
+  const api = new FakeApi();
+  api.put(CRDS, crd());
+  return api;
+}
+
 function certificates(api: FakeApi, options: Partial<OperatorManagedCertificatesOptions> = {}) {
   return new OperatorManagedCertificates({ client: api, namespace: NS, crdName: CRD, ...options });
 }
 
 describe('OperatorManagedCertificates', () => {
   test('creates the Secret, makes the CRD trust the CA, then serves the certificate', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const certs = certificates(api);
     const changes: string[] = [];
     certs.onChange(() => changes.push(certs.current()!.cert));
@@ -167,8 +172,7 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('reuses a valid Secret and CRD: no write, the same certificate, on a second start and on every later check', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const first = certificates(api);
     await first.sync();
     api.writes.length = 0;
@@ -184,21 +188,10 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test("two replicas starting at once create one Secret: the loser of the race adopts the winner's certificate", async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const [a, b] = [certificates(api), certificates(api)];
-    const logs: string[] = [];
-    const logged = certificates(api, {
-      logger: createLogger(
-        'info',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const { logs, logger } = captureLogs();
+    const logged = certificates(api, { logger });
     await Promise.all([a.sync(), b.sync(), logged.sync()]);
     expect(api.writes.filter((w) => w === 'create secrets')).toHaveLength(1);
     expect(a.current()).toEqual(b.current());
@@ -207,8 +200,7 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('a renewal that loses to a concurrent write re-reads and keeps the winner', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const certs = certificates(api);
     await certs.sync();
     // Another replica replaces the serving certificate (say, after a hand edit broke it) just as this one renews.
@@ -245,8 +237,7 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('gives up after repeated conflicts with an error the run loop retries', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const conflict = () => new ApiError(409, 'Conflict', 'the object has been modified');
     api.beforeWrite = () => {
       api.failures.push(conflict());
@@ -256,8 +247,7 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('repairs a Secret without its CA key by rotating the CA, trusting old and new CA until the old one expires', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const certs = certificates(api);
     await certs.sync();
     const before = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
@@ -340,8 +330,7 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('writes only the caBundle: the Service the CRD calls stays as applied, and the certificate names only the Service', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const certs = certificates(api);
     await certs.sync();
     const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
@@ -356,18 +345,8 @@ describe('OperatorManagedCertificates', () => {
   test('a CRD left pointing at a URL gets its caBundle and a warning that names kubectl replace, and keeps its URL', async () => {
     const api = new FakeApi();
     api.put(CRDS, crd({ url: 'https://127.0.0.1:9443/convert' }));
-    const logs: string[] = [];
-    const certs = certificates(api, {
-      logger: createLogger(
-        'info',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const { logs, logger } = captureLogs();
+    const certs = certificates(api, { logger });
     await certs.sync();
     const clientConfig = api.read<Crd>(CRDS, CRD).spec.conversion.webhook.clientConfig as Record<string, unknown>;
     expect(clientConfig.url).toBe('https://127.0.0.1:9443/convert');
@@ -392,8 +371,7 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('does not serve a certificate until the CRD trusts its CA: a failed patch leaves nothing served', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     const certs = certificates(api);
     api.beforeWrite = (verb) => {
       if (verb === 'patch')
@@ -406,8 +384,7 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('run() retries failures with backoff until it can serve, and stops on abort', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
+    const api = apiWithCrd();
     api.failures.push(
       new ApiError(
         0,
@@ -415,18 +392,8 @@ describe('OperatorManagedCertificates', () => {
         'GET /api/v1/namespaces/website-system/secrets/website-operator-webhook-tls: connect ECONNREFUSED',
       ),
     );
-    const logs: string[] = [];
-    const certs = certificates(api, {
-      logger: createLogger(
-        'info',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const { logs, logger } = captureLogs();
+    const certs = certificates(api, { logger });
     const controller = new AbortController();
     const served = new Promise<void>((resolve) => certs.onChange(resolve));
     const running = certs.run(controller.signal);
@@ -443,20 +410,9 @@ describe('OperatorManagedCertificates', () => {
   });
 
   test('never logs key material', async () => {
-    const api = new FakeApi();
-    api.put(CRDS, crd());
-    const logs: string[] = [];
-    const certs = certificates(api, {
-      logger: createLogger(
-        'debug',
-        new Writable({
-          write: (c, _, done) => {
-            logs.push(String(c));
-            done();
-          },
-        }),
-      ),
-    });
+    const api = apiWithCrd();
+    const { logs, logger } = captureLogs('debug');
+    const certs = certificates(api, { logger });
     await certs.sync();
     const secret = api.read<Secret>(SECRETS, 'website-operator-webhook-tls', NS);
     const all = logs.join('');
