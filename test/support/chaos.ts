@@ -124,7 +124,7 @@ export interface FaultResult {
 const COLORS = ['#2196F3', '#E91E63', '#4CAF50', '#FF9800', '#9C27B0'];
 const NAMESPACE = OPERATOR_NS;
 
-export const chaosLabel = (prefix: string) => `website-stack/chaos=${prefix}`;
+const chaosLabel = (prefix: string) => `website-stack/chaos=${prefix}`;
 
 /** Whether `done` comes to hold within `timeoutMs`; its own errors fail the run. */
 function holdsWithin(
@@ -421,7 +421,7 @@ type Child = KubeObject & { spec?: unknown };
  * - orphan: a Deployment or Service of the operator (its label) whose owner Website is gone;
  * - duplicate: more than one Deployment or Service for one Website, or a child with two owners.
  */
-export async function inspect(admin: KubeClient, prefix: string): Promise<Inspection> {
+async function inspect(admin: KubeClient, prefix: string): Promise<Inspection> {
   const [websites, deployments, services] = await Promise.all([
     admin.list<WebsiteV1 & KubeObject>(WEBSITES, NAMESPACE, { labelSelector: chaosLabel(prefix) }),
     admin.list<Child>(DEPLOYMENTS, NAMESPACE, { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}` }),

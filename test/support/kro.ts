@@ -116,7 +116,7 @@ function celString(text: string): string {
 }
 
 /** `schema.spec.title`, HTML-escaped exactly as escapeHtml does it ('&' first, so nothing is escaped twice). */
-export function celEscapedTitle(): string {
+function celEscapedTitle(): string {
   return [...'&<>"\''].reduce(
     (expr, c) => `${expr}.replace(${celString(c)}, ${celString(escapeHtml(c))})`,
     'schema.spec.title',

@@ -120,7 +120,7 @@ export interface PlanOptions {
  * each Service's DNS names mapped to its pod's local ports, listeners moved to 127.0.0.1, mounted
  * ConfigMaps and Secrets written under `dir`.
  */
-export async function planPods(manifests: Manifest[], options: PlanOptions): Promise<LocalPod[]> {
+async function planPods(manifests: Manifest[], options: PlanOptions): Promise<LocalPod[]> {
   const deployments = manifests.filter((m) => m.kind === 'Deployment');
   const configMaps = new Map(manifests.filter((m) => m.kind === 'ConfigMap').map((m) => [m.metadata.name, m]));
   const taken = new Set<number>();
@@ -248,7 +248,7 @@ function isFree(port: number): Promise<boolean> {
 }
 
 /** The binary and extra arguments that run `pod`'s image locally. */
-export function localCommand(pod: LocalPod, binaries: TracingBinaries): { command: string; args: string[] } {
+function localCommand(pod: LocalPod, binaries: TracingBinaries): { command: string; args: string[] } {
   const image = pod.image.split(':')[0];
   if (image.endsWith('/jaeger')) return { command: binaries.jaeger, args: [...pod.args] };
   if (image.includes('opentelemetry-collector')) return { command: binaries.otelcol, args: [...pod.args] };

@@ -39,7 +39,7 @@ export function sumMetric(text: string, name: string, labels: Readonly<Record<st
 /** Verbs that change something, as `rest_client_requests_total` labels them. */
 export const WRITE_VERBS = ['CREATE', 'APPLY', 'PATCH', 'UPDATE', 'DELETE'] as const;
 /** What reconciling writes: the Websites (finalizer, status) and their children. */
-export const RECONCILED_RESOURCES = ['websites', 'deployments', 'services'] as const;
+const RECONCILED_RESOURCES = ['websites', 'deployments', 'services'] as const;
 
 /** API writes other than the Lease's and events, in a /metrics text: what reconciling changed. */
 export function reconcileWrites(metricsText: string): number {

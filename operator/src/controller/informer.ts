@@ -28,7 +28,7 @@ export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
 export type InformerHandler<T> = (event: InformerEvent, object: T, initialList: boolean, previous?: T) => void;
 
 /** Drops `metadata.managedFields`, in place: the transform every Informer applies at insert. */
-export function stripManagedFields<T extends KubeObject>(object: T): T {
+function stripManagedFields<T extends KubeObject>(object: T): T {
   if (object.metadata && 'managedFields' in object.metadata) delete object.metadata.managedFields;
   return object;
 }
