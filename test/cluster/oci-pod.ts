@@ -225,8 +225,9 @@ export class OciContainer {
         }
       });
     }
+    // 'close', not 'exit': it comes after stdout and stderr have ended, so `lines` holds the last line.
     this.exited = new Promise((resolve) =>
-      this.child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))),
+      this.child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : 1))),
     );
   }
 
