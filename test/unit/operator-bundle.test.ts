@@ -2,6 +2,7 @@
 // tests and the benchmark run: what its entry chunk holds (from esbuild's metafile), and which of its
 // files a real process opens. The process runs without a cluster (its API server address refuses
 // connections, so it keeps retrying): loading modules happens before it talks to the API.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,8 +10,10 @@ import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { buildOperator, OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild } from '../../scripts/build-operator.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
+import { type LogLine, OperatorProcess } from '../support/operator-process.ts';
+import { eventually } from '../support/poll.ts';
 import { freePort } from '../support/ports.ts';
+import { exitedOrBlockedOnStdout, SlowPipe } from '../support/slow-pipe.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let build: OperatorBuild;
@@ -228,6 +231,90 @@ describe('the operator started from the bundle', () => {
     },
     60_000,
   );
+
+  /**
+   * The bundle started with `env` and its stdout on a pipe the test reads only when it chooses
+   * (SlowPipe); `fillFirst` fills that pipe before the process starts.
+   */
+  function startWithSlowStdout(env: Record<string, string>, fillFirst = false) {
+    const pipe = new SlowPipe();
+    if (fillFirst) pipe.fill();
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', build.entry], {
+      env: {
+        PATH: process.env.PATH,
+        KUBECONFIG: kubeconfig,
+        POD_NAME: 'slow-stdout-test',
+        METRICS_PORT: '0',
+        HEALTH_PORT: '0',
+        WEBHOOK_ENABLED: 'false',
+        LEADER_ELECTION: 'false',
+        ...env,
+      },
+      stdio: ['ignore', pipe.writeFd, 'pipe'],
+    });
+    pipe.closeWriteEnd();
+    const stderr: string[] = [];
+    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+    const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    const ended = () => child.exitCode !== null || child.signalCode !== null;
+    /** Waits until the process has exited or is blocked writing its stdout, then reads all it wrote. */
+    const readLate = async () => {
+      // A process whose log is still being written in the background meets neither: it waits on
+      // the test, which waits on it, and this times out.
+      await eventually(
+        'the operator to exit or to block writing its log',
+        () => exitedOrBlockedOnStdout(child.pid!, ended),
+        30_000,
+      );
+      const lines = await pipe.readToEnd();
+      const code = await closed;
+      return { code, stderr: stderr.join(''), entries: lines.map((line) => JSON.parse(line) as LogLine) };
+    };
+    return { child, pipe, readLate };
+  }
+
+  // The way it failed: under load, "stopped" was still being written in the background when the
+  // process exited, and never reached the pipe. A full pipe holds every write until the test reads,
+  // so a write the exit does not wait for is lost (or lands out of order) every time.
+  test('with its stdout read late, SIGTERM: every line arrives, in order, "stopped" last', async () => {
+    const { child, pipe, readLate } = startWithSlowStdout({});
+    try {
+      await eventually('the operator to log that it started', () => {
+        pipe.drain();
+        return pipe.lines().some((line) => line.includes('"operator started"'));
+      });
+      pipe.fill();
+      child.kill('SIGTERM');
+      const { code, entries, stderr } = await readLate();
+      const messages = entries.map((entry) => entry.msg);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(messages.filter((msg) => msg.startsWith('shutting down') || msg === 'stopped')).toEqual([
+        'shutting down: finishing reconciles in flight, releasing the lease',
+        'stopped',
+      ]);
+      expect(messages[messages.length - 1]).toBe('stopped');
+    } finally {
+      child.kill('SIGKILL');
+      pipe.close();
+    }
+  }, 60_000);
+
+  test('with its stdout full before it starts, a fatal start error still reaches the log', async () => {
+    const { child, pipe, readLate } = startWithSlowStdout({ LEADER_ELECTION: 'sometimes' }, true);
+    try {
+      const { code, entries } = await readLate();
+      expect(code).toBe(2);
+      expect(entries).toEqual([
+        expect.objectContaining({
+          level: 'fatal',
+          msg: 'LEADER_ELECTION="sometimes" is not valid: expected true or false',
+        }),
+      ]);
+    } finally {
+      child.kill('SIGKILL');
+      pipe.close();
+    }
+  }, 60_000);
 
   test('with both on, loads both chunks (the recorder sees dynamic imports)', async () => {
     const loaded = await loadedFiles({
