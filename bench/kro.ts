@@ -155,7 +155,8 @@ export class KroProcess implements PeerProcess {
     this.child = child;
     this.metricsPort = metricsPort;
     this.healthPort = healthPort;
-    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ? null : code)));
+    // 'close': once its output is read to the end, so the log holds its last lines too.
+    this.exited = new Promise((resolve) => child.once('close', (code, signal) => resolve(signal ? null : code)));
     const keep = (line: string) => {
       this.log.push(line);
       if (this.log.length > 200) this.log.shift();

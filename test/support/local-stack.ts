@@ -288,6 +288,8 @@ export function startPod(
   });
   closeSync(fd);
   if (options.detached) child.unref();
+  // 'exit' is enough here: the process writes its log file itself (no pipe in between), so every
+  // line it wrote is in the file once it has exited.
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     pod,

@@ -77,8 +77,10 @@ export function startShellOperator(
   const lines: ShellOperatorLine[] = [];
   createInterface({ input: child.stderr! }).on('line', (text) => lines.push({ at: Date.now(), text }));
   let exitCode: number | null | undefined;
+  // 'close', not 'exit': it comes once stderr is read to its end, so `lines` then holds every line
+  // the loop logged (the reason it stopped among them).
   const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
+    child.on('close', (code) => {
       exitCode = code;
       resolve(code);
     }),

@@ -119,6 +119,7 @@ class Pods {
   async stop(name: string, signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     const running = this.current.get(name)!;
     if (running.process.exitCode !== null || running.process.signalCode !== null) return;
+    // 'exit' is enough: its log goes straight to a file (startPod), complete once it has exited.
     const exited = new Promise((r) => running.process.once('exit', r));
     running.process.kill(signal);
     await exited;
