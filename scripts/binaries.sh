@@ -142,6 +142,17 @@ build() {
   # otelcol is generated and compiled by the Collector Builder, itself a cached binary.
   local builder=""
   [[ $name == otelcol ]] && builder=$(build builder)
+  # One build at a time per cache: a concurrent caller (a test lane, cluster:up, the prebuild of
+  # `npm test`) waits here, then finds the binary built. The lock is held for one binary only, so
+  # callers that want different binaries take turns binary by binary and none waits for the
+  # other's whole list. Released when this function's subshell or the script ends.
+  exec 9>"$BIN_DIR/.lock"
+  flock 9
+  if [[ -x "$out" ]]; then
+    flock -u 9
+    echo "$out"
+    return
+  fi
   tmp="$out.tmp.$$"
   start=$SECONDS
   log "building $name $version (cold builds take minutes; cached at $out)"
@@ -149,7 +160,7 @@ build() {
     # A heartbeat so a long, silent `go build` is visibly alive. Its sleep outlives the kill below,
     # so it must not hold the caller's stdout/stderr open (a `$(…)` would wait up to 30 s for it).
     while sleep 30 </dev/null >/dev/null 2>&1; do log "  … $name still building ($((SECONDS - start)) s)"; done
-  ) &
+  ) 9>&- &
   local beat=$! ok=0
   case "$name" in
     kube-*|kubectl)
@@ -208,9 +219,11 @@ build() {
   kill "$beat" 2>/dev/null || true
   if [[ $ok != 0 ]]; then
     rm -f "$tmp"
+    flock -u 9
     die "building $name $version failed (exit $ok). Check network access to the Go module proxy (GOPROXY=$(go env GOPROXY)) and free memory (kube-apiserver wants ~4 GB), then rerun: scripts/binaries.sh $name"
   fi
   mv "$tmp" "$out"
+  flock -u 9
   log "built $name in $((SECONDS - start)) s"
   echo "$out"
 }
@@ -230,10 +243,6 @@ main() {
       *) names+=("$n") ;;
     esac
   done
-  # One build at a time per cache: concurrent callers (tests, cluster:up) wait, then reuse the result.
-  mkdir -p "$BIN_DIR"
-  exec 9>"$BIN_DIR/.lock"
-  flock 9
   [[ ${#names[@]} -eq 0 ]] && names=("${CLUSTER[@]}")
   for n in "${names[@]}"; do
     version_of "$n" >/dev/null

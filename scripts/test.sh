@@ -10,6 +10,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# For the whole suite, the Go binaries (minutes each when not cached) build in the background from
+# the start, while packages install and the code is linted and type-checked; whatever needs one
+# waits for it (scripts/binaries.sh). A process group of its own, so that a run that stops early
+# stops the Go compilers too.
+prebuild=
+stop_prebuild() { [[ -z $prebuild ]] || kill -- "-$prebuild" 2>/dev/null || true; }
+trap stop_prebuild EXIT
+if [[ $# -eq 0 ]]; then
+  mkdir -p test-results
+  echo "[test] Go binaries (scripts/binaries.sh cluster tracing), in the background: test-results/binaries.log"
+  setsid bash scripts/binaries.sh cluster tracing >test-results/binaries.log 2>&1 &
+  prebuild=$!
+fi
+
 echo "[test] system packages (nginx, Chromium, fonts)"
 bash scripts/system-deps.sh
 bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
@@ -27,7 +41,7 @@ if [[ $# -gt 0 ]]; then
 fi
 
 results=$(mktemp -d)
-trap 'rm -rf "$results"' EXIT
+trap 'stop_prebuild; rm -rf "$results"' EXIT
 # Each lane writes its results as JSON (the human-readable report still goes to the terminal).
 lane() {
   local name=$1
@@ -36,9 +50,8 @@ lane() {
 }
 
 echo "[test] jest: the cluster project, beside it the unit and package projects, then the trace project"
-# The cluster's binaries are built by its global setup while the unit tests run; the trace
-# project's binaries by its own, after them (scripts/binaries.sh builds one at a time).
-lane cluster cluster > >(sed -u 's/^/[cluster] /') 2>&1 &
+# Each project's global setup waits for its binaries, if the prebuild has not finished them yet.
+(lane cluster cluster 2>&1 | sed -u 's/^/[cluster] /') &
 cluster=$!
 status=0
 lane unit unit package || status=1

@@ -464,10 +464,12 @@ describe('the operator image', () => {
     ]);
     const seconds = (Date.now() - start) / 1000;
     console.log(`[image] stopped ${seconds.toFixed(1)} s after SIGTERM`);
+    // Within the grace period the kubelet gives it (the line above reports how long it took):
+    // exit code 0, and its own shutdown deadline never struck.
     expect(code).toBe(0);
-    expect(seconds).toBeLessThan(10);
-    // Node, the container's first process, handled the signal itself and shut down in order.
     const messages = operator!.lines.map((line) => line.msg);
+    expect(messages).not.toContain('shutdown timed out; exiting');
+    // Node, the container's first process, handled the signal itself and shut down in order.
     expect(operator!.lines.find((line) => line.msg?.startsWith('shutting down'))?.signal).toBe('SIGTERM');
     expect(messages[messages.length - 1]).toBe('stopped');
     const lease = await getJson(['lease', 'website-operator', '-n', NS]);

@@ -34,8 +34,8 @@ const RESTRICTED = {
   'pod-security.kubernetes.io/enforce': 'restricted',
   'pod-security.kubernetes.io/warn': 'restricted',
 };
-/** Short cycles keep the file fast; the default of 10 s has its own test. */
-const INTERVAL = 3;
+/** One-second cycles keep the file fast; the default of 10 s has its own test. */
+const INTERVAL = 1;
 
 /** The ShellOperator chart for `namespace`, applied as a user applies dist/website-shell-operator/website-shell-operator.yaml. */
 async function installShellOperator(namespace: string, group = DEFAULT_GROUP): Promise<void> {
