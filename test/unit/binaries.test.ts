@@ -1,9 +1,19 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { eventually } from '../support/poll.ts';
 
 const script = fileURLToPath(new URL('../../scripts/binaries.sh', import.meta.url));
 const manifest = fileURLToPath(new URL('../../scripts/otelcol-builder.yaml', import.meta.url));
@@ -153,6 +163,60 @@ describe('scripts/binaries.sh', () => {
     expect(result.stdout).toBe('');
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('Go is not installed');
+  });
+
+  // `npm test` builds in the background while its test lanes ask for binaries too.
+  describe('with concurrent callers', () => {
+    const log = () => join(dir, 'builds.log');
+    const release = () => join(dir, 'release');
+    const path = (name: string) => join(dir, 'cache', 'bin', `${name}-${pinned('KWOK_VERSION')}`);
+    // A `go` that "installs" the package named last into $GOBIN, logging when each build starts
+    // and ends; a build ends only once the test has created the file release().
+    beforeEach(() => {
+      mkdirSync(join(dir, 'fake-go'));
+      writeFileSync(
+        join(dir, 'fake-go', 'go'),
+        [
+          '#!/bin/bash',
+          'pkg=${@: -1}; name=${pkg%@*}; name=${name##*/}',
+          `echo "start $name" >>${log()}`,
+          `until [[ -e ${release()} ]]; do sleep 0.05; done`,
+          'printf "#!/bin/sh\\n" >"$GOBIN/$name" && chmod +x "$GOBIN/$name"',
+          `echo "end $name" >>${log()}`,
+        ].join('\n'),
+      );
+      chmodSync(join(dir, 'fake-go', 'go'), 0o755);
+    });
+    const builds = () => (existsSync(log()) ? readFileSync(log(), 'utf8').trim().split('\n') : []);
+    const caller = (names: string[]) =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = spawn('bash', [script, ...names], {
+          env: { PATH: `${join(dir, 'fake-go')}:${noGo}`, HOME: dir, WEBSITE_STACK_CACHE: join(dir, 'cache') },
+        });
+        let stdout = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.on('close', (code) => resolve({ code, stdout }));
+      });
+
+    test('build each binary once, never two at a time', async () => {
+      writeFileSync(release(), '');
+      const [first, second] = await Promise.all([caller(['kwok', 'kwokctl']), caller(['kwokctl', 'kwok'])]);
+      expect(first).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\nkwokctl=${path('kwokctl')}\n` });
+      expect(second).toEqual({ code: 0, stdout: `kwokctl=${path('kwokctl')}\nkwok=${path('kwok')}\n` });
+      const log = builds();
+      expect([...log].sort()).toEqual(['end kwok', 'end kwokctl', 'start kwok', 'start kwokctl']);
+      expect([log[0].replace('start', 'end'), log[2].replace('start', 'end')]).toEqual([log[1], log[3]]);
+    });
+
+    test('a caller whose binaries are cached is not held up by a build of another binary', async () => {
+      const kubectl = cached(`kubectl-${pinned('KUBERNETES_VERSION')}`);
+      const building = caller(['kwok']);
+      await eventually('the build of kwok to start', () => builds().includes('start kwok'), { intervalMs: 20 });
+      expect(await caller(['kubectl'])).toEqual({ code: 0, stdout: `kubectl=${kubectl}\n` });
+      expect(builds()).toEqual(['start kwok']);
+      writeFileSync(release(), '');
+      expect(await building).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\n` });
+    });
   });
 
   test('keys the cached otelcol by the Collector version and a hash of the builder manifest', () => {
