@@ -24,6 +24,14 @@ export default {
       globalSetup: '<rootDir>/test/cluster/global-setup.ts',
       globalTeardown: '<rootDir>/test/cluster/global-teardown.ts',
     },
+    // The short chaos run, on a cluster of its own: it restarts the API server and etcd.
+    {
+      ...base,
+      displayName: 'chaos',
+      testMatch: ['<rootDir>/test/chaos/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/chaos/global-setup.ts',
+      globalTeardown: '<rootDir>/test/chaos/global-teardown.ts',
+    },
     // The packed package installed into fresh cdk8s apps, as its users install it.
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },
     // The trace stack with the real Jaeger, Collector and HotROD binaries, as local processes.

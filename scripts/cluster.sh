@@ -129,6 +129,12 @@ up() {
     rm -rf "$KWOK_WORKDIR/clusters/$NAME"
   fi
   rm -rf "$KUBECONFIG_FILE" "$DIR/kube-cache"
+  # kwokctl gives each component the first free port counting down from 32767, so two clusters
+  # created at once (the test lanes' clusters, a benchmark's beside them) would pick the same ones.
+  # One creation at a time on this machine, until every component listens; kwokctl and what it
+  # starts do not inherit the lock.
+  exec 8>"${TMPDIR:-/tmp}/website-stack-cluster-create.lock"
+  flock 8
   local start=$SECONDS
   local -a audit=()
   [[ -z $AUDIT_POLICY ]] || audit=(--kube-audit-policy "$AUDIT_POLICY")
@@ -147,11 +153,13 @@ up() {
     --extra-args kube-scheduler=leader-elect=false \
     --extra-args kube-apiserver=enable-aggregator-routing=true \
     "${audit[@]}" \
-    --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 \
+    --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 8>&- \
     || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create the cluster (full log: $DIR/kwokctl.log; component logs: $KWOK_WORKDIR/clusters/$NAME/logs)"; }
-  "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >>"$DIR/kwokctl.log" 2>&1 \
+  "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >>"$DIR/kwokctl.log" 2>&1 8>&- \
     || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create nodes (log: $DIR/kwokctl.log)"; }
   wait_for "the API server" 60 kubectl_ get --raw /readyz
+  flock -u 8
+  exec 8>&-
   wait_for "the default ServiceAccount (controller manager)" 120 kubectl_ get serviceaccount default -n default
   wait_for "Ready nodes (kwok)" 120 healthy
   log "cluster '$NAME' ready in $((SECONDS - start)) s"

@@ -1,19 +1,50 @@
-// Where the test cluster lives; shared by the global setup, teardown and the tests.
+// Where the test clusters live; shared by the global setups, teardowns and the tests.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** A local cluster of scripts/cluster.sh that tests start, use and stop. */
+export interface TestCluster {
+  /** scripts/cluster.sh's environment for this cluster (its directory, name and audit policy). */
+  readonly env: NodeJS.ProcessEnv;
+  /** An administrator's kubeconfig. */
+  readonly kubeconfig: string;
+  /** kubectl, with a discovery cache of this cluster's own. */
+  readonly kubectl: string;
+  /** The API server's audit log: ServiceAccounts' requests (test/cluster/audit-policy.yaml), one JSON event per line. */
+  readonly auditLog: string;
+}
+
 /** Runs that must not share a cluster (two checkouts, parallel work) set WEBSITE_STACK_TEST_CLUSTER. */
-const NAME = process.env.WEBSITE_STACK_TEST_CLUSTER ?? 'test';
-export const CLUSTER_DIR = join(ROOT, '.cluster', NAME);
-const CLUSTER_NAME = `website-stack-${NAME}`;
-export const CLUSTER_ENV = {
-  ...process.env,
-  WEBSITE_STACK_CLUSTER_DIR: CLUSTER_DIR,
-  WEBSITE_STACK_CLUSTER_NAME: CLUSTER_NAME,
-  WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'test/cluster/audit-policy.yaml'),
-};
-export const KUBECONFIG = join(CLUSTER_DIR, 'kubeconfig');
-export const KUBECTL = join(CLUSTER_DIR, 'bin', 'kubectl');
-/** The API server's audit log: ServiceAccounts' requests (test/cluster/audit-policy.yaml), one JSON event per line. */
-export const AUDIT_LOG = join(CLUSTER_DIR, 'kwok', 'clusters', CLUSTER_NAME, 'logs', 'audit.log');
+const PREFIX = process.env.WEBSITE_STACK_TEST_CLUSTER ?? 'test';
+
+/** The test cluster `<prefix><suffix>`, in .cluster/ of this checkout. */
+export function testCluster(suffix = ''): TestCluster {
+  const dir = join(ROOT, '.cluster', `${PREFIX}${suffix}`);
+  const name = `website-stack-${PREFIX}${suffix}`;
+  return {
+    env: {
+      ...process.env,
+      WEBSITE_STACK_CLUSTER_DIR: dir,
+      WEBSITE_STACK_CLUSTER_NAME: name,
+      WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'test/cluster/audit-policy.yaml'),
+    },
+    kubeconfig: join(dir, 'kubeconfig'),
+    kubectl: join(dir, 'bin', 'kubectl'),
+    auditLog: join(dir, 'kwok', 'clusters', name, 'logs', 'audit.log'),
+  };
+}
+
+/** The cluster the cluster project's suites share, one suite at a time. */
+const SHARED = testCluster();
+export const CLUSTER_ENV = SHARED.env;
+export const KUBECONFIG = SHARED.kubeconfig;
+export const KUBECTL = SHARED.kubectl;
+export const AUDIT_LOG = SHARED.auditLog;
+
+/**
+ * The chaos project's cluster (test/chaos/): its faults restart the API server and etcd, which
+ * would break whatever else ran on the same cluster meanwhile.
+ */
+export const CHAOS_CLUSTER = testCluster('-chaos');

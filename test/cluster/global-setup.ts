@@ -2,17 +2,14 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { kubectlOk } from '../support/kubectl.ts';
 import { eventually } from '../support/poll.ts';
-import { CLUSTER_ENV, KUBECONFIG, KUBECTL, ROOT } from './env.ts';
-
-const kubectl = (args: string[], input?: string) =>
-  kubectlOk({ kubeconfig: KUBECONFIG, kubectl: KUBECTL }, args, { input });
+import { ROOT, type TestCluster, testCluster } from './env.ts';
 
 /**
  * The garbage collector learns about a new CRD on its discovery resync (every 30 s in
  * kube-controller-manager). Until then it cannot see that a Website is gone and leaves its
  * dependents alone, so wait until it demonstrably collects one.
  */
-async function waitForGarbageCollector(timeoutMs = 120_000): Promise<void> {
+async function waitForGarbageCollector(kubectl: Kubectl, timeoutMs = 120_000): Promise<void> {
   const ns = 'gc-probe';
   await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
   await kubectl(
@@ -50,9 +47,12 @@ async function waitForGarbageCollector(timeoutMs = 120_000): Promise<void> {
   console.log(`[cluster] garbage collector watches Websites (${((Date.now() - start) / 1000).toFixed(1)} s)`);
 }
 
-/** One real cluster per test run: start it (or reuse a healthy one), install the CRD from dist/. */
-export default async function globalSetup(): Promise<void> {
-  execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), 'up'], { env: CLUSTER_ENV, stdio: 'inherit' });
+type Kubectl = (args: string[], input?: string) => Promise<string>;
+
+/** Starts `cluster` (or reuses a healthy one) and installs the CRD from dist/. */
+export async function startTestCluster(cluster: TestCluster): Promise<void> {
+  const kubectl: Kubectl = (args, input) => kubectlOk(cluster, args, { input });
+  execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), 'up'], { env: cluster.env, stdio: 'inherit' });
   await kubectl([
     'apply',
     '--server-side',
@@ -61,5 +61,10 @@ export default async function globalSetup(): Promise<void> {
     join(ROOT, 'dist/website-operator/website-crd.yaml'),
   ]);
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/websites.web.example.com']);
-  await waitForGarbageCollector();
+  await waitForGarbageCollector(kubectl);
+}
+
+/** One real cluster per test run, which the cluster project's suites share. */
+export default function globalSetup(): Promise<void> {
+  return startTestCluster(testCluster());
 }
