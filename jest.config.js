@@ -24,13 +24,14 @@ export default {
       globalSetup: '<rootDir>/test/cluster/global-setup.ts',
       globalTeardown: '<rootDir>/test/cluster/global-teardown.ts',
     },
-    // The short chaos run, on a cluster of its own: it restarts the API server and etcd.
+    // Suites that would disturb others on a shared cluster (the chaos run, the operator image), on a
+    // cluster of their own, so that they run beside the cluster project.
     {
       ...base,
-      displayName: 'chaos',
-      testMatch: ['<rootDir>/test/chaos/**/*.test.ts'],
-      globalSetup: '<rootDir>/test/chaos/global-setup.ts',
-      globalTeardown: '<rootDir>/test/chaos/global-teardown.ts',
+      displayName: 'isolated',
+      testMatch: ['<rootDir>/test/isolated/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/isolated/global-setup.ts',
+      globalTeardown: '<rootDir>/test/isolated/global-teardown.ts',
     },
     // The packed package installed into fresh cdk8s apps, as its users install it.
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },

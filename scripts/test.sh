@@ -2,10 +2,11 @@
 # `npm test`: lint, type-check, then every jest project.
 #
 # With no arguments, the jest projects run in three lanes side by side: the cluster project (its
-# suites share one cluster, one at a time, and mostly wait on controllers); the chaos project, on a
-# cluster of its own (it restarts the API server and etcd); and the unit and package projects, then
-# the trace project (they mostly use the CPU). The cluster and chaos lanes' lines are prefixed with
-# their names. The last line counts the tests of every lane.
+# suites share one cluster, one at a time, and mostly wait on controllers); the isolated project
+# (the chaos run and the operator image, one at a time on a cluster of their own: they would disturb
+# the others); and the unit and package projects, then the trace project (they mostly use the CPU).
+# The cluster and isolated lanes' lines are prefixed with their names. The last line counts the
+# tests of every lane.
 # With arguments, one jest run gets them as they are (`npm test -- --selectProjects unit`,
 # `npm test -- test/unit/workload.test.ts`).
 set -euo pipefail
@@ -50,17 +51,17 @@ lane() {
   jest --json --outputFile="$results/$name.json" --selectProjects "$@"
 }
 
-echo "[test] jest: the cluster project; beside it the chaos project; and the unit and package projects, then the trace project"
+echo "[test] jest: the cluster project; beside it the isolated project; and the unit and package projects, then the trace project"
 # Each project's global setup waits for its binaries, if the prebuild has not finished them yet.
 (lane cluster cluster 2>&1 | sed -u 's/^/[cluster] /') &
 cluster=$!
-(lane chaos chaos 2>&1 | sed -u 's/^/[chaos] /') &
-chaos=$!
+(lane isolated isolated 2>&1 | sed -u 's/^/[isolated] /') &
+isolated=$!
 status=0
 lane unit unit package || status=1
 lane trace trace || status=1
 wait "$cluster" || status=1
-wait "$chaos" || status=1
+wait "$isolated" || status=1
 
 # One line for every lane, in the plain form any CI reads ("N passed, N failed").
 node -e '

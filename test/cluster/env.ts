@@ -44,7 +44,8 @@ export const KUBECTL = SHARED.kubectl;
 export const AUDIT_LOG = SHARED.auditLog;
 
 /**
- * The chaos project's cluster (test/chaos/): its faults restart the API server and etcd, which
- * would break whatever else ran on the same cluster meanwhile.
+ * The isolated project's cluster (test/isolated/), for suites that would disturb others on the
+ * same cluster: the chaos run restarts the API server and etcd; the image test runs the operator
+ * in website-system, holding its Lease, and points the CRD's conversion at its container.
  */
-export const CHAOS_CLUSTER = testCluster('-chaos');
+export const ISOLATED_CLUSTER = testCluster('-isolated');

@@ -14,25 +14,26 @@ import { KUBECONFIG, KUBECTL } from './env.ts';
 /** The test cluster, as an administrator. */
 export const TEST_CLUSTER: ClusterAccess = { kubeconfig: KUBECONFIG, kubectl: KUBECTL };
 
-/** Runs the real kubectl against the test cluster; never throws on a non-zero exit. */
-export function kubectl(args: readonly string[], options: KubectlOptions = {}): Promise<KubectlResult> {
-  return run(TEST_CLUSTER, args, options);
+/** kubectl(), ok(), getJson() and loadClusterInfo() against `cluster`. */
+export function commandsFor(cluster: ClusterAccess) {
+  const ok = (args: readonly string[], options: KubectlOptions = {}): Promise<string> =>
+    kubectlOk(cluster, args, options);
+  return {
+    /** Runs the real kubectl; never throws on a non-zero exit. */
+    kubectl: (args: readonly string[], options: KubectlOptions = {}): Promise<KubectlResult> =>
+      run(cluster, args, options),
+    /** Like kubectl(), but fails the test with kubectl's own message when the command fails. */
+    ok,
+    /** kubectl get -o json, parsed. */
+    getJson: async (args: readonly string[], options: KubectlOptions = {}): Promise<any> =>
+      JSON.parse(await ok(['get', ...args, '-o', 'json'], options)),
+    /** The cluster's address and CA file. */
+    loadClusterInfo: (): Promise<{ server: string; ca: string }> => clusterEndpoint(cluster),
+  };
 }
 
-/** Like kubectl(), but fails the test with kubectl's own message when the command fails. */
-export function ok(args: readonly string[], options: KubectlOptions = {}): Promise<string> {
-  return kubectlOk(TEST_CLUSTER, args, options);
-}
-
-/** kubectl get -o json, parsed. */
-export async function getJson(args: readonly string[], options: KubectlOptions = {}): Promise<any> {
-  return JSON.parse(await ok(['get', ...args, '-o', 'json'], options));
-}
-
-/** The test cluster's address and CA file. */
-export function loadClusterInfo(): Promise<{ server: string; ca: string }> {
-  return clusterEndpoint(TEST_CLUSTER);
-}
+/** The commands against the test cluster the cluster project's suites share. */
+export const { kubectl, ok, getJson, loadClusterInfo } = commandsFor(TEST_CLUSTER);
 
 /** A fresh namespace for one test file, and its removal. */
 export async function createNamespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {

@@ -54,7 +54,7 @@ describe('which way the imports run', () => {
     [
       'test support serves tests and measurement, and depends on neither',
       'test/support',
-      ['test/unit', 'test/cluster', 'test/chaos', 'test/trace', 'test/package', 'bench'],
+      ['test/unit', 'test/cluster', 'test/isolated', 'test/trace', 'test/package', 'bench'],
     ],
     ['tests do not import measurement', 'test', ['bench']],
     ['scripts do not import measurement', 'scripts', ['bench']],

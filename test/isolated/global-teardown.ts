@@ -1,6 +1,6 @@
-import { CHAOS_CLUSTER } from '../cluster/env.ts';
+import { ISOLATED_CLUSTER } from '../cluster/env.ts';
 import { stopTestCluster } from '../cluster/global-teardown.ts';
 
 export default function globalTeardown(): void {
-  stopTestCluster(CHAOS_CLUSTER);
+  stopTestCluster(ISOLATED_CLUSTER);
 }

@@ -25,11 +25,15 @@ import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { buildOperator } from '../../scripts/build-operator.ts';
+import { ISOLATED_CLUSTER, ROOT } from '../cluster/env.ts';
+import { commandsFor, website } from '../cluster/kube.ts';
+import { bytes, configureBundle, memoryLimitOf, OciContainer, PodNetwork, unpack } from '../cluster/oci-pod.ts';
 import { OPERATOR_NS as NS, operatorRbacManifests } from '../support/operator-manifests.ts';
 import { eventually } from '../support/poll.ts';
-import { ROOT } from './env.ts';
-import { getJson, kubectl, loadClusterInfo, ok, website } from './kube.ts';
-import { bytes, configureBundle, memoryLimitOf, OciContainer, PodNetwork, unpack } from './oci-pod.ts';
+
+// On a cluster of its own (ISOLATED_CLUSTER): the operator runs in website-system and the API
+// server calls its container for conversions.
+const { getJson, kubectl, loadClusterInfo, ok } = commandsFor(ISOLATED_CLUSTER);
 
 const dist = parseAllDocuments(readFileSync(join(ROOT, 'dist/website-operator/website-operator.yaml'), 'utf8')).map(
   (d) => d.toJS(),

@@ -1,20 +1,20 @@
 // The short version of `npm run chaos` (test/support/chaos.ts): 30 Websites churning while each fault
-// happens once, on a test cluster of its own (CHAOS_CLUSTER), with the operator bundle as its ServiceAccount. After each
+// happens once, on a test cluster of its own (ISOLATED_CLUSTER), with the operator bundle as its ServiceAccount. After each
 // fault the Websites must converge (within a bound that only detects a hang) with no orphan, no
 // duplicate, no lost update, and no write by a replica that did not hold the Lease.
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
-import { CHAOS_CLUSTER } from '../cluster/env.ts';
+import { ISOLATED_CLUSTER } from '../cluster/env.ts';
 import { Chaos, FAULTS, type FaultResult } from '../support/chaos.ts';
 import { kubectlOk } from '../support/kubectl.ts';
 import { operatorRbacManifests } from '../support/operator-manifests.ts';
 import { operatorBundle } from '../support/operator-process.ts';
 
 const kubeConfig = new KubeConfig();
-kubeConfig.loadFromFile(CHAOS_CLUSTER.kubeconfig);
+kubeConfig.loadFromFile(ISOLATED_CLUSTER.kubeconfig);
 const admin = new KubeClient(kubeConfig, { userAgent: 'website-stack-chaos-test', timeoutMs: 30_000 });
 const chaos = new Chaos(
-  { ...CHAOS_CLUSTER, admin },
+  { ...ISOLATED_CLUSTER, admin },
   {
     n: 30,
     churnRate: 5,
@@ -31,7 +31,7 @@ const chaos = new Chaos(
 
 beforeAll(async () => {
   await operatorBundle();
-  await kubectlOk(CHAOS_CLUSTER, ['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+  await kubectlOk(ISOLATED_CLUSTER, ['apply', '--server-side', '--force-conflicts', '-f', '-'], {
     input: operatorRbacManifests()
       .map((m) => JSON.stringify(m))
       .join('\n'),
