@@ -11,13 +11,15 @@
 #   scripts/image.sh build   build the Dockerfile on that base into an OCI layout; prints
 #                            "image=oci:<dir>:<tag>" and its size
 #   scripts/image.sh ref     print the operator image's reference (without building)
+#   scripts/image.sh inputs  print the key of what the image is built from (see inputs_key)
 #   scripts/image.sh prune   free buildah's storage: vfs keeps a full copy of the tree per cached step,
 #                            and every changed build adds some (a few GB after a dozen builds); the
 #                            next build then starts from the base again (2.5 minutes)
 #
 # Cached outside the repo, keyed by version: $CACHE/image/base-<node>-<npm>-<suite> (the base),
-# $CACHE/image/website-operator (the operator image, a layout rebuilt by every `build`; buildah's
-# layer cache in $CACHE/containers makes an unchanged tree quick), CACHE=~/.cache/website-stack.
+# $CACHE/image/website-operator (the operator image's layout, rebuilt by `build` when what it is
+# built from has changed: $CACHE/image/website-operator.inputs holds the key it was built from),
+# CACHE=~/.cache/website-stack.
 # buildah uses its own vfs storage there and chroot isolation, so it needs neither a daemon, nor
 # overlayfs, nor user namespaces. The build stage's `npm ci` needs the npm registry: the build uses
 # the host network, the host's registry setting (npm config get registry), and the host's npm cache.
@@ -40,6 +42,7 @@ BASE_REF=oci:$BASE_DIR:$BASE_TAG
 IMAGE_DIR=$CACHE_DIR/image/website-operator
 IMAGE_TAG=$VERSION
 IMAGE_REF=oci:$IMAGE_DIR:$IMAGE_TAG
+IMAGE_INPUTS=$IMAGE_DIR.inputs
 # buildah's own storage (vfs: works on any filesystem, also inside a CI container).
 STORAGE=(--root "$CACHE_DIR/containers/storage" --runroot "$CACHE_DIR/containers/run" --storage-driver vfs)
 BUILDAH=(buildah "${STORAGE[@]}")
@@ -147,11 +150,41 @@ layout_size() {
   ' "$1" "$2"
 }
 
+# What the image is built from, as one SHA-256: this script, the Dockerfile, every file its COPY
+# lines take from the build context, the base (its layout's index) and the tag. A layout built from
+# the same inputs is the image a build would make: buildah's layer cache would say so too, but its
+# vfs storage copies whole trees for every cached step and the commit (over a minute; several
+# under load).
+inputs_key() {
+  local line word
+  local -a words sources=()
+  while read -r line; do
+    read -ra words <<<"$line"
+    # COPY [--flags] <source>... <destination>; a COPY --from=<stage> takes nothing from the context.
+    [[ " ${words[*]} " == *" --from="* ]] && continue
+    for word in "${words[@]:1:${#words[@]}-2}"; do
+      [[ $word == --* ]] || sources+=("$word")
+    done
+  done < <(grep -E '^COPY[[:space:]]' "$ROOT/Dockerfile")
+  {
+    echo "tag $IMAGE_TAG base $BASE_REF"
+    cat "$BASE_DIR/index.json" 2>/dev/null || echo "base not built"
+    (cd "$ROOT" && sha256sum scripts/image.sh Dockerfile \
+      && find "${sources[@]}" -type f -not -path '*/node_modules/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+  } | sha256sum | cut -d' ' -f1
+}
+
 build() {
   deps
   need_root build
-  local base_ref
+  local base_ref key
   base_ref=$(base)
+  key=$(inputs_key)
+  if [[ -f $IMAGE_DIR/index.json && "$(cat "$IMAGE_INPUTS" 2>/dev/null)" == "$key" ]]; then
+    log "up to date: $IMAGE_REF was built from the same Dockerfile, sources and base (inputs $key)"
+    print_image
+    return
+  fi
   if ! "${BUILDAH[@]}" inspect --type image "$BASE_NAME" >/dev/null 2>&1; then
     skopeo copy --quiet "$base_ref" "containers-storage:[vfs@$CACHE_DIR/containers/storage+$CACHE_DIR/containers/run]$BASE_NAME" >&2
   fi
@@ -178,16 +211,21 @@ build() {
   log "buildah build ${args[*]} $ROOT"
   local start=$SECONDS
   nice "${BUILDAH[@]}" build "${args[@]}" "$ROOT" >&2
-  rm -rf "$IMAGE_DIR.tmp"
+  rm -rf "$IMAGE_DIR.tmp" "$IMAGE_INPUTS"
   "${BUILDAH[@]}" push --quiet --format oci "localhost/website-operator:$IMAGE_TAG" "oci:$IMAGE_DIR.tmp:$IMAGE_TAG" >&2
   rm -rf "$IMAGE_DIR"
   mv "$IMAGE_DIR.tmp" "$IMAGE_DIR"
-  local size layers uncompressed
-  read -r size layers < <(layout_size "$IMAGE_DIR" "$IMAGE_TAG")
-  uncompressed=$("${BUILDAH[@]}" images --format '{{.Size}}' "localhost/website-operator:$IMAGE_TAG" | head -1)
+  echo "$key" >"$IMAGE_INPUTS"
   log "built in $((SECONDS - start)) s"
+  print_image
+}
+
+# The image's reference and size, as `build` prints them.
+print_image() {
+  local size layers
+  read -r size layers < <(layout_size "$IMAGE_DIR" "$IMAGE_TAG")
   echo "image=$IMAGE_REF"
-  echo "size=$size bytes compressed ($((size / 1024 / 1024)) MiB, $layers layers); $uncompressed uncompressed"
+  echo "size=$size bytes compressed ($((size / 1024 / 1024)) MiB, $layers layers)"
 }
 
 case "${1:-}" in
@@ -195,6 +233,7 @@ case "${1:-}" in
   base) base ;;
   build) build ;;
   ref) echo "$IMAGE_REF" ;;
+  inputs) inputs_key ;;
   prune) "${BUILDAH[@]}" rm --all >/dev/null; "${BUILDAH[@]}" rmi --prune >/dev/null; du -sh "$CACHE_DIR/containers" >&2 ;;
-  *) die "usage: scripts/image.sh deps|base|build|ref|prune" ;;
+  *) die "usage: scripts/image.sh deps|base|build|ref|inputs|prune" ;;
 esac
