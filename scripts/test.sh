@@ -19,10 +19,11 @@ cd "$(dirname "$0")/.."
 prebuild=
 stop_prebuild() { [[ -z $prebuild ]] || kill -- "-$prebuild" 2>/dev/null || true; }
 trap stop_prebuild EXIT
+# actionlint first: it is quick, and the unit tests need it while the others are still building.
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
-  echo "[test] Go binaries (scripts/binaries.sh cluster tracing), in the background: test-results/binaries.log"
-  setsid bash scripts/binaries.sh cluster tracing >test-results/binaries.log 2>&1 &
+  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing), in the background: test-results/binaries.log"
+  setsid bash scripts/binaries.sh actionlint cluster tracing >test-results/binaries.log 2>&1 &
   prebuild=$!
 fi
 
