@@ -507,16 +507,20 @@ async function converge(
   timeoutMs: number,
   from: number,
 ): Promise<{ ms: number | null; inspection: Inspection }> {
-  let inspection = await inspect(admin, prefix);
+  // Right after a fault the API server may still refuse reads (503 "storage is (re)initializing"
+  // while its watch cache refills after a restart): an inspection that fails is not yet converged.
+  let inspection: Inspection | undefined;
   const done = await holdsWithin(
     'convergence',
     async () => {
       inspection = await inspect(admin, prefix).catch(() => inspection);
-      return converged(inspection);
+      return inspection !== undefined && converged(inspection);
     },
     timeoutMs,
     1000,
   );
+  // Not one inspection succeeded in all that time: this one's error says why.
+  inspection ??= await inspect(admin, prefix);
   return { ms: done ? performance.now() - from : null, inspection };
 }
 
@@ -567,8 +571,9 @@ export class Chaos {
     const gone = await holdsWithin(
       'the chaos Websites and their children to be gone',
       async () => {
-        const inspection = await inspect(admin, this.plan.prefix);
-        return inspection.websites === 0 && inspection.orphans.length === 0;
+        // A read the API server refuses for a moment (as in converge()) is not yet gone.
+        const inspection = await inspect(admin, this.plan.prefix).catch(() => undefined);
+        return inspection !== undefined && inspection.websites === 0 && inspection.orphans.length === 0;
       },
       300_000,
       1000,
