@@ -211,6 +211,21 @@ describe('request budget of each reconcile path', () => {
     expect(readyOf(h.api, 'a')).toMatchObject({ status: 'True' });
   });
 
+  test("a status written while the cached Website lags behind it (its watch silent) is written again when the Deployment changes back, not taken as the cache's", async () => {
+    const h = await startWithReadyWebsite();
+    h.api.stallWatches(WEBSITES);
+    // The pod is lost: 0/1 written. The cache still holds 1/1, and will until the watch is restarted.
+    h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => {
+      (deployment.status as { availableReplicas: number }).availableReplicas = 0;
+    });
+    expect(await h.requests()).toEqual(['PATCH websites/status 200']);
+    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'False', message: '0/1 replicas available' });
+    // Back at 1/1, what the stale cache holds: the Website must say so all the same.
+    rollOut(h.api, 'a');
+    expect(await h.requests()).toEqual(['PATCH websites/status 200']);
+    expect(readyOf(h.api, 'a')).toMatchObject({ status: 'True', message: '1/1 replicas available' });
+  });
+
   test('a Website deleted with --cascade=orphan: its children are kept, freed of their owner, and a new Website of that name adopts them', async () => {
     const h = await start();
     await h.api.create(WEBSITES, website('a'));

@@ -350,9 +350,9 @@ export class FakeKubeApi implements KubeApi {
       if (!watcher.stalled) watcher.onEvent(eventType, clone(object) as KubeObject);
   }
 
-  /** Open watches stay open but receive nothing more, as a connection that went silent. */
-  stallWatches(): void {
-    for (const watcher of this.watchers) watcher.stalled = true;
+  /** Open watches (of `type`, or all) stay open but receive nothing more, as a connection that went silent. */
+  stallWatches(type?: ResourceType): void {
+    for (const watcher of this.watchers) if (!type || typeKey(watcher.type) === typeKey(type)) watcher.stalled = true;
   }
 
   /** Ends every open watch as the API server closing them would. */

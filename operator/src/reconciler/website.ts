@@ -23,8 +23,8 @@ import { failedCondition, nextStatus, readyCondition } from './status.ts';
  * The Website reconciler: spec §4 operator rules 2–4 and the finalizer workflow of §3. It reads
  * every object from the informers' caches and writes only what would change, as early as it can:
  * the finalizer and both children go out together; a child the synced cache does not have is
- * created without reading it first; events are written in the background. It keeps no state of
- * its own: any restart converges.
+ * created without reading it first; events are written in the background. Its only state is the
+ * status it last wrote to each Website (see writeStatus); any restart converges.
  */
 
 export function websitesType(group: string): ResourceType {
@@ -72,6 +72,14 @@ export class WebsiteReconciler {
   private readonly type: ResourceType;
   private readonly finalizer: string;
   private readonly hashAnnotation: string;
+  /**
+   * The status this process last wrote to each Website, until the cache shows it. Until then the
+   * cached status is older than the stored one (the Website's watch lags, or is silent until its
+   * inactivity timeout), and the cache catching up reconciles nothing (a status-only change is the
+   * reconciler's own write): so the cache alone cannot tell that a write is unneeded. `unknown`:
+   * the last write failed, and may or may not have landed.
+   */
+  private readonly statusUnseen = new Map<string, WebsiteStatus | 'unknown'>();
 
   constructor(options: WebsiteReconcilerOptions) {
     this.options = options;
@@ -88,7 +96,10 @@ export class WebsiteReconciler {
   async reconcile(key: string, signal?: AbortSignal): Promise<HandlerResult | void> {
     // 1. Fetch the Website. Not found: it is gone, and owner references take its children along.
     const website = this.options.websites.get(key);
-    if (!website) return;
+    if (!website) {
+      this.statusUnseen.delete(key);
+      return;
+    }
     // `signal` aborts every request of this reconcile: its writes must not land once the Lease
     // may have passed to another replica.
     const call = { signal };
@@ -283,10 +294,23 @@ export class WebsiteReconciler {
     }
   }
 
+  /**
+   * Writes `status` unless the cached Website holds it and shows this process's last write. The
+   * cache alone would lose an update when it lags behind a write: 0/1 available written, the
+   * cache still at 1/1, the Deployment back at 1/1, and 1/1 never written again.
+   */
   private async writeStatus(website: WebsiteV1 & KubeObject, status: WebsiteStatus, call: CallOptions): Promise<void> {
-    if (jsonEqual(status, website.status ?? {})) return;
     const { namespace, name } = website.metadata;
-    this.options.logger?.debug({ website: `${namespace}/${name}`, status }, 'writing status');
+    const key = `${namespace}/${name}`;
+    const cached = website.status ?? {};
+    let unseen = this.statusUnseen.get(key);
+    if (unseen !== undefined && unseen !== 'unknown' && jsonEqual(unseen, cached)) {
+      this.statusUnseen.delete(key);
+      unseen = undefined;
+    }
+    if (unseen === undefined && jsonEqual(status, cached)) return;
+    this.options.logger?.debug({ website: key, status }, 'writing status');
+    this.statusUnseen.set(key, 'unknown');
     try {
       await this.options.client.patch(
         this.type,
@@ -296,8 +320,10 @@ export class WebsiteReconciler {
         undefined,
         call,
       );
+      this.statusUnseen.set(key, status);
     } catch (error) {
       if (!isNotFound(error)) throw error;
+      this.statusUnseen.delete(key);
     }
   }
 }
