@@ -33,6 +33,14 @@ export default {
       globalSetup: '<rootDir>/test/isolated/global-setup.ts',
       globalTeardown: '<rootDir>/test/isolated/global-teardown.ts',
     },
+    // A real Argo CD syncing dist/ into a cluster of its own (test/support/argocd.ts).
+    {
+      ...base,
+      displayName: 'argocd',
+      testMatch: ['<rootDir>/test/argocd/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/argocd/global-setup.ts',
+      globalTeardown: '<rootDir>/test/argocd/global-teardown.ts',
+    },
     // The packed package installed into fresh cdk8s apps, as its users install it.
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },
     // The trace stack with the real Jaeger, Collector and HotROD binaries, as local processes.

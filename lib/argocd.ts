@@ -1,5 +1,6 @@
 import { ApiObject } from 'cdk8s';
 import type { IConstruct } from 'constructs';
+import { DEFAULT_GROUP } from './website/schema.ts';
 
 /** The annotation Argo CD orders a sync by. */
 export const SYNC_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
@@ -54,4 +55,52 @@ export function requireSyncWaves(scope: IConstruct): void {
             `${o.kind} '${o.name}' (${o.node.path}) has no ${SYNC_WAVE_ANNOTATION} annotation: call argoSync on its chart`,
         ),
   });
+}
+
+/**
+ * Argo CD's health check of a Website, in Lua, for `argocd-cm` (Argo CD cannot judge a custom
+ * resource's health by itself, and without a check counts every Website Healthy at once):
+ * - Healthy: Ready is True for the current generation;
+ * - Degraded: the last reconcile failed (Ready False, reason ReconcileFailed), with its message,
+ *   for example a child's name owned by someone else;
+ * - Progressing: no status yet, an older generation observed, or replicas still coming up.
+ * The shell operator writes no status, so under it Websites stay Progressing.
+ */
+export const WEBSITE_HEALTH_LUA = `hs = {}
+local generation = obj.metadata.generation
+local ready = nil
+if obj.status ~= nil and obj.status.conditions ~= nil then
+  for _, condition in ipairs(obj.status.conditions) do
+    if condition.type == "Ready" then
+      ready = condition
+    end
+  end
+end
+if ready == nil then
+  hs.status = "Progressing"
+  hs.message = "Waiting for the operator to report the Website's status"
+  return hs
+end
+if generation ~= nil and ready.observedGeneration ~= nil and ready.observedGeneration < generation then
+  hs.status = "Progressing"
+  hs.message = "Waiting for the operator to observe generation " .. generation
+  return hs
+end
+if ready.status == "True" then
+  hs.status = "Healthy"
+elseif ready.reason == "ReconcileFailed" then
+  hs.status = "Degraded"
+else
+  hs.status = "Progressing"
+end
+hs.message = ready.message
+return hs
+`;
+
+/**
+ * The `argocd-cm` data that gives Argo CD the Website health check (`WEBSITE_HEALTH_LUA`) for the
+ * Websites of `group`: merge it into the `argocd-cm` ConfigMap of Argo CD's namespace.
+ */
+export function websiteHealthCheck(group: string = DEFAULT_GROUP): Record<string, string> {
+  return { [`resource.customizations.health.${group}_Website`]: WEBSITE_HEALTH_LUA };
 }

@@ -10,7 +10,9 @@
 # Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml), tracegen
 # (Jaeger's OTLP load generator, for `npm run bench:collector`), and actionlint (the linter the unit
 # tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
-# same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it).
+# same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
+# argocd (Argo CD's multi-call binary: its application controller, repo server and ApplicationSet
+# controller, started through links of those names by scripts/argocd.sh).
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
@@ -30,6 +32,10 @@ JAEGER_MODULE_VERSION=v1.76.0
 OTELCOL_VERSION=v0.159.0
 ACTIONLINT_VERSION=v1.7.12
 KRO_VERSION=v0.9.4
+# The newest release that builds from the Go module proxy: v3.2.12 does not compile
+# (settings.ValidateExternalURL undefined), and v3.3+ need a nested gitops-engine module that
+# module zips leave out.
+ARGOCD_VERSION=v3.2.11
 OTELCOL_MANIFEST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/otelcol-builder.yaml"
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
@@ -54,9 +60,10 @@ version_of() {
     builder) echo "$OTELCOL_VERSION" ;;
     actionlint) echo "$ACTIONLINT_VERSION" ;;
     kro) echo "$KRO_VERSION" ;;
+    argocd) echo "$ARGOCD_VERSION" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen actionlint kro; groups: cluster, tracing)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen actionlint kro argocd; groups: cluster, tracing)" ;;
   esac
 }
 
@@ -95,6 +102,20 @@ jaeger_module() {
   local mod="github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION"
   # From /, so that a go.mod or go.work around the caller's directory plays no part.
   (cd / && go mod download "$mod" && go list -m -f '{{.Dir}}{{"\n"}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$mod")
+}
+
+# Argo CD's go.mod has replace directives too, and its build writes into the module (go.sum
+# entries it lacks): build inside a writable copy of the downloaded module, as upstream's Makefile
+# builds ./cmd. Prints the copy's directory and the commit time (UTC), one per line.
+argocd_module() {
+  local mod="github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" dir="$CACHE_DIR/src/argocd-$ARGOCD_VERSION" module_dir commit_time
+  { read -r module_dir; read -r commit_time; } < <(cd / && go mod download "$mod" && go list -m -f '{{.Dir}}{{"\n"}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$mod")
+  [[ -n "$module_dir" ]] || return 1
+  if [[ ! -f "$dir/go.mod" ]]; then
+    rm -rf "$dir.tmp" && mkdir -p "$(dirname "$dir")"
+    cp -r "$module_dir" "$dir.tmp" && chmod -R u+w "$dir.tmp" && mv "$dir.tmp" "$dir"
+  fi
+  printf '%s\n%s\n' "$dir" "$commit_time"
 }
 
 # One wrapper module per upstream project and version, inside the cache: `go build -mod=mod`
@@ -207,6 +228,18 @@ build() {
     kro)
       # The package is cmd/controller; the binary is renamed kro in the cache.
       go_install controller github.com/kubernetes-sigs/kro/cmd/controller || ok=$?
+      ;;
+    argocd)
+      local module dir commit_time ld="-s -w" kv
+      module=$(argocd_module) || ok=$?
+      if [[ $ok == 0 ]]; then
+        { read -r dir; read -r commit_time; } <<<"$module"
+        # Upstream's LDFLAGS (Makefile), so `argocd version` and the controllers' logs report the release.
+        for kv in "version=${ARGOCD_VERSION#v}" "buildDate=$commit_time" "gitTag=$ARGOCD_VERSION" "gitTreeState=clean"; do
+          ld+=" -X github.com/argoproj/argo-cd/v3/common.$kv"
+        done
+        (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" ./cmd) || ok=$?
+      fi
       ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.

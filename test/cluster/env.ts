@@ -49,3 +49,9 @@ export const AUDIT_LOG = SHARED.auditLog;
  * in website-system, holding its Lease, and points the CRD's conversion at its container.
  */
 export const ISOLATED_CLUSTER = testCluster('-isolated');
+
+/**
+ * The argocd project's cluster (test/argocd/): Argo CD syncs dist/ into it, owning the CRD, the
+ * operator's namespace and the trace stack's, which no other suite may touch meanwhile.
+ */
+export const ARGOCD_CLUSTER = testCluster('-argocd');

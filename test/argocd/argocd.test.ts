@@ -1,0 +1,377 @@
+// dist/ synced by a real Argo CD (test/support/argocd.ts: the release scripts/binaries.sh builds,
+// started against a cluster of this project's own), exactly as the README tells users: its
+// ApplicationSet with only repoURL (and, here, the revision under test) changed, its health check
+// in argocd-cm, its way of switching alternatives. The operator runs as a process beside the
+// cluster, as in the other cluster tests (kwok runs no container): the bundle, as its
+// ServiceAccount, serving the conversion webhook and writing the CRD's caBundle as it does in a pod.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { websiteHealthCheck } from '../../lib/argocd.ts';
+import { ARGOCD_CLUSTER, ROOT } from '../cluster/env.ts';
+import { TestHostAddress } from '../cluster/host-address.ts';
+import { commandsFor } from '../cluster/kube.ts';
+import { type ArgoCd, serveGitRepository, startArgoCd } from '../support/argocd.ts';
+import { serviceAccountKubeconfig } from '../support/kubectl.ts';
+import { localEndpointRbacManifests, OPERATOR_NS } from '../support/operator-manifests.ts';
+import { OperatorProcess } from '../support/operator-process.ts';
+import { eventually } from '../support/poll.ts';
+import { freePort } from '../support/ports.ts';
+import { type ShellOperatorProcess, startShellOperator } from '../support/shell-operator.ts';
+
+type Manifest = Record<string, any>;
+const { kubectl, ok, getJson } = commandsFor(ARGOCD_CLUSTER);
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const NS = 'argocd';
+
+/** Every ```yaml block of the README, parsed (all documents). */
+function readmeManifests(): Manifest[] {
+  return [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)]
+    .flatMap((m) => parseAllDocuments(m[1]).map((d) => d.toJS() as Manifest))
+    .filter(Boolean);
+}
+
+/** The README's ApplicationSet, pointed at `repoUrl` at `revision`, with `folders` replacing elements' folders by name. */
+function readmeApplicationSet(repoUrl: string, revision: string, folders: Record<string, string> = {}): Manifest {
+  const found = readmeManifests().find((m) => m.kind === 'ApplicationSet');
+  if (!found) throw new Error('the README has no ApplicationSet');
+  const set = structuredClone(found);
+  set.spec.template.spec.source.repoURL = repoUrl;
+  set.spec.template.spec.source.targetRevision = revision;
+  for (const element of set.spec.generators[0].list.elements)
+    if (folders[element.name]) element.folder = folders[element.name];
+  return set;
+}
+
+/** The objects of a dist/ folder, as (kind, namespace, name) keys. */
+function distObjects(folder: string, namespace: string): Set<string> {
+  const keys = new Set<string>();
+  for (const file of execFileSync('ls', [join(ROOT, 'dist', folder)], { encoding: 'utf8' })
+    .trim()
+    .split('\n'))
+    for (const document of parseAllDocuments(readFileSync(join(ROOT, 'dist', folder, file), 'utf8'))) {
+      const object = document.toJS() as Manifest | null;
+      if (!object) continue;
+      const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'].includes(
+        object.kind,
+      );
+      keys.add(
+        `${object.kind}/${clusterScoped ? '' : (object.metadata.namespace ?? namespace)}/${object.metadata.name}`,
+      );
+    }
+  return keys;
+}
+
+const application = (name: string): Promise<Manifest> => getJson(['application', name, '-n', NS]);
+
+/** Waits until each Application is Synced and Healthy, at the revision wanted; returns them. */
+async function syncedAndHealthy(names: readonly string[], timeoutMs = 300_000): Promise<Manifest[]> {
+  let last: Manifest[] = [];
+  return eventually(
+    `Applications ${names.join(', ')} to be Synced and Healthy`,
+    async () => {
+      last = await Promise.all(names.map(application));
+      return last.every((a) => a.status?.sync?.status === 'Synced' && a.status?.health?.status === 'Healthy') && last;
+    },
+    {
+      timeoutMs,
+      intervalMs: 1000,
+      progress: () =>
+        last
+          .map(
+            (a) =>
+              `${a.metadata.name}: ${a.status?.sync?.status}/${a.status?.health?.status} ${a.status?.operationState?.phase ?? ''} ${a.status?.operationState?.message ?? ''} ${JSON.stringify(a.status?.conditions ?? [])}`,
+          )
+          .join('; '),
+    },
+  );
+}
+
+/** The health Argo CD reports for one resource of an Application. */
+async function resourceHealth(app: string, kind: string, name: string): Promise<{ status?: string; message?: string }> {
+  const resource = ((await application(app)).status?.resources ?? []).find(
+    (r: Manifest) => r.kind === kind && r.name === name,
+  );
+  return resource?.health ?? {};
+}
+
+let argocd: ArgoCd;
+let revision: string;
+let operator: OperatorProcess | undefined;
+let shellOperator: ShellOperatorProcess | undefined;
+let host: TestHostAddress | undefined;
+const cluster = ARGOCD_CLUSTER;
+
+beforeAll(async () => {
+  revision = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  argocd = await startArgoCd({ cluster, dir: join(ROOT, '.cluster', 'test-argocd-state'), repository: ROOT });
+  // The README's health check, applied as the README says.
+  const configMap = readmeManifests().find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'argocd-cm');
+  expect(configMap?.data).toEqual(websiteHealthCheck());
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: JSON.stringify(configMap) });
+}, 600_000);
+
+afterAll(async () => {
+  await operator?.stop();
+  await shellOperator?.stop();
+  host?.close();
+  await argocd?.stop();
+}, 120_000);
+
+describe("the README's ApplicationSet on a real Argo CD", () => {
+  test('every Application reaches Synced and Healthy: the CRD synced before the operator, the Websites created once the CRD was established, and Progressing until the operator reports their status', async () => {
+    await ok(['apply', '-f', '-'], { input: JSON.stringify(readmeApplicationSet(argocd.repoUrl, revision)) });
+    const [api] = await syncedAndHealthy(['website-api', 'tracing']);
+    // One sync, its results in the order Argo CD applied them: wave -1 (the CRD) first.
+    const synced = api.status.operationState.syncResult.resources.map((r: Manifest) => `${r.kind}/${r.name}`);
+    expect(synced.indexOf('CustomResourceDefinition/websites.web.example.com')).toBe(0);
+    expect(synced.indexOf('Deployment/website-operator')).toBeGreaterThan(0);
+
+    // No operator yet: the Websites exist and Argo CD says they wait for it.
+    for (const name of ['hello', 'docs'])
+      expect(
+        await eventually(`Website ${name} to be Progressing`, async () => {
+          const health = await resourceHealth('website-samples', 'Website', name);
+          return health.status === 'Progressing' && health;
+        }),
+      ).toEqual({ status: 'Progressing', message: "Waiting for the operator to report the Website's status" });
+    const crd = await getJson(['crd', 'websites.web.example.com']);
+    const established = crd.status.conditions.find((c: Manifest) => c.type === 'Established').lastTransitionTime;
+    for (const name of ['hello', 'docs']) {
+      const website = await getJson(['website', name, '-n', OPERATOR_NS]);
+      expect(Date.parse(website.metadata.creationTimestamp)).toBeGreaterThanOrEqual(Date.parse(established));
+    }
+
+    // The operator, as its ServiceAccount (which Argo CD just created), serving the conversion
+    // webhook through the Service dist/ ships, as in a pod.
+    await ok(['apply', '--server-side', '-f', '-'], {
+      input: localEndpointRbacManifests()
+        .map((m) => JSON.stringify(m))
+        .join('\n'),
+    });
+    host = new TestHostAddress();
+    operator = await OperatorProcess.start('argocd-test', await serviceAccountKubeconfig(cluster), {
+      WEBHOOK_ENABLED: 'true',
+      WEBHOOK_PORT: String(await freePort()),
+      WEBHOOK_ADVERTISE_ADDRESS: host.address,
+      LEASE_DURATION_SECONDS: '4',
+      RENEW_DEADLINE_SECONDS: '3',
+      RETRY_PERIOD_SECONDS: '0.5',
+    });
+    await syncedAndHealthy(['website-api', 'website-samples', 'tracing']);
+    for (const name of ['hello', 'docs'])
+      expect(await resourceHealth('website-samples', 'Website', name)).toEqual({
+        status: 'Healthy',
+        message: expect.stringMatching(/^\d+\/\d+ replicas available$/),
+      });
+  }, 600_000);
+
+  test('no flapping: for 2 minutes, while the operator holds the caBundle it wrote and writes status, no new sync and nothing OutOfSync', async () => {
+    const crd = await getJson(['crd', 'websites.web.example.com']);
+    expect(Buffer.from(crd.spec.conversion.webhook.clientConfig.caBundle, 'base64').toString()).toContain(
+      'BEGIN CERTIFICATE',
+    );
+    const names = ['website-api', 'website-samples', 'tracing'];
+    const before = await Promise.all(names.map(application));
+    // Status writes during the window: a hand-scaled child Deployment (drift, which Argo CD does not
+    // track: the operator owns it) put back by the operator, whose status follows.
+    const statusBefore = (await getJson(['website', 'hello', '-n', OPERATOR_NS])).metadata.resourceVersion;
+    await ok(['scale', 'deployment', 'website-hello', '-n', OPERATOR_NS, '--replicas=5']);
+    const end = Date.now() + 120_000;
+    const seen = new Set<string>();
+    while (Date.now() < end) {
+      for (const app of await Promise.all(names.map(application))) {
+        seen.add(`${app.metadata.name} ${app.status.sync.status}`);
+        for (const r of app.status.resources ?? [])
+          if (r.status !== 'Synced') seen.add(`${app.metadata.name} ${r.kind}/${r.name} ${r.status}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+    expect([...seen].sort()).toEqual(names.map((n) => `${n} Synced`).sort());
+    const after = await Promise.all(names.map(application));
+    for (const [i, app] of after.entries()) {
+      expect(app.status.operationState.startedAt).toBe(before[i].status.operationState.startedAt);
+      expect(app.status.history?.length).toBe(before[i].status.history?.length);
+    }
+    // The operator put the Deployment back and wrote the Website's status meanwhile.
+    const hello = await getJson(['website', 'hello', '-n', OPERATOR_NS]);
+    expect(hello.metadata.resourceVersion).not.toBe(statusBefore);
+    expect((await getJson(['deployment', 'website-hello', '-n', OPERATOR_NS])).spec.replicas).toBe(hello.spec.replicas);
+  }, 300_000);
+
+  test('self-heal: a hand edit of the operator Deployment is reverted; a deleted Service returns', async () => {
+    await ok(['set', 'env', 'deployment/website-operator', '-n', OPERATOR_NS, 'HAND_EDIT=1']);
+    const service = await getJson(['service', 'website-operator-webhook', '-n', OPERATOR_NS]);
+    await ok(['delete', 'service', 'website-operator-webhook', '-n', OPERATOR_NS]);
+    await eventually(
+      'the hand edit to be reverted',
+      async () =>
+        !JSON.stringify((await getJson(['deployment', 'website-operator', '-n', OPERATOR_NS])).spec).includes(
+          'HAND_EDIT',
+        ),
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    const restored = await eventually(
+      'the Service to return',
+      async () => {
+        const found = await kubectl(['get', 'service', 'website-operator-webhook', '-n', OPERATOR_NS, '-o', 'json']);
+        return found.code === 0 && JSON.parse(found.stdout);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    expect(restored.metadata.uid).not.toBe(service.metadata.uid);
+    await syncedAndHealthy(['website-api']);
+  }, 300_000);
+
+  test("a Website whose reconcile fails is Degraded, with the operator's message", async () => {
+    // A repository of its own, served as any remote, holding one Website whose Deployment's name
+    // is taken by a Deployment the operator does not own.
+    const repo = await serveGitRepository(join(ROOT, '.cluster', 'test-argocd-fixtures', 'degraded'), {
+      files: {
+        'website.yaml': JSON.stringify({
+          apiVersion: 'web.example.com/v1',
+          kind: 'Website',
+          metadata: { name: 'taken', namespace: OPERATOR_NS },
+          spec: { title: 'Taken', replicas: 1 },
+        }),
+      },
+    });
+    try {
+      await ok(['create', 'deployment', 'website-taken', '-n', OPERATOR_NS, '--image=nginx']);
+      await ok(['apply', '-f', '-'], {
+        input: JSON.stringify({
+          apiVersion: 'argoproj.io/v1alpha1',
+          kind: 'Application',
+          metadata: { name: 'degraded', namespace: NS },
+          spec: {
+            project: 'default',
+            source: { repoURL: repo.url, targetRevision: 'HEAD', path: '.' },
+            destination: { server: 'https://kubernetes.default.svc', namespace: OPERATOR_NS },
+            syncPolicy: { automated: { prune: true } },
+          },
+        }),
+      });
+      const health = await eventually(
+        'Website taken to be Degraded',
+        async () => {
+          const h = await resourceHealth('degraded', 'Website', 'taken');
+          return h.status === 'Degraded' && h;
+        },
+        { timeoutMs: 180_000, intervalMs: 1000 },
+      );
+      expect(health.message).toBe(
+        'Deployment website-taken already exists and is not owned by Website taken: delete or rename that Deployment, or rename the Website',
+      );
+      expect((await application('degraded')).status.health.status).toBe('Degraded');
+      // Fixed: the foreign Deployment gone, the Website recovers.
+      await ok(['delete', 'deployment', 'website-taken', '-n', OPERATOR_NS]);
+      await syncedAndHealthy(['degraded']);
+      await ok(['delete', 'application', 'degraded', '-n', NS]);
+    } finally {
+      await repo.stop();
+    }
+  }, 300_000);
+
+  test('switching to the shell operator as the README says: the old operator pruned, the CRD, the namespace and every Website kept, and the shell operator serves them', async () => {
+    const uids = async () => ({
+      crd: (await getJson(['crd', 'websites.web.example.com'])).metadata.uid,
+      namespace: (await getJson(['namespace', OPERATOR_NS])).metadata.uid,
+      websites: Object.fromEntries(
+        (await getJson(['websites', '-n', OPERATOR_NS])).items.map((w: Manifest) => [w.metadata.name, w.metadata.uid]),
+      ),
+    });
+    const before = await uids();
+    await ok(['apply', '-f', '-'], {
+      input: JSON.stringify(
+        readmeApplicationSet(argocd.repoUrl, revision, { 'website-api': 'website-shell-operator' }),
+      ),
+    });
+    await eventually(
+      'the operator Deployment to be pruned',
+      async () => (await kubectl(['get', 'deployment', 'website-operator', '-n', OPERATOR_NS])).code !== 0,
+      { timeoutMs: 180_000, intervalMs: 1000 },
+    );
+    // Its pod would be gone with it.
+    await operator?.stop();
+    operator = undefined;
+    const api = await eventually(
+      'website-api to sync the shell operator',
+      async () => {
+        const app = await application('website-api');
+        return (
+          app.status?.sync?.status === 'Synced' &&
+          app.status.sync.comparedTo?.source?.path === 'dist/website-shell-operator' &&
+          app
+        );
+      },
+      { timeoutMs: 180_000, intervalMs: 1000 },
+    );
+    expect(await uids()).toEqual(before);
+    // What is left of website-api is exactly the shell operator's folder: nothing of the old one.
+    const tracked = new Set(api.status.resources.map((r: Manifest) => `${r.kind}/${r.namespace ?? ''}/${r.name}`));
+    expect(tracked).toEqual(distObjects('website-shell-operator', OPERATOR_NS));
+    for (const gone of [...distObjects('website-operator', OPERATOR_NS)].filter((k) => !tracked.has(k))) {
+      const [kind, namespace, name] = gone.split('/');
+      const args = ['get', kind.toLowerCase(), name, ...(namespace ? ['-n', namespace] : [])];
+      expect(`${gone}: ${(await kubectl(args)).code === 0 ? 'still there' : 'pruned'}`).toBe(`${gone}: pruned`);
+    }
+
+    shellOperator = startShellOperator(cluster, OPERATOR_NS, { INTERVAL: '1' });
+    await ok(['patch', 'website', 'hello', '-n', OPERATOR_NS, '--type=merge', '-p', '{"spec":{"replicas":3}}']);
+    await eventually(
+      'the shell operator to scale website-hello to 3',
+      async () => (await getJson(['deployment', 'website-hello', '-n', OPERATOR_NS])).spec.replicas === 3,
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+  }, 600_000);
+
+  test('switching the trace stack to production on Cassandra leaves no object of the development stack behind', async () => {
+    await ok(['apply', '-f', '-'], {
+      input: JSON.stringify(
+        readmeApplicationSet(argocd.repoUrl, revision, {
+          'website-api': 'website-shell-operator',
+          tracing: 'tracing-production-cassandra',
+        }),
+      ),
+    });
+    const app = await eventually(
+      'tracing to sync the Cassandra stack',
+      async () => {
+        const found = await application('tracing');
+        return (
+          found.status?.sync?.status === 'Synced' &&
+          found.status.sync.comparedTo?.source?.path === 'dist/tracing-production-cassandra' &&
+          found.status.operationState?.phase === 'Succeeded' &&
+          found
+        );
+      },
+      { timeoutMs: 300_000, intervalMs: 1000 },
+    );
+    const wanted = distObjects('tracing-production-cassandra', 'tracing');
+    expect(new Set(app.status.resources.map((r: Manifest) => `${r.kind}/${r.namespace ?? ''}/${r.name}`))).toEqual(
+      wanted,
+    );
+    // Every object in the namespace that Argo CD tracks as the tracing Application's is wanted.
+    const leftovers: string[] = [];
+    for (const kind of [
+      'deployments',
+      'services',
+      'configmaps',
+      'networkpolicies',
+      'serviceaccounts',
+      'cronjobs',
+      'jobs',
+      'horizontalpodautoscalers',
+      'poddisruptionbudgets',
+      'secrets',
+    ]) {
+      for (const object of (await getJson([kind, '-n', 'tracing'])).items as Manifest[]) {
+        const tracking = object.metadata.annotations?.['argocd.argoproj.io/tracking-id'] ?? '';
+        if (tracking.startsWith('tracing:') && !wanted.has(`${object.kind}/tracing/${object.metadata.name}`))
+          leftovers.push(`${object.kind}/${object.metadata.name}`);
+      }
+    }
+    expect(leftovers).toEqual([]);
+  }, 600_000);
+});

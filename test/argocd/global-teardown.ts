@@ -1,0 +1,6 @@
+import { ARGOCD_CLUSTER } from '../cluster/env.ts';
+import { stopTestCluster } from '../cluster/global-teardown.ts';
+
+export default function globalTeardown(): void {
+  stopTestCluster(ARGOCD_CLUSTER);
+}
