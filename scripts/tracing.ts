@@ -4,6 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { alive } from '../test/support/argocd.ts';
 import { chartManifests, startLocalStack } from '../test/support/local-stack.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -20,15 +21,6 @@ const PREFERRED_PORTS = {
 };
 
 const log = (message: string) => process.stderr.write(`[tracing] ${message}\n`);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function down(): Promise<void> {
   if (!existsSync(PIDS)) {

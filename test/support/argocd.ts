@@ -71,7 +71,10 @@ export function argoCdBinary(): { binary: string; coreInstall: string; version: 
  * `namespace`; the AppProject `default` that an Argo CD API
  * server would create, allowing every repository and destination.
  */
-export function argoCdObjects(coreInstall: string, namespace = ARGOCD_NAMESPACE): { items: Array<Record<string, any>> } {
+export function argoCdObjects(
+  coreInstall: string,
+  namespace = ARGOCD_NAMESPACE,
+): { items: Array<Record<string, any>> } {
   const clusterScoped = new Set(['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding']);
   const items: Array<Record<string, any>> = [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }];
   for (const document of parseAllDocuments(readFileSync(coreInstall, 'utf8'))) {
@@ -124,7 +127,8 @@ function startProcess(
   return child;
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` still runs (also for `npm run tracing:down`). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,6 +1,6 @@
 import { firstDifference, jsonEqual, needsApply, withHash } from '../controller/apply.ts';
 import type { EventRecorder } from '../controller/event-recorder.ts';
-import type { Cache } from '../controller/informer.ts';
+import { type Cache, objectKey } from '../controller/informer.ts';
 import {
   type CallOptions,
   DEPLOYMENTS,
@@ -301,7 +301,7 @@ export class WebsiteReconciler {
    */
   private async writeStatus(website: WebsiteV1 & KubeObject, status: WebsiteStatus, call: CallOptions): Promise<void> {
     const { namespace, name } = website.metadata;
-    const key = `${namespace}/${name}`;
+    const key = objectKey(website);
     const cached = website.status ?? {};
     let unseen = this.statusUnseen.get(key);
     if (unseen !== undefined && unseen !== 'unknown' && jsonEqual(unseen, cached)) {
