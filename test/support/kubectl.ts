@@ -39,6 +39,9 @@ export async function kubectl(
     const child = execFile(cluster.kubectl, [...auth, ...args], { maxBuffer: 256 << 20 }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
     });
+    // A kubectl that exits without reading its input (most commands) may close the pipe first:
+    // EPIPE then says nothing that its exit code and stderr do not.
+    child.stdin!.on('error', () => {});
     child.stdin!.end(options.input ?? '');
   });
 }
