@@ -4,8 +4,9 @@
 # With no arguments, the jest projects run in three lanes side by side: the cluster project (its
 # suites share one cluster, one at a time, and mostly wait on controllers); the isolated project
 # (the chaos run and the operator image, one at a time on a cluster of their own: they would disturb
-# the others); and the unit and package projects, then the trace project (they mostly use the CPU).
-# The cluster and isolated lanes' lines are prefixed with their names. The last line counts the
+# the others), then the argocd project (a real Argo CD on a cluster of its own, mostly waiting on
+# it); and the unit and package projects, then the trace project (they mostly use the CPU). The
+# lines of the first two lanes are prefixed with their project's name. The last line counts the
 # tests of every lane.
 # With arguments, one jest run gets them as they are (`npm test -- --selectProjects unit`,
 # `npm test -- test/unit/workload.test.ts`).
@@ -22,12 +23,12 @@ trap stop_prebuild EXIT
 # actionlint first: it is quick, and the unit tests need it while the others are still building.
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
-  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing), in the background: test-results/binaries.log"
-  setsid bash scripts/binaries.sh actionlint cluster tracing >test-results/binaries.log 2>&1 &
+  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing argocd), in the background: test-results/binaries.log"
+  setsid bash scripts/binaries.sh actionlint cluster tracing argocd >test-results/binaries.log 2>&1 &
   prebuild=$!
 fi
 
-echo "[test] system packages (nginx, Chromium, fonts)"
+echo "[test] system packages (nginx, Chromium, fonts, Redis)"
 bash scripts/system-deps.sh
 bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
 echo "[test] format and lint (biome ci; npm run format fixes what it can)"
@@ -52,11 +53,16 @@ lane() {
   jest --json --outputFile="$results/$name.json" --selectProjects "$@"
 }
 
-echo "[test] jest: the cluster project; beside it the isolated project; and the unit and package projects, then the trace project"
+echo "[test] jest: the cluster project; beside it the isolated project, then the argocd project; and the unit and package projects, then the trace project"
 # Each project's global setup waits for its binaries, if the prebuild has not finished them yet.
 (lane cluster cluster 2>&1 | sed -u 's/^/[cluster] /') &
 cluster=$!
-(lane isolated isolated 2>&1 | sed -u 's/^/[isolated] /') &
+(
+  rc=0
+  lane isolated isolated 2>&1 | sed -u 's/^/[isolated] /' || rc=1
+  lane argocd argocd 2>&1 | sed -u 's/^/[argocd] /' || rc=1
+  exit $rc
+) &
 isolated=$!
 status=0
 lane unit unit package || status=1

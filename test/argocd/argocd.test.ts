@@ -5,10 +5,10 @@
 // cluster, as in the other cluster tests (kwok runs no container): the bundle, as its
 // ServiceAccount, serving the conversion webhook and writing the CRD's caBundle as it does in a pod.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { websiteHealthCheck } from '../../lib/argocd.ts';
+import { SYNC_WAVE_ANNOTATION, websiteHealthCheck } from '../../lib/argocd.ts';
 import { ARGOCD_CLUSTER, ROOT } from '../cluster/env.ts';
 import { TestHostAddress } from '../cluster/host-address.ts';
 import { commandsFor } from '../cluster/kube.ts';
@@ -47,9 +47,7 @@ function readmeApplicationSet(repoUrl: string, revision: string, folders: Record
 /** The objects of a dist/ folder, as (kind, namespace, name) keys. */
 function distObjects(folder: string, namespace: string): Set<string> {
   const keys = new Set<string>();
-  for (const file of execFileSync('ls', [join(ROOT, 'dist', folder)], { encoding: 'utf8' })
-    .trim()
-    .split('\n'))
+  for (const file of readdirSync(join(ROOT, 'dist', folder)))
     for (const document of parseAllDocuments(readFileSync(join(ROOT, 'dist', folder, file), 'utf8'))) {
       const object = document.toJS() as Manifest | null;
       if (!object) continue;
@@ -61,6 +59,18 @@ function distObjects(folder: string, namespace: string): Set<string> {
       );
     }
   return keys;
+}
+
+/** The sync wave of each object of a dist/ folder, by `kind/name`. */
+function distWaves(folder: string): Map<string, number> {
+  const waves = new Map<string, number>();
+  for (const file of readdirSync(join(ROOT, 'dist', folder)))
+    for (const document of parseAllDocuments(readFileSync(join(ROOT, 'dist', folder, file), 'utf8'))) {
+      const object = document.toJS() as Manifest | null;
+      if (object)
+        waves.set(`${object.kind}/${object.metadata.name}`, Number(object.metadata.annotations[SYNC_WAVE_ANNOTATION]));
+    }
+  return waves;
 }
 
 const application = (name: string): Promise<Manifest> => getJson(['application', name, '-n', NS]);
@@ -123,10 +133,18 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
   test('every Application reaches Synced and Healthy: the CRD synced before the operator, the Websites created once the CRD was established, and Progressing until the operator reports their status', async () => {
     await ok(['apply', '-f', '-'], { input: JSON.stringify(readmeApplicationSet(argocd.repoUrl, revision)) });
     const [api] = await syncedAndHealthy(['website-api', 'tracing']);
-    // One sync, its results in the order Argo CD applied them: wave -1 (the CRD) first.
-    const synced = api.status.operationState.syncResult.resources.map((r: Manifest) => `${r.kind}/${r.name}`);
-    expect(synced.indexOf('CustomResourceDefinition/websites.web.example.com')).toBe(0);
-    expect(synced.indexOf('Deployment/website-operator')).toBeGreaterThan(0);
+    // One sync, its results in the order Argo CD applied them: the destination namespace first
+    // (Argo CD creates it before its dry-run, whatever its wave), then wave by wave as dist/
+    // annotates them, so the CRD (-1) before the operator (0).
+    const synced: string[] = api.status.operationState.syncResult.resources.map((r: Manifest) => `${r.kind}/${r.name}`);
+    expect(synced[0]).toBe(`Namespace/${OPERATOR_NS}`);
+    const waves = distWaves('website-operator');
+    const inOrder = synced.slice(1).map((key) => waves.get(key));
+    expect(inOrder).toEqual([...inOrder].sort((a, b) => a! - b!));
+    expect(synced.indexOf('CustomResourceDefinition/websites.web.example.com')).toBeGreaterThanOrEqual(0);
+    expect(synced.indexOf('CustomResourceDefinition/websites.web.example.com')).toBeLessThan(
+      synced.indexOf('Deployment/website-operator'),
+    );
 
     // No operator yet: the Websites exist and Argo CD says they wait for it.
     for (const name of ['hello', 'docs'])
@@ -201,15 +219,17 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
   }, 300_000);
 
   test('self-heal: a hand edit of the operator Deployment is reverted; a deleted Service returns', async () => {
-    await ok(['set', 'env', 'deployment/website-operator', '-n', OPERATOR_NS, 'HAND_EDIT=1']);
+    // A value dist/ sets: self-heal reverts what differs from the manifest (a field the manifest
+    // does not set, such as an added variable, Argo CD's three-way diff leaves alone).
+    await ok(['set', 'env', 'deployment/website-operator', '-n', OPERATOR_NS, 'LEADER_ELECTION=false']);
     const service = await getJson(['service', 'website-operator-webhook', '-n', OPERATOR_NS]);
     await ok(['delete', 'service', 'website-operator-webhook', '-n', OPERATOR_NS]);
     await eventually(
       'the hand edit to be reverted',
       async () =>
-        !JSON.stringify((await getJson(['deployment', 'website-operator', '-n', OPERATOR_NS])).spec).includes(
-          'HAND_EDIT',
-        ),
+        (
+          await getJson(['deployment', 'website-operator', '-n', OPERATOR_NS])
+        ).spec.template.spec.containers[0].env.find((e: Manifest) => e.name === 'LEADER_ELECTION').value === 'true',
       { timeoutMs: 120_000, intervalMs: 1000 },
     );
     const restored = await eventually(
@@ -317,13 +337,34 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
       expect(`${gone}: ${(await kubectl(args)).code === 0 ? 'still there' : 'pruned'}`).toBe(`${gone}: pruned`);
     }
 
+    // The shell operator serves the Websites Argo CD kept: a child deleted is made again, from the
+    // Website's spec. (Not a hand edit of a Website: Argo CD's self-heal reverts that one, as it
+    // should; Websites synced from git change in git.)
     shellOperator = startShellOperator(cluster, OPERATOR_NS, { INTERVAL: '1' });
-    await ok(['patch', 'website', 'hello', '-n', OPERATOR_NS, '--type=merge', '-p', '{"spec":{"replicas":3}}']);
-    await eventually(
-      'the shell operator to scale website-hello to 3',
-      async () => (await getJson(['deployment', 'website-hello', '-n', OPERATOR_NS])).spec.replicas === 3,
-      { timeoutMs: 120_000, intervalMs: 500 },
+    const hello = await getJson(['website', 'hello', '-n', OPERATOR_NS]);
+    const child = await getJson(['deployment', 'website-hello', '-n', OPERATOR_NS]);
+    await ok(['delete', 'deployment', 'website-hello', '-n', OPERATOR_NS, '--wait=true']);
+    const remade = await eventually(
+      'the shell operator to make website-hello again',
+      async () => {
+        const found = await kubectl(['get', 'deployment', 'website-hello', '-n', OPERATOR_NS, '-o', 'json']);
+        const deployment = found.code === 0 && JSON.parse(found.stdout);
+        return deployment && deployment.metadata.uid !== child.metadata.uid && deployment;
+      },
+      {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+        progress: () =>
+          `its log ends:\n${shellOperator?.lines
+            .slice(-10)
+            .map((l) => l.text)
+            .join('\n')}`,
+      },
     );
+    expect(remade.spec.replicas).toBe(hello.spec.replicas);
+    expect(remade.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Website', name: 'hello', uid: before.websites.hello }),
+    ]);
   }, 600_000);
 
   test('switching the trace stack to production on Cassandra leaves no object of the development stack behind', async () => {

@@ -301,6 +301,27 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
     return established.split('\n').filter((s) => s === 'True').length === crds.length;
   });
   await apply(items.filter((o) => o.kind !== 'CustomResourceDefinition'));
+  // The key Argo CD's API server generates at its first start (Core has none): settings without
+  // it are incomplete, and the ApplicationSet controller then starts without its webhook handler.
+  // Kept across restarts, as the API server keeps it.
+  const secretKey = await kubectlOk(cluster, [
+    'get',
+    'secret',
+    'argocd-secret',
+    '-n',
+    ARGOCD_NAMESPACE,
+    '-o',
+    'jsonpath={.data.server\\.secretkey}',
+  ]);
+  if (!secretKey)
+    await kubectlOk(cluster, ['apply', '--server-side', '--field-manager', 'argocd-server-secretkey', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'argocd-secret', namespace: ARGOCD_NAMESPACE },
+        data: { 'server.secretkey': randomBytes(32).toString('base64') },
+      }),
+    });
   // Each controller's token, the cluster's CA and the namespace, as a kubelet mounts them.
   const { server, ca } = await clusterEndpoint(cluster);
   const serviceAccountDir = async (serviceAccount: string) => {
@@ -444,10 +465,11 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
       `http://127.0.0.1:${controllerMetrics}/healthz`,
       logs['argocd-application-controller'],
     );
+    // Its probe address answers only the checks registered on it, and it registers none.
     await waitHealthy(
       'argocd-applicationset-controller',
       applicationSets,
-      `http://127.0.0.1:${appSetProbe}/healthz`,
+      `http://127.0.0.1:${appSetMetrics}/metrics`,
       logs['argocd-applicationset-controller'],
     );
     return { repoUrl, namespace: ARGOCD_NAMESPACE, pids, logs, stop };
