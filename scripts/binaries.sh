@@ -12,7 +12,7 @@
 # tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
 # same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
 # argocd (Argo CD's multi-call binary: its application controller, repo server and ApplicationSet
-# controller, started through links of those names by scripts/argocd.sh).
+# controller, started through links of those names by test/support/argocd.ts).
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
