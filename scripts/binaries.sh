@@ -12,7 +12,12 @@
 # tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
 # same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
 # argocd (Argo CD's multi-call binary: its application controller, repo server and ApplicationSet
-# controller, started through links of those names by test/support/argocd.ts).
+# controller, started through links of those names by test/support/argocd.ts). Group node = what a
+# real node runs beside kwok's fake ones: kubelet and kube-proxy (the control plane's release),
+# containerd with its runc shim and ctr, the CNI plugins bridge, host-local, loopback and portmap
+# (cached as cni-<plugin>; CNI finds them by their plugin name, so link them into a folder of their
+# own), CoreDNS and kube-router (the NetworkPolicy enforcer); in no default, so `npm test` does not
+# build it.
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
@@ -36,12 +41,19 @@ KRO_VERSION=v0.9.4
 # (settings.ValidateExternalURL undefined), and v3.3+ need a nested gitops-engine module that
 # module zips leave out.
 ARGOCD_VERSION=v3.2.11
+# containerd 2.x, not Debian's 1.6: Kubernetes supports containerd 1.x only up to 1.35.
+CONTAINERD_VERSION=v2.4.2
+CNI_PLUGINS_VERSION=v1.9.1
+COREDNS_VERSION=v1.15.0
+KUBE_ROUTER_VERSION=v2.1.0
 OTELCOL_MANIFEST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/otelcol-builder.yaml"
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
 BIN_DIR="$CACHE_DIR/bin"
 CLUSTER=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
 TRACING=(jaeger hotrod otelcol)
+NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback cni-portmap
+  coredns kube-router)
 STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
   cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
   cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt
@@ -53,7 +65,8 @@ die() { log "error: $*"; exit 1; }
 
 version_of() {
   case "$1" in
-    kube-*|kubectl) echo "$KUBERNETES_VERSION" ;;
+    kube-router) echo "$KUBE_ROUTER_VERSION" ;;
+    kube-*|kubectl|kubelet) echo "$KUBERNETES_VERSION" ;;
     etcd) echo "$ETCD_VERSION" ;;
     kwok|kwokctl) echo "$KWOK_VERSION" ;;
     jaeger|hotrod|tracegen) echo "$JAEGER_VERSION" ;;
@@ -61,9 +74,12 @@ version_of() {
     actionlint) echo "$ACTIONLINT_VERSION" ;;
     kro) echo "$KRO_VERSION" ;;
     argocd) echo "$ARGOCD_VERSION" ;;
+    containerd|containerd-shim-runc-v2|ctr) echo "$CONTAINERD_VERSION" ;;
+    cni-*) echo "$CNI_PLUGINS_VERSION" ;;
+    coredns) echo "$COREDNS_VERSION" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} builder tracegen actionlint kro argocd; groups: cluster, tracing)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen actionlint kro argocd; groups: cluster, tracing, node)" ;;
   esac
 }
 
@@ -146,11 +162,13 @@ kubernetes_module() {
 }
 
 # Within build(): `go install <package>@$version` of a module whose go.mod has no replace directives,
-# so it builds with its own go.sum; the installed binary <binary> becomes $tmp.
+# so it builds with its own go.sum; the installed binary <binary> becomes $tmp. LDFLAGS adds to the
+# linker flags (the -X settings a release's Makefile stamps its version with).
+#   go_install BINARY PACKAGE [LDFLAGS]
 go_install() {
   local binary=$1 package=$2 gobin="$CACHE_DIR/src/$name-$version"
   mkdir -p "$gobin"
-  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "$package@$version" && mv "$gobin/$binary" "$tmp"
+  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w ${3:-}" "$package@$version" && mv "$gobin/$binary" "$tmp"
 }
 
 build() {
@@ -184,7 +202,11 @@ build() {
   ) 9>&- &
   local beat=$! ok=0
   case "$name" in
-    kube-*|kubectl)
+    kube-router)
+      go_install kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
+        "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" || ok=$?
+      ;;
+    kube-*|kubectl|kubelet)
       local dir minor; dir=$(kubernetes_module); minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
       local ld="-s -w"
       for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -241,6 +263,21 @@ build() {
         (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" ./cmd) || ok=$?
       fi
       ;;
+    containerd|containerd-shim-runc-v2|ctr)
+      # Upstream's version stamp (Makefile), so `containerd --version` reports the release.
+      go_install "$name" "github.com/containerd/containerd/v2/cmd/$name" \
+        "-X github.com/containerd/containerd/v2/version.Version=$version" || ok=$?
+      ;;
+    cni-*)
+      local plugin=${name#cni-} kind=main
+      [[ $plugin == host-local ]] && kind=ipam
+      [[ $plugin == portmap ]] && kind=meta
+      go_install "$plugin" "github.com/containernetworking/plugins/plugins/$kind/$plugin" \
+        "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" || ok=$?
+      ;;
+    coredns)
+      go_install coredns github.com/coredns/coredns || ok=$?
+      ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.
       local dir="$CACHE_DIR/src/otelcol-$version"
@@ -273,6 +310,7 @@ main() {
     case "$n" in
       cluster) names+=("${CLUSTER[@]}") ;;
       tracing) names+=("${TRACING[@]}") ;;
+      node) names+=("${NODE[@]}") ;;
       *) names+=("$n") ;;
     esac
   done

@@ -84,9 +84,9 @@ describe('scripts/binaries.sh', () => {
   });
 
   test('rejects an unknown binary name', () => {
-    const result = run(['kubelet'], {});
+    const result = run(['kubelet-v2'], {});
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain("unknown binary 'kubelet'");
+    expect(result.stderr).toContain("unknown binary 'kubelet-v2'");
   });
 
   test('builds the cluster set when no name is given, and nothing of the trace stack', () => {
@@ -131,6 +131,26 @@ describe('scripts/binaries.sh', () => {
     const result = run(['otelcol'], { TEST_ASSET_OTELCOL: join(dir, 'missing') });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(`otelcol from the environment is not an executable file: ${join(dir, 'missing')}`);
+  });
+
+  test('"node" names what a real node runs, each at its own pinned release (cached: no Go needed)', () => {
+    const node: Array<[string, string]> = [
+      ['kubelet', 'KUBERNETES_VERSION'],
+      ['kube-proxy', 'KUBERNETES_VERSION'],
+      ['containerd', 'CONTAINERD_VERSION'],
+      ['containerd-shim-runc-v2', 'CONTAINERD_VERSION'],
+      ['ctr', 'CONTAINERD_VERSION'],
+      ['cni-bridge', 'CNI_PLUGINS_VERSION'],
+      ['cni-host-local', 'CNI_PLUGINS_VERSION'],
+      ['cni-loopback', 'CNI_PLUGINS_VERSION'],
+      ['cni-portmap', 'CNI_PLUGINS_VERSION'],
+      ['coredns', 'COREDNS_VERSION'],
+      ['kube-router', 'KUBE_ROUTER_VERSION'],
+    ];
+    const paths = node.map(([name, versionVariable]) => cached(`${name}-${pinned(versionVariable)}`));
+    const result = run(['node'], { PATH: noGo });
+    expect(result.stdout).toBe(node.map(([name], i) => `${name}=${paths[i]}\n`).join(''));
+    expect(result.code).toBe(0);
   });
 
   test('prints cached jaeger and hotrod without building them (no Go needed)', () => {
