@@ -396,6 +396,12 @@ describe('the operator, running as its ServiceAccount', () => {
     await ready('e2e-restart-a');
     expect((await deploymentOf('e2e-restart-a')).spec.replicas).toBe(3);
     expect(await operator.metric('informer_watch_restarts_total', { resource: 'websites' })).toBeGreaterThan(0);
+    // Its Website cache, refilled after the restart, holds every Website it watches, and says so.
+    const cached = await eventually('informer_cache_objects to count the Websites', async () => {
+      const websites = (await getJson(['websites', '-n', NS])).items.length;
+      return (await operator.metric('informer_cache_objects', { resource: 'websites' })) === websites && websites;
+    });
+    expect(cached).toBeGreaterThanOrEqual(2);
     expect(operator.running).toBe(true);
   });
 

@@ -128,6 +128,30 @@ describe('Informer', () => {
     await running;
   });
 
+  test('reports its cache size in informer_cache_objects while it runs', async () => {
+    const api = new FakeKubeApi();
+    const metrics = new OperatorMetrics({ processMetrics: false });
+    await api.create(DEPLOYMENTS, { metadata: { name: 'listed', namespace: 'ns' } });
+    const informer = new Informer<KubeObject>({ client: api, type: DEPLOYMENTS, namespace: 'ns', metrics });
+    const everywhere = new Informer<KubeObject>({ client: api, type: DEPLOYMENTS, metrics });
+    const sizes = async () =>
+      (await metrics.cacheObjects.get()).values.map((v) => `${v.labels.resource} ${v.labels.namespace} ${v.value}`);
+    const stop = new AbortController();
+    const running = [informer.run(stop.signal), everywhere.run(stop.signal)];
+    await Promise.all([informer.waitForSync(), everywhere.waitForSync()]);
+    await api.create(DEPLOYMENTS, { metadata: { name: 'watched', namespace: 'ns' } });
+    await api.create(DEPLOYMENTS, { metadata: { name: 'elsewhere', namespace: 'other' } });
+    expect(await sizes()).toEqual(['deployments ns 2', 'deployments * 3']);
+    await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'listed' });
+    expect(await sizes()).toEqual(['deployments ns 1', 'deployments * 2']);
+    expect(await metrics.registry.getSingleMetricAsString('informer_cache_objects')).toContain(
+      'informer_cache_objects{resource="deployments",namespace="ns"} 1',
+    );
+    stop.abort();
+    await Promise.all(running);
+    expect(await sizes()).toEqual([]);
+  });
+
   test('tells the adds of the first list from later ones', async () => {
     const api = new FakeKubeApi();
     await api.create(DEPLOYMENTS, { metadata: { name: 'old', namespace: 'ns' } });

@@ -157,6 +157,11 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       ? setInterval(() => this.resync(), resyncMs * (1 + Math.random() * 0.1))
       : undefined;
     resync?.unref();
+    const untrack = this.options.metrics?.trackCache(
+      this.options.type.resource,
+      this.options.namespace ?? '*',
+      () => this.store.size,
+    );
     signal.addEventListener('abort', () => this.currentWatch?.abort(), { once: true });
     let failures = 0;
     let mustList = true;
@@ -199,6 +204,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       }
     } finally {
       clearInterval(resync);
+      untrack?.();
     }
   }
 

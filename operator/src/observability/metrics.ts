@@ -77,6 +77,19 @@ export class OperatorMetrics {
     labelNames: ['resource', 'reason'] as const,
     registers: [this.registry],
   });
+  /** The informer caches that `cacheObjects` reports, registered while their informer runs. */
+  private readonly caches = new Set<{ resource: string; namespace: string; size: () => number }>();
+  /** Read at each scrape, so it costs nothing between scrapes: what the operator's memory grows with. */
+  readonly cacheObjects = new Gauge({
+    name: 'informer_cache_objects',
+    help: 'Objects held in an informer cache, by resource and namespace (*: all namespaces), while its informer runs.',
+    labelNames: ['resource', 'namespace'] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.cacheObjects.reset();
+      for (const { resource, namespace, size } of this.caches) this.cacheObjects.inc({ resource, namespace }, size());
+    },
+  });
   readonly namespaceSynced = new Gauge({
     name: 'watched_namespace_synced',
     help: '1 once the Website, Deployment and Service caches of a watched namespace (*: all namespaces) have synced; 0 until then, for example while the namespace is not granted (see the error log).',
@@ -105,6 +118,13 @@ export class OperatorMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+
+  /** Reports the size of an informer's cache in `informer_cache_objects`; the function returned stops it. */
+  trackCache(resource: string, namespace: string, size: () => number): () => void {
+    const cache = { resource, namespace, size };
+    this.caches.add(cache);
+    return () => this.caches.delete(cache);
+  }
 
   constructor({ processMetrics = true }: { processMetrics?: boolean } = {}) {
     // process_resident_memory_bytes, nodejs_eventloop_lag_seconds, ...
