@@ -7,8 +7,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { websiteHealthCheck } from '../lib/argocd.ts';
-import { ARGOCD_NAMESPACE, startArgoCd, stopProcesses } from '../test/support/argocd.ts';
+import { ARGOCD_NAMESPACE, startArgoCd } from '../test/support/argocd.ts';
 import { kubectlOk } from '../test/support/kubectl.ts';
+import { stopProcesses } from '../test/support/processes.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STATE = process.env.WEBSITE_STACK_ARGOCD_DIR ?? join(ROOT, '.argocd');

@@ -4,8 +4,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { alive } from '../test/support/argocd.ts';
 import { chartManifests, startLocalStack } from '../test/support/local-stack.ts';
+import { alive, stopProcesses } from '../test/support/processes.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where pids, logs, localized configs and endpoints.env go (the tests point it elsewhere). */
@@ -28,14 +28,8 @@ async function down(): Promise<void> {
     return;
   }
   const pids: Record<string, number> = JSON.parse(readFileSync(PIDS, 'utf8'));
-  for (const [name, pid] of Object.entries(pids)) {
-    if (!alive(pid)) continue;
-    process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + 10_000;
-    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (alive(pid)) process.kill(pid, 'SIGKILL');
-    log(`stopped ${name} (pid ${pid})`);
-  }
+  await stopProcesses(pids);
+  for (const [name, pid] of Object.entries(pids)) log(`stopped ${name} (pid ${pid})`);
   rmSync(PIDS);
   rmSync(join(STATE, 'endpoints.env'), { force: true });
 }

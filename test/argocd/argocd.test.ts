@@ -75,6 +75,22 @@ function distWaves(folder: string): Map<string, number> {
 
 const application = (name: string): Promise<Manifest> => getJson(['application', name, '-n', NS]);
 
+/** Application `name` once it is Synced to `dist/<folder>` and its sync operation has succeeded. */
+const syncedTo = (name: string, folder: string, timeoutMs = 180_000): Promise<Manifest> =>
+  eventually(
+    `${name} to sync dist/${folder}`,
+    async () => {
+      const app = await application(name);
+      return (
+        app.status?.sync?.status === 'Synced' &&
+        app.status.sync.comparedTo?.source?.path === `dist/${folder}` &&
+        app.status.operationState?.phase === 'Succeeded' &&
+        app
+      );
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
+
 /** Waits until each Application is Synced and Healthy, at the revision wanted; returns them. */
 async function syncedAndHealthy(names: readonly string[], timeoutMs = 300_000): Promise<Manifest[]> {
   let last: Manifest[] = [];
@@ -315,18 +331,7 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
     // Its pod would be gone with it.
     await operator?.stop();
     operator = undefined;
-    const api = await eventually(
-      'website-api to sync the shell operator',
-      async () => {
-        const app = await application('website-api');
-        return (
-          app.status?.sync?.status === 'Synced' &&
-          app.status.sync.comparedTo?.source?.path === 'dist/website-shell-operator' &&
-          app
-        );
-      },
-      { timeoutMs: 180_000, intervalMs: 1000 },
-    );
+    const api = await syncedTo('website-api', 'website-shell-operator');
     expect(await uids()).toEqual(before);
     // What is left of website-api is exactly the shell operator's folder: nothing of the old one.
     const tracked = new Set(api.status.resources.map((r: Manifest) => `${r.kind}/${r.namespace ?? ''}/${r.name}`));
@@ -376,19 +381,7 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
         }),
       ),
     });
-    const app = await eventually(
-      'tracing to sync the Cassandra stack',
-      async () => {
-        const found = await application('tracing');
-        return (
-          found.status?.sync?.status === 'Synced' &&
-          found.status.sync.comparedTo?.source?.path === 'dist/tracing-production-cassandra' &&
-          found.status.operationState?.phase === 'Succeeded' &&
-          found
-        );
-      },
-      { timeoutMs: 300_000, intervalMs: 1000 },
-    );
+    const app = await syncedTo('tracing', 'tracing-production-cassandra', 300_000);
     const wanted = distObjects('tracing-production-cassandra', 'tracing');
     expect(new Set(app.status.resources.map((r: Manifest) => `${r.kind}/${r.namespace ?? ''}/${r.name}`))).toEqual(
       wanted,

@@ -21,6 +21,7 @@ import { type ClusterAccess, clusterEndpoint, kubectlOk } from './kubectl.ts';
 import { builtBinaries } from './local-stack.ts';
 import { eventually } from './poll.ts';
 import { freePort } from './ports.ts';
+import { stopProcesses } from './processes.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -125,33 +126,6 @@ function startProcess(
     writeFileSync(options.log, `[${name}] could not start: ${error.message}\n`, { flag: 'a' }),
   );
   return child;
-}
-
-/** Whether process `pid` still runs (also for `npm run tracing:down`). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** SIGTERM to each process group, SIGKILL to what is left after 10 s; resolves once all are gone. */
-export async function stopProcesses(pids: Readonly<Record<string, number>>): Promise<void> {
-  const signal = (pid: number, name: NodeJS.Signals) => {
-    try {
-      process.kill(-pid, name);
-    } catch {
-      // Gone already.
-    }
-  };
-  const all = Object.values(pids);
-  for (const pid of all) signal(pid, 'SIGTERM');
-  const deadline = Date.now() + 10_000;
-  while (all.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  for (const pid of all.filter(alive)) signal(pid, 'SIGKILL');
-  await eventually('the Argo CD processes to exit', () => !all.some(alive), { timeoutMs: 10_000, intervalMs: 50 });
 }
 
 export interface GitServer {
@@ -411,47 +385,39 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
       { ...common, ARGOCD_GPG_ENABLED: 'false' },
     );
     const inCluster = { KUBERNETES_SERVICE_HOST: api.hostname, KUBERNETES_SERVICE_PORT: api.port || '443' };
+    // A controller with in-cluster configuration, as its ServiceAccount (named as the component).
+    const runInCluster = async (name: string, args: readonly string[]) =>
+      run(
+        name,
+        'unshare',
+        inClusterMount(await serviceAccountDir(name), [join(dir, 'bin', name), ...args, '--logformat', 'json']),
+        { ...common, ...inCluster },
+      );
     const controllerMetrics = await freePort();
-    const controller = run(
-      'argocd-application-controller',
-      'unshare',
-      inClusterMount(await serviceAccountDir('argocd-application-controller'), [
-        join(dir, 'bin', 'argocd-application-controller'),
-        '--repo-server',
-        `127.0.0.1:${repoPort}`,
-        '--repo-server-plaintext',
-        '--redis',
-        redisAddress,
-        '--metrics-port',
-        String(controllerMetrics),
-        // Each resource's health in the Application (kubectl shows it); Argo CD's API server, which
-        // Core leaves out, would read it from Redis otherwise.
-        '--persist-resource-health',
-        '--logformat',
-        'json',
-      ]),
-      { ...common, ...inCluster },
-    );
+    const controller = await runInCluster('argocd-application-controller', [
+      '--repo-server',
+      `127.0.0.1:${repoPort}`,
+      '--repo-server-plaintext',
+      '--redis',
+      redisAddress,
+      '--metrics-port',
+      String(controllerMetrics),
+      // Each resource's health in the Application (kubectl shows it); Argo CD's API server, which
+      // Core leaves out, would read it from Redis otherwise.
+      '--persist-resource-health',
+    ]);
     const [appSetMetrics, appSetProbe, appSetWebhook] = [await freePort(), await freePort(), await freePort()];
-    const applicationSets = run(
-      'argocd-applicationset-controller',
-      'unshare',
-      inClusterMount(await serviceAccountDir('argocd-applicationset-controller'), [
-        join(dir, 'bin', 'argocd-applicationset-controller'),
-        '--metrics-addr',
-        `127.0.0.1:${appSetMetrics}`,
-        '--probe-addr',
-        `127.0.0.1:${appSetProbe}`,
-        '--webhook-addr',
-        `127.0.0.1:${appSetWebhook}`,
-        '--argocd-repo-server',
-        `127.0.0.1:${repoPort}`,
-        '--repo-server-plaintext',
-        '--logformat',
-        'json',
-      ]),
-      { ...common, ...inCluster },
-    );
+    const applicationSets = await runInCluster('argocd-applicationset-controller', [
+      '--metrics-addr',
+      `127.0.0.1:${appSetMetrics}`,
+      '--probe-addr',
+      `127.0.0.1:${appSetProbe}`,
+      '--webhook-addr',
+      `127.0.0.1:${appSetWebhook}`,
+      '--argocd-repo-server',
+      `127.0.0.1:${repoPort}`,
+      '--repo-server-plaintext',
+    ]);
 
     await waitHealthy(
       'argocd-repo-server',
