@@ -6,8 +6,12 @@
 #   scripts/image.sh deps    install buildah, skopeo, umoci, runc and debootstrap from Debian when missing
 #                            (runc, umoci, iptables: the image test runs the image as an OCI bundle
 #                            in a network namespace of its own)
-#   scripts/image.sh base    assemble the base (debootstrap --variant=minbase bookworm + Node + npm) as
-#                            an OCI layout, once per version; prints its reference (oci:<dir>:<tag>)
+#   scripts/image.sh debian  assemble Debian bookworm (debootstrap --variant=minbase, slimmed like
+#                            debian:bookworm-slim) as a one-layer OCI layout, once; prints its reference
+#                            (oci:<dir>:<tag>). The base and scripts/node-images.sh's Debian images build
+#                            on it, so a node stores that layer once for all of them.
+#   scripts/image.sh base    assemble the base (that Debian layer + a layer of Node and npm) as an OCI
+#                            layout, once per version and Debian layer; prints its reference
 #   scripts/image.sh build   build the Dockerfile on that base into an OCI layout; prints
 #                            "image=oci:<dir>:<tag>" and its size
 #   scripts/image.sh ref     print the operator image's reference (without building)
@@ -16,7 +20,9 @@
 #                            and every changed build adds some (a few GB after a dozen builds); the
 #                            next build then starts from the base again (2.5 minutes)
 #
-# Cached outside the repo, keyed by version: $CACHE/image/base-<node>-<npm>-<suite> (the base),
+# Cached outside the repo, keyed by version: $CACHE/image/debian-<suite> (the Debian layer),
+# $CACHE/image/base-<node>-<npm>-<suite> (the base; base-....from holds the Debian layer's manifest
+# digest it was built on),
 # $CACHE/image/website-operator (the operator image's layout, rebuilt by `build` when what it is
 # built from has changed: $CACHE/image/website-operator.inputs holds the key it was built from),
 # CACHE=~/.cache/website-stack.
@@ -36,6 +42,9 @@ DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 VERSION=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$ROOT/package.json")
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
+DEBIAN_DIR=$CACHE_DIR/image/debian-$SUITE
+DEBIAN_TAG=$SUITE-minbase
+DEBIAN_REF=oci:$DEBIAN_DIR:$DEBIAN_TAG
 BASE_DIR=$CACHE_DIR/image/base-node$NODE_VERSION-npm$NPM_VERSION-$SUITE
 BASE_TAG=$NODE_VERSION-$SUITE-slim
 BASE_REF=oci:$BASE_DIR:$BASE_TAG
@@ -49,6 +58,7 @@ BUILDAH=(buildah "${STORAGE[@]}")
 # The name the base has in that storage: buildah 1.28 cannot build FROM an oci: reference whose path
 # is no valid image name (~/.cache has a dot), so `build` copies the layout there first (skopeo).
 BASE_NAME=localhost/website-stack/node:$BASE_TAG
+DEBIAN_NAME=localhost/website-stack/debian:$DEBIAN_TAG
 
 log() { printf '[image] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -89,17 +99,17 @@ node_binary() {
   echo "$bin"
 }
 
-base() {
-  if [[ -f $BASE_DIR/index.json ]]; then
-    echo "$BASE_REF"
+# Debian alone, one layer: what debian:bookworm-slim holds, from the Debian mirror.
+debian() {
+  if [[ -f $DEBIAN_DIR/index.json ]]; then
+    echo "$DEBIAN_REF"
     return
   fi
   deps
-  need_root base
-  local node work ctr
-  node=$(node_binary)
+  need_root debian
+  local work ctr mnt
   mkdir -p "$CACHE_DIR/image"
-  work=$(mktemp -d "$CACHE_DIR/image/base.XXXXXX")
+  work=$(mktemp -d "$CACHE_DIR/image/debian.XXXXXX")
   trap 'rm -rf "$work"' RETURN
   log "debootstrap --variant=minbase $SUITE from $DEBIAN_MIRROR"
   nice debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
@@ -109,30 +119,68 @@ base() {
   rm -rf "$work/rootfs"/var/lib/apt/lists/* "$work/rootfs"/var/cache/apt/*.bin "$work/rootfs"/var/cache/apt/archives/*.deb \
     "$work/rootfs"/var/log/* "$work/rootfs"/usr/share/doc/* "$work/rootfs"/usr/share/man/* "$work/rootfs"/usr/share/info/*
   printf 'deb %s %s main\n' "$DEBIAN_MIRROR" "$SUITE" >"$work/rootfs/etc/apt/sources.list"
-  # Node and npm where the official node image puts them.
-  log "Node $NODE_VERSION from $node; npm $NPM_VERSION from the npm registry"
-  install -m 0755 "$node" "$work/rootfs/usr/local/bin/node"
-  (cd "$work" && npm pack --silent "npm@$NPM_VERSION" >/dev/null)
-  mkdir -p "$work/rootfs/usr/local/lib/node_modules/npm"
-  tar -xzf "$work/npm-$NPM_VERSION.tgz" -C "$work/rootfs/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner
-  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$work/rootfs/usr/local/bin/npm"
-  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$work/rootfs/usr/local/bin/npx"
-  chroot "$work/rootfs" /usr/local/bin/node --version >/dev/null || die "Node does not start in the base"
-  chroot "$work/rootfs" /usr/local/bin/npm --version >/dev/null || die "npm does not start in the base"
-
-  log "committing the base as an OCI layout"
+  log "committing Debian $SUITE as an OCI layout"
   ctr=$("${BUILDAH[@]}" from --quiet scratch)
-  local mnt
   mnt=$("${BUILDAH[@]}" mount "$ctr")
   cp -a "$work/rootfs/." "$mnt/"
   "${BUILDAH[@]}" umount "$ctr" >/dev/null
   "${BUILDAH[@]}" config --os linux --arch "$(dpkg --print-architecture)" \
-    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env NODE_VERSION="$NODE_VERSION" \
-    --cmd node --label org.opencontainers.image.description="Debian $SUITE (minbase) with Node $NODE_VERSION and npm $NPM_VERSION" "$ctr"
-  mkdir -p "$(dirname "$BASE_DIR")"
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd bash \
+    --label org.opencontainers.image.description="Debian $SUITE (minbase)" "$ctr"
+  "${BUILDAH[@]}" commit --quiet --rm --format oci "$ctr" "oci:$work/layout:$DEBIAN_TAG" >/dev/null
+  rm -rf "$DEBIAN_DIR"
+  mv "$work/layout" "$DEBIAN_DIR"
+  log "debian: $DEBIAN_REF ($(du -sh "$DEBIAN_DIR" | cut -f1))"
+  echo "$DEBIAN_REF"
+}
+
+# Copies an OCI layout into buildah's storage under a name (buildah 1.28 cannot build FROM an oci:
+# reference whose path is no valid image name), unless the name already holds that image: an
+# image's ID there is its config's digest.
+to_storage() {
+  local ref=$1 name=$2 id
+  id=$(skopeo inspect --raw --config "$ref" | sha256sum | cut -d' ' -f1)
+  [[ "$("${BUILDAH[@]}" images --no-trunc --format '{{.ID}}' "$name" 2>/dev/null)" == "sha256:$id" ]] && return
+  skopeo copy --quiet "$ref" "containers-storage:[vfs@$CACHE_DIR/containers/storage+$CACHE_DIR/containers/run]$name" >&2
+}
+
+# The Debian layout's manifest digest: the base is built again when the Debian layer changes.
+debian_digest() { skopeo inspect --format '{{.Digest}}' "$DEBIAN_REF"; }
+
+base() {
+  if [[ -f $BASE_DIR/index.json && -f $DEBIAN_DIR/index.json && "$(cat "$BASE_DIR.from" 2>/dev/null)" == "$(debian_digest)" ]]; then
+    echo "$BASE_REF"
+    return
+  fi
+  deps
+  need_root base
+  local node work ctr mnt debian_ref
+  node=$(node_binary)
+  debian_ref=$(debian)
+  to_storage "$debian_ref" "$DEBIAN_NAME"
+  work=$(mktemp -d "$CACHE_DIR/image/base.XXXXXX")
+  trap 'rm -rf "$work"' RETURN
+  ctr=$("${BUILDAH[@]}" from --quiet --pull-never "$DEBIAN_NAME")
+  mnt=$("${BUILDAH[@]}" mount "$ctr")
+  # Node and npm where the official node image puts them.
+  log "Node $NODE_VERSION from $node; npm $NPM_VERSION from the npm registry"
+  install -m 0755 "$node" "$mnt/usr/local/bin/node"
+  (cd "$work" && npm pack --silent "npm@$NPM_VERSION" >/dev/null)
+  mkdir -p "$mnt/usr/local/lib/node_modules/npm"
+  tar -xzf "$work/npm-$NPM_VERSION.tgz" -C "$mnt/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner
+  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$mnt/usr/local/bin/npm"
+  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$mnt/usr/local/bin/npx"
+  chroot "$mnt" /usr/local/bin/node --version >/dev/null || die "Node does not start in the base"
+  chroot "$mnt" /usr/local/bin/npm --version >/dev/null || die "npm does not start in the base"
+  "${BUILDAH[@]}" umount "$ctr" >/dev/null
+
+  log "committing the base as an OCI layout"
+  "${BUILDAH[@]}" config --env NODE_VERSION="$NODE_VERSION" --cmd node \
+    --label org.opencontainers.image.description="Debian $SUITE (minbase) with Node $NODE_VERSION and npm $NPM_VERSION" "$ctr"
   "${BUILDAH[@]}" commit --quiet --rm --format oci "$ctr" "oci:$work/layout:$BASE_TAG" >/dev/null
-  rm -rf "$BASE_DIR"
+  rm -rf "$BASE_DIR" "$BASE_DIR.from"
   mv "$work/layout" "$BASE_DIR"
+  debian_digest >"$BASE_DIR.from"
   log "base: $BASE_REF ($(du -sh "$BASE_DIR" | cut -f1) compressed)"
   echo "$BASE_REF"
 }
@@ -185,9 +233,7 @@ build() {
     print_image
     return
   fi
-  if ! "${BUILDAH[@]}" inspect --type image "$BASE_NAME" >/dev/null 2>&1; then
-    skopeo copy --quiet "$base_ref" "containers-storage:[vfs@$CACHE_DIR/containers/storage+$CACHE_DIR/containers/run]$BASE_NAME" >&2
-  fi
+  to_storage "$base_ref" "$BASE_NAME"
   local -a args=(--layers --isolation chroot --network host --pull-never
     --build-arg "NODE_IMAGE=$BASE_NAME" -t "localhost/website-operator:$IMAGE_TAG" -f "$ROOT/Dockerfile")
   # The build stage's npm uses the host's npm settings for reaching the registry (its registry and
@@ -230,10 +276,11 @@ print_image() {
 
 case "${1:-}" in
   deps) deps ;;
+  debian) debian ;;
   base) base ;;
   build) build ;;
   ref) echo "$IMAGE_REF" ;;
   inputs) inputs_key ;;
   prune) "${BUILDAH[@]}" rm --all >/dev/null; "${BUILDAH[@]}" rmi --prune >/dev/null; du -sh "$CACHE_DIR/containers" >&2 ;;
-  *) die "usage: scripts/image.sh deps|base|build|ref|inputs|prune" ;;
+  *) die "usage: scripts/image.sh deps|debian|base|build|ref|inputs|prune" ;;
 esac

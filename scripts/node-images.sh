@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# The container images a real node (kubelet and containerd) needs to run every pod in dist/, and the
+# node's own pause and CoreDNS, built here without a Docker engine and without pulling anything: each
+# tagged with the reference dist/ and the code name, each exported as a docker-archive tar that
+# `ctr -n k8s.io images import <tar>` loads under that name (a short name such as
+# jaegertracing/jaeger:2.13.0 is listed as docker.io/jaegertracing/jaeger:2.13.0, the name the CRI
+# asks for).
+#
+#   scripts/node-images.sh build [name ...]   build what is missing or out of date (all images, or
+#                                             those named); prints "<reference> <tar>" per image
+#   scripts/node-images.sh list               print the references, building nothing
+#
+# Each image is the Containerfile images/<name>.Containerfile, built by buildah as scripts/image.sh
+# builds the operator image (buildah's own vfs storage, chroot isolation, the host network, no
+# pulls): the Debian images FROM the Debian layer `scripts/image.sh debian` assembles, which the
+# operator image's base starts with too, so a node stores that layer once. The static images are
+# the upstream Dockerfiles on scratch, with the binaries scripts/binaries.sh builds from source and
+# Debian's CA bundle.
+#
+#   name              reference (as dist/ and the code name it)        built from
+#   pause             registry.k8s.io/pause:3.10.2                     pause.c of the Kubernetes release (gcc -static)
+#   coredns           registry.k8s.io/coredns/coredns:v1.15.0          binaries.sh coredns
+#   jaeger            jaegertracing/jaeger:2.13.0                      binaries.sh jaeger
+#   hotrod            jaegertracing/example-hotrod:1.76.0              binaries.sh hotrod
+#   es-index-cleaner  jaegertracing/jaeger-es-index-cleaner:1.76.0     the Jaeger module's cmd/es-index-cleaner (go build)
+#   otelcol-contrib   otel/opentelemetry-collector-contrib:0.159.0     binaries.sh otelcol
+#   nginx             nginxinc/nginx-unprivileged:1.28.0-alpine        Debian's nginx (1.22)
+#   shell-operator    alpine/k8s:1.36.2                                Debian's bash and jq, binaries.sh kubectl (v1.36.4)
+#   website-operator  ghcr.io/website-stack/website-operator:0.1.0     scripts/image.sh build
+# The versions of the binaries come from scripts/binaries.sh; the last three tags are the code's
+# (lib/workload/website-workload.ts, lib/shell-operator/shell-operator.ts, package.json), whatever
+# the image holds: a Debian nginx 1.22 answers to nginx-unprivileged:1.28.0-alpine.
+#
+# Cached outside the repo in $CACHE/node-images (CACHE=~/.cache/website-stack, as scripts/image.sh):
+# <name>.tar and <name>.inputs, the key it was built from: a SHA-256 of the reference, this script,
+# the Containerfile, every file of the build context by content and the Debian layer's index (for
+# website-operator: the reference, this script and its layout's index). An image whose key is
+# unchanged is not built again. bin/ holds what is compiled here: pause and es-index-cleaner.
+# Packages come from the Debian mirror at build time: delete a tar to build it again with today's.
+set -euo pipefail
+# Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
+shopt -s inherit_errexit
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SELF=scripts/node-images.sh
+
+CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
+OUT_DIR=$CACHE_DIR/node-images
+# The storage scripts/image.sh builds in, where the Debian layer already is.
+STORAGE=(--root "$CACHE_DIR/containers/storage" --runroot "$CACHE_DIR/containers/run" --storage-driver vfs)
+BUILDAH=(buildah "${STORAGE[@]}")
+DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+
+# The pinned releases, read as scripts/cluster.sh reads them.
+eval "$(grep -E '^(KUBERNETES|JAEGER|JAEGER_MODULE|OTELCOL|COREDNS)_VERSION=' "$ROOT/scripts/binaries.sh")"
+# The pause release of Kubernetes $KUBERNETES_VERSION (TAG in its build/pause/Makefile, checked when
+# compiled), and the sandbox image containerd 2.4 asks for by default.
+PAUSE_VERSION=3.10.2
+VERSION=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$ROOT/package.json")
+
+log() { printf '[node-images] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Root is needed for buildah's chroot isolation and for the files of other owners in the images.
+need_root() { [[ $(id -u) -eq 0 ]] || die "'$1' needs root (buildah's chroot isolation, as scripts/image.sh build); run it with sudo"; }
+
+# One line per image: its name (images/<name>.Containerfile) and its reference.
+images() {
+  cat <<EOF
+pause registry.k8s.io/pause:$PAUSE_VERSION
+coredns registry.k8s.io/coredns/coredns:$COREDNS_VERSION
+jaeger jaegertracing/jaeger:${JAEGER_VERSION#v}
+hotrod jaegertracing/example-hotrod:${JAEGER_MODULE_VERSION#v}
+es-index-cleaner jaegertracing/jaeger-es-index-cleaner:${JAEGER_MODULE_VERSION#v}
+otelcol-contrib otel/opentelemetry-collector-contrib:${OTELCOL_VERSION#v}
+nginx nginxinc/nginx-unprivileged:1.28.0-alpine
+shell-operator alpine/k8s:1.36.2
+website-operator ghcr.io/website-stack/website-operator:$VERSION
+EOF
+}
+
+# What this script needs beside scripts/image.sh's tools: gcc and a static libc for pause.
+deps() {
+  bash "$ROOT/scripts/image.sh" deps
+  local missing=()
+  command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  [[ -f /usr/lib/$(gcc -print-multiarch 2>/dev/null)/libc.a || -f /usr/lib/libc.a ]] || missing+=(libc6-dev)
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  log "installing ${missing[*]} from Debian"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+require_go() {
+  command -v go >/dev/null 2>&1 || die "Go is not installed: it fetches the Kubernetes and Jaeger sources pause and es-index-cleaner are built from. Install Go >= 1.25 (https://go.dev/doc/install)"
+}
+
+# A module's directory in the Go module cache, downloaded when missing. From /, so that a go.mod or
+# go.work around the caller's directory plays no part.
+module_dir() { (cd / && go mod download "$1@$2" && go list -m -f '{{.Dir}}' "$1@$2"); }
+
+# The pause binary: Kubernetes' build/pause, compiled as its Makefile does (static, -Os, stripped).
+pause_binary() {
+  local out=$OUT_DIR/bin/pause-$PAUSE_VERSION-k8s$KUBERNETES_VERSION dir tag
+  [[ -x $out ]] && { echo "$out"; return; }
+  require_go
+  dir=$(module_dir k8s.io/kubernetes "$KUBERNETES_VERSION")
+  tag=$(sed -n 's/^TAG ?= //p' "$dir/build/pause/Makefile")
+  [[ $tag == "$PAUSE_VERSION" ]] \
+    || die "Kubernetes $KUBERNETES_VERSION builds pause $tag, not $PAUSE_VERSION: set PAUSE_VERSION in $SELF (and the node's sandbox image)"
+  log "compiling pause $PAUSE_VERSION from Kubernetes $KUBERNETES_VERSION"
+  mkdir -p "$OUT_DIR/bin"
+  nice gcc -Os -Wall -Werror -static -DVERSION="v$PAUSE_VERSION" -o "$out.tmp" "$dir/build/pause/linux/pause.c"
+  strip "$out.tmp"
+  mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+# The Jaeger module scripts/binaries.sh builds jaeger and hotrod from: its es-index-cleaner, built
+# as binaries.sh builds those (inside the module, so its replace directives and go.sum apply), and
+# the sampling strategies file Jaeger's image carries. Prints their paths, one per line.
+jaeger_files() {
+  local bin=$OUT_DIR/bin/es-index-cleaner-$JAEGER_MODULE_VERSION json=$OUT_DIR/bin/jaeger-sampling-strategies-$JAEGER_MODULE_VERSION.json dir
+  if [[ ! -x $bin || ! -f $json ]]; then
+    require_go
+    dir=$(module_dir github.com/jaegertracing/jaeger "$JAEGER_MODULE_VERSION")
+    mkdir -p "$OUT_DIR/bin"
+    cp "$dir/cmd/jaeger/sampling-strategies.json" "$json.tmp"
+    mv -f "$json.tmp" "$json"
+    if [[ ! -x $bin ]]; then
+      log "building es-index-cleaner $JAEGER_MODULE_VERSION (a minute or two)"
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" nice go build -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/es-index-cleaner)
+      mv "$bin.tmp" "$bin"
+    fi
+  fi
+  printf '%s\n%s\n' "$bin" "$json"
+}
+
+# The build context of image $1, as "<file name> <source path>" lines: what its Containerfile COPYs.
+# BIN holds scripts/binaries.sh's paths by binary name.
+context_of() {
+  local name=$1 dir=$ROOT/images path files
+  case "$name" in
+    pause)
+      path=$(pause_binary)
+      echo "pause $path"
+      ;;
+    coredns) echo "coredns ${BIN[coredns]}" ;;
+    jaeger)
+      files=$(jaeger_files)
+      echo "jaeger ${BIN[jaeger]}"
+      echo "sampling-strategies.json ${files#*$'\n'}"
+      ;;
+    hotrod) echo "hotrod ${BIN[hotrod]}" ;;
+    es-index-cleaner)
+      files=$(jaeger_files)
+      echo "es-index-cleaner ${files%%$'\n'*}"
+      ;;
+    otelcol-contrib)
+      echo "otelcol ${BIN[otelcol]}"
+      echo "otelcol-contrib.yaml $dir/otelcol-contrib.yaml"
+      ;;
+    nginx) echo "nginx.conf $dir/nginx.conf" ;;
+    shell-operator) echo "kubectl ${BIN[kubectl]}" ;;
+    *) die "no build context for image '$name'" ;;
+  esac
+}
+
+# The key of image $1 (reference $2) with context $3 ("<file name> <source path>" lines).
+inputs_key() {
+  local name=$1 ref=$2 context=$3 file source
+  {
+    echo "reference $ref"
+    echo "debian $(cat "$DEBIAN_DIR/index.json")"
+    (cd "$ROOT" && sha256sum "$SELF" "images/$name.Containerfile")
+    while read -r file source; do
+      printf '%s %s\n' "$file" "$(sha256sum <"$source" | cut -d' ' -f1)"
+    done <<<"$context"
+  } | sha256sum | cut -d' ' -f1
+}
+
+# Copies an OCI layout into buildah's storage under a name unless it holds that image already (its
+# ID there is its config's digest), as scripts/image.sh does with the operator's base.
+to_storage() {
+  local ref=$1 name=$2 id
+  id=$(skopeo inspect --raw --config "$ref" | sha256sum | cut -d' ' -f1)
+  [[ "$("${BUILDAH[@]}" images --no-trunc --format '{{.ID}}' "$name" 2>/dev/null)" == "sha256:$id" ]] && return
+  skopeo copy --quiet "$ref" "containers-storage:[vfs@$CACHE_DIR/containers/storage+$CACHE_DIR/containers/run]$name" >&2
+}
+
+# Writes the docker-archive of OCI layout reference $1 as image $2's tar, tagged $3, and its key $4.
+export_archive() {
+  local src=$1 name=$2 ref=$3 key=$4 tar=$OUT_DIR/$2.tar
+  rm -f "$tar.tmp" "$OUT_DIR/$name.inputs"
+  skopeo copy --quiet "$src" "docker-archive:$tar.tmp:$ref" >&2
+  mv "$tar.tmp" "$tar"
+  echo "$key" >"$OUT_DIR/$name.inputs"
+}
+
+up_to_date() { [[ -f $OUT_DIR/$1.tar && "$(cat "$OUT_DIR/$1.inputs" 2>/dev/null)" == "$2" ]]; }
+
+# Builds image $1 (reference $2) from images/$1.Containerfile with the context $3, keyed $4.
+build_image() {
+  local name=$1 ref=$2 context=$3 key=$4 containerfile=$ROOT/images/$1.Containerfile
+  local ctx=$WORK/$name file source start=$SECONDS
+  mkdir -p "$ctx"
+  while read -r file source; do
+    cp "$source" "$ctx/$file"
+  done <<<"$context"
+  local -a args=(--layers --force-rm --isolation chroot --network host --pull-never -t "localhost/node-images/$name" -f "$containerfile")
+  ! grep -q '^ARG DEBIAN_IMAGE' "$containerfile" || args+=(--build-arg "DEBIAN_IMAGE=$DEBIAN_NAME")
+  ! grep -q '^ARG DEBIAN_SECURITY_MIRROR' "$containerfile" || args+=(--build-arg "DEBIAN_SECURITY_MIRROR=$DEBIAN_SECURITY_MIRROR")
+  log "building $ref (images/$name.Containerfile)"
+  nice "${BUILDAH[@]}" build "${args[@]}" "$ctx" >"$ctx.log" 2>&1 \
+    || { tail -30 "$ctx.log" >&2; die "building $ref failed (images/$name.Containerfile; buildah's output above)"; }
+  "${BUILDAH[@]}" push --quiet "localhost/node-images/$name" "oci:$ctx.layout:$name" >&2
+  export_archive "oci:$ctx.layout:$name" "$name" "$ref" "$key"
+  rm -rf "$ctx" "$ctx.layout" "$ctx.log"
+  log "built $ref in $((SECONDS - start)) s ($(du -h "$OUT_DIR/$name.tar" | cut -f1))"
+}
+
+# The operator image: scripts/image.sh builds it (or finds it up to date); exported under its reference.
+operator_image() {
+  local name=$1 ref=$2 layout key
+  layout=$(bash "$ROOT/scripts/image.sh" build | sed -n 's/^image=//p')
+  [[ -n $layout ]] || die "scripts/image.sh build printed no image= line"
+  local dir=${layout#oci:}
+  dir=${dir%:*}
+  key=$({ echo "reference $ref"; (cd "$ROOT" && sha256sum "$SELF"); cat "$dir/index.json"; } | sha256sum | cut -d' ' -f1)
+  if up_to_date "$name" "$key"; then
+    log "up to date: $ref"
+    return
+  fi
+  export_archive "$layout" "$name" "$ref" "$key"
+  log "exported $ref ($(du -h "$OUT_DIR/$name.tar" | cut -f1))"
+}
+
+build() {
+  local -a wanted=("$@")
+  local name ref line known
+  known=$(images | cut -d' ' -f1)
+  for name in "${wanted[@]}"; do
+    grep -qx -- "$name" <<<"$known" || die "no image named '$name' (images: ${known//$'\n'/ })"
+  done
+  need_root build
+  deps
+  mkdir -p "$OUT_DIR"
+  # One build at a time per cache (a test lane and the node's setup may both ask).
+  exec 9>"$OUT_DIR/.lock"
+  flock 9
+  WORK=$(mktemp -d "$OUT_DIR/work.XXXXXX")
+  trap 'rm -rf "$WORK"' EXIT
+
+  local -A BIN=()
+  local binaries
+  binaries=$(bash "$ROOT/scripts/binaries.sh" coredns jaeger hotrod otelcol kubectl)
+  while IFS= read -r line; do
+    BIN[${line%%=*}]=${line#*=}
+  done <<<"$binaries"
+
+  local debian_ref
+  debian_ref=$(bash "$ROOT/scripts/image.sh" debian)
+  DEBIAN_DIR=${debian_ref#oci:}
+  DEBIAN_DIR=${DEBIAN_DIR%:*}
+  DEBIAN_NAME=localhost/website-stack/debian:${debian_ref##*:}
+
+  local start=$SECONDS context key
+  while read -r name ref; do
+    [[ ${#wanted[@]} -eq 0 || " ${wanted[*]} " == *" $name "* ]] || continue
+    if [[ $name == website-operator ]]; then
+      operator_image "$name" "$ref"
+    else
+      context=$(context_of "$name")
+      key=$(inputs_key "$name" "$ref" "$context")
+      if up_to_date "$name" "$key"; then
+        log "up to date: $ref"
+      else
+        to_storage "$debian_ref" "$DEBIAN_NAME"
+        build_image "$name" "$ref" "$context" "$key"
+      fi
+    fi
+    echo "$ref $OUT_DIR/$name.tar"
+  done < <(images)
+  log "done in $((SECONDS - start)) s; load one with: ctr -n k8s.io images import <tar>"
+}
+
+case "${1:-}" in
+  build) shift; build "$@" ;;
+  list) images | cut -d' ' -f2 ;;
+  *) die "usage: $SELF build [name ...] | list" ;;
+esac
