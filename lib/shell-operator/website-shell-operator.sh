@@ -50,6 +50,24 @@ beat || die "cannot write the heartbeat file HEARTBEAT=$HEARTBEAT"
 work=$(mktemp -d) || die "cannot create a temporary directory (is /tmp writable?)"
 # kubectl caches API discovery here, so a cycle does not repeat it for every Website.
 export KUBECACHEDIR=${KUBECACHEDIR:-$work/kube-cache}
+# In a pod, the in-cluster settings as a kubeconfig: kubectl uses them on its own only while no flag
+# changes the client's settings, and --request-timeout does (client-go's DeferredLoadingClientConfig
+# then takes the flags alone for a whole configuration and dials localhost:8080). The token stays a
+# file, which client-go reads again as the kubelet renews it.
+SERVICE_ACCOUNT=/var/run/secrets/kubernetes.io/serviceaccount
+if [[ -z ${KUBECONFIG:-} && -n ${KUBERNETES_SERVICE_HOST:-} && -r $SERVICE_ACCOUNT/token ]]; then
+  host=$KUBERNETES_SERVICE_HOST
+  [[ $host != *:* ]] || host="[$host]"
+  export KUBECONFIG=$work/kubeconfig
+  cat >"$KUBECONFIG" <<KUBECONFIG || die "cannot write $KUBECONFIG"
+apiVersion: v1
+kind: Config
+clusters: [{name: in-cluster, cluster: {server: "https://$host:${KUBERNETES_SERVICE_PORT:-443}", certificate-authority: $SERVICE_ACCOUNT/ca.crt}}]
+users: [{name: service-account, user: {tokenFile: $SERVICE_ACCOUNT/token}}]
+contexts: [{name: in-cluster, context: {cluster: in-cluster, user: service-account, namespace: "$NAMESPACE"}}]
+current-context: in-cluster
+KUBECONFIG
+fi
 sleeper=
 stop() {
   log "stopping on signal"
