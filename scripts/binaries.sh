@@ -13,11 +13,10 @@
 # same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
 # argocd (Argo CD's multi-call binary: its application controller, repo server and ApplicationSet
 # controller, started through links of those names by test/support/argocd.ts). Group node = what a
-# real node runs beside kwok's fake ones: kubelet and kube-proxy (the control plane's release),
+# real node runs (scripts/real-node.sh): kubelet and kube-proxy (the control plane's release),
 # containerd with its runc shim and ctr, the CNI plugins bridge, host-local, loopback and portmap
 # (cached as cni-<plugin>; CNI finds them by their plugin name, so link them into a folder of their
-# own), CoreDNS and kube-router (the NetworkPolicy enforcer); in no default, so `npm test` does not
-# build it.
+# own), CoreDNS and kube-router (the NetworkPolicy enforcer), for scripts/real-node.sh.
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared

@@ -3,7 +3,12 @@
 # kwok (fake nodes whose pods become Ready), all built from their Go modules by scripts/binaries.sh.
 #
 #   scripts/cluster.sh up     start it (or reuse a healthy one; replace a stale one)
-#   scripts/cluster.sh down   stop it and remove its state
+#   scripts/cluster.sh up --real-node
+#                             the same with one real node (scripts/real-node.sh: kubelet, containerd,
+#                             kube-proxy, kube-router, CoreDNS; needs root) instead of kwok's fake ones,
+#                             so every pod runs; the API server then listens on 6443, its certificate
+#                             names the `kubernetes` Service's address, and kwok leaves the real node alone
+#   scripts/cluster.sh down   stop it (and its real node) and remove its state
 #   scripts/cluster.sh status exit 0 when it is up and healthy
 #   scripts/cluster.sh restart-apiserver
 #                             stop kube-apiserver and start it again with the same command line
@@ -26,6 +31,9 @@ NODES=${WEBSITE_STACK_CLUSTER_NODES:-2}
 AUDIT_POLICY=${WEBSITE_STACK_CLUSTER_AUDIT_POLICY:-}
 KUBECONFIG_FILE=$DIR/kubeconfig
 export KWOK_WORKDIR=$DIR/kwok
+# scripts/real-node.sh reads these.
+export DIR NAME KUBECONFIG_FILE
+REAL_NODE=false
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -60,10 +68,14 @@ processes_alive() {
   done
 }
 
-healthy() {
+api_ready() {
   [[ -x $DIR/bin/kubectl && -f $KUBECONFIG_FILE ]] || return 1
   processes_alive || return 1
-  kubectl_ get --raw /readyz --request-timeout=5s >/dev/null 2>&1 || return 1
+  kubectl_ get --raw /readyz --request-timeout=5s >/dev/null 2>&1
+}
+
+healthy() {
+  api_ready || return 1
   # A default ServiceAccount means the controller manager runs; a Ready node means kwok does.
   kubectl_ get serviceaccount default -n default --request-timeout=5s >/dev/null 2>&1 || return 1
   [[ $(kubectl_ get nodes --request-timeout=5s -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True) -ge 1 ]]
@@ -82,6 +94,40 @@ aggregator_routing() {
 same_audit_policy() {
   local copy=$KWOK_WORKDIR/clusters/$NAME/audit.yaml
   if [[ -n $AUDIT_POLICY ]]; then cmp -s "$AUDIT_POLICY" "$copy"; else [[ ! -e $copy ]]; fi
+}
+
+# A cluster made for a real node has a marker; one of each kind is not the other.
+same_node_kind() {
+  if [[ $REAL_NODE == true ]]; then [[ -f $KWOK_WORKDIR/clusters/$NAME/real-node ]]; else [[ ! -f $KWOK_WORKDIR/clusters/$NAME/real-node ]]; fi
+}
+
+# What a real node needs of the control plane: the API server on 6443 (where the package's
+# NetworkPolicies let the operator reach it), a certificate naming the `kubernetes` Service's
+# address (10.0.0.1) and the node's gateway (172.31.254.1, see scripts/real-node.sh), a client
+# certificate for the kubelets (logs, exec, port-forward) and their addresses (the node's name
+# resolves nowhere), and kwok managing only nodes annotated as
+# its own. In a configuration file: kwokctl 0.8's --extra-args mix up the arguments of a component
+# named twice once another component has been named twice (cluster.go, mutationComponentPatches).
+real_node_args() {
+  local pki=$KWOK_WORKDIR/clusters/$NAME/pki config=$DIR/kwokctl-real-node.yaml
+  cat >"$config" <<YAML
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  kubeApiserverPort: 6443
+  kubeApiserverCertSANs: [10.0.0.1, 172.31.254.1]
+componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - {key: kubelet-client-certificate, value: $pki/admin.crt}
+  - {key: kubelet-client-key, value: $pki/admin.key}
+  - {key: kubelet-preferred-address-types, value: InternalIP}
+- name: kwok-controller
+  extraArgs:
+  - {key: manage-all-nodes, value: "false"}
+  - {key: manage-nodes-with-annotation-selector, value: kwok.x-k8s.io/node=fake}
+YAML
+  printf '%s\n' --config "$config"
 }
 
 usage_hint() {
@@ -114,16 +160,18 @@ up() {
   chmod +x "$DIR/bin/kubectl"
   [[ -z $AUDIT_POLICY || -f $AUDIT_POLICY ]] || die "no audit policy file at $AUDIT_POLICY (WEBSITE_STACK_CLUSTER_AUDIT_POLICY)"
   local replacing="found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
-  if healthy; then
-    if same_audit_policy && aggregator_routing; then
+  if healthy || { [[ $REAL_NODE == true ]] && api_ready; }; then
+    if same_audit_policy && aggregator_routing && same_node_kind; then
       log "reusing the running cluster '$NAME'"
+      [[ $REAL_NODE == false ]] || "$ROOT/scripts/real-node.sh" up
       usage_hint
       return
     fi
-    replacing="the running cluster '$NAME' has another audit policy than WEBSITE_STACK_CLUSTER_AUDIT_POLICY asks for, or no aggregator routing: replacing it"
+    replacing="the running cluster '$NAME' has another audit policy than WEBSITE_STACK_CLUSTER_AUDIT_POLICY asks for, no aggregator routing, or is not of the kind asked for (--real-node or not): replacing it"
   fi
   if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
     log "$replacing"
+    [[ ! -d $DIR/real-node ]] || "$ROOT/scripts/real-node.sh" down
     "$KWOKCTL" --name "$NAME" delete cluster >/dev/null 2>&1 || true
     stop_leftovers
     rm -rf "$KWOK_WORKDIR/clusters/$NAME"
@@ -136,8 +184,9 @@ up() {
   exec 8>"${TMPDIR:-/tmp}/website-stack-cluster-create.lock"
   flock 8
   local start=$SECONDS
-  local -a audit=()
+  local -a audit=() real_node=()
   [[ -z $AUDIT_POLICY ]] || audit=(--kube-audit-policy "$AUDIT_POLICY")
+  [[ $REAL_NODE == false ]] || mapfile -t real_node < <(real_node_args)
   log "creating cluster '$NAME' (Kubernetes $KWOK_KUBE_VERSION, etcd $KWOK_ETCD_VERSION, binary runtime)"
   # One controller manager and one scheduler: without leader election they survive an API server
   # restart (with it they exit when they cannot renew their lease, and nothing restarts them here).
@@ -152,16 +201,22 @@ up() {
     --extra-args kube-controller-manager=leader-elect=false \
     --extra-args kube-scheduler=leader-elect=false \
     --extra-args kube-apiserver=enable-aggregator-routing=true \
-    "${audit[@]}" \
+    "${audit[@]}" "${real_node[@]}" \
     --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 8>&- \
     || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create the cluster (full log: $DIR/kwokctl.log; component logs: $KWOK_WORKDIR/clusters/$NAME/logs)"; }
-  "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >>"$DIR/kwokctl.log" 2>&1 8>&- \
-    || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create nodes (log: $DIR/kwokctl.log)"; }
-  wait_for "the API server" 60 kubectl_ get --raw /readyz
+  if [[ $REAL_NODE == false ]]; then
+    "$KWOKCTL" --name "$NAME" scale node --replicas "$NODES" >>"$DIR/kwokctl.log" 2>&1 8>&- \
+      || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create nodes (log: $DIR/kwokctl.log)"; }
+  fi
+  wait_for "the API server" 60 api_ready
   flock -u 8
   exec 8>&-
   wait_for "the default ServiceAccount (controller manager)" 120 kubectl_ get serviceaccount default -n default
-  wait_for "Ready nodes (kwok)" 120 healthy
+  if [[ $REAL_NODE == true ]]; then
+    touch "$KWOK_WORKDIR/clusters/$NAME/real-node"
+    "$ROOT/scripts/real-node.sh" up
+  fi
+  wait_for "Ready nodes" 120 healthy
   log "cluster '$NAME' ready in $((SECONDS - start)) s"
   usage_hint
 }
@@ -184,6 +239,7 @@ stop_leftovers() {
 
 down() {
   binaries
+  [[ ! -d $DIR/real-node ]] || "$ROOT/scripts/real-node.sh" down
   if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
     mkdir -p "$DIR"
     "$KWOKCTL" --name "$NAME" delete cluster >>"$DIR/kwokctl.log" 2>&1 || true
@@ -220,7 +276,13 @@ restart_component() {
 }
 
 case "${1:-}" in
-  up) up ;;
+  up)
+    case "${2:-}" in
+      "") ;;
+      --real-node) REAL_NODE=true ;;
+      *) die "unknown option '$2' (scripts/cluster.sh up [--real-node])" ;;
+    esac
+    up ;;
   down) down ;;
   status) binaries >/dev/null; healthy ;;
   restart-apiserver) restart_component kube-apiserver ;;
