@@ -41,6 +41,14 @@ export default {
       globalSetup: '<rootDir>/test/argocd/global-setup.ts',
       globalTeardown: '<rootDir>/test/argocd/global-teardown.ts',
     },
+    // dist/ as users apply it, on a cluster whose one node is real (scripts/real-node.sh): every pod runs.
+    {
+      ...base,
+      displayName: 'node',
+      testMatch: ['<rootDir>/test/node/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/node/global-setup.ts',
+      globalTeardown: '<rootDir>/test/node/global-teardown.ts',
+    },
     // The packed package installed into fresh cdk8s apps, as its users install it.
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },
     // The trace stack with the real Jaeger, Collector and HotROD binaries, as local processes.

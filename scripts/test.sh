@@ -5,7 +5,8 @@
 # suites share one cluster, one at a time, and mostly wait on controllers); the isolated project
 # (the chaos run and the operator image, one at a time on a cluster of their own: they would disturb
 # the others), then the argocd project (a real Argo CD on a cluster of its own, mostly waiting on
-# it); and the unit and package projects, then the trace project (they mostly use the CPU). The
+# it); and the unit and package projects, then the trace project, then the node project (dist/ on a
+# cluster with a real node). The
 # lines of the first two lanes are prefixed with their project's name. The last line counts the
 # tests of every lane.
 # With arguments, one jest run gets them as they are (`npm test -- --selectProjects unit`,
@@ -23,8 +24,8 @@ trap stop_prebuild EXIT
 # actionlint first: it is quick, and the unit tests need it while the others are still building.
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
-  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing argocd), in the background: test-results/binaries.log"
-  setsid bash scripts/binaries.sh actionlint cluster tracing argocd >test-results/binaries.log 2>&1 &
+  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing argocd node), in the background: test-results/binaries.log"
+  setsid bash scripts/binaries.sh actionlint cluster tracing argocd node >test-results/binaries.log 2>&1 &
   prebuild=$!
 fi
 
@@ -53,7 +54,7 @@ lane() {
   jest --json --outputFile="$results/$name.json" --selectProjects "$@"
 }
 
-echo "[test] jest: the cluster project; beside it the isolated project, then the argocd project; and the unit and package projects, then the trace project"
+echo "[test] jest: the cluster project; beside it the isolated project, then the argocd project; and the unit and package projects, then the trace project, then the node project"
 # Each project's global setup waits for its binaries, if the prebuild has not finished them yet.
 (lane cluster cluster 2>&1 | sed -u 's/^/[cluster] /') &
 cluster=$!
@@ -67,6 +68,7 @@ isolated=$!
 status=0
 lane unit unit package || status=1
 lane trace trace || status=1
+lane node node 2>&1 | sed -u 's/^/[node] /' || status=1
 wait "$cluster" || status=1
 wait "$isolated" || status=1
 

@@ -55,3 +55,9 @@ export const ISOLATED_CLUSTER = testCluster('-isolated');
  * operator's namespace and the trace stack's, which no other suite may touch meanwhile.
  */
 export const ARGOCD_CLUSTER = testCluster('-argocd');
+
+/**
+ * The node project's cluster (test/node/): one real node (scripts/real-node.sh) where every pod
+ * runs, so it takes the whole of dist/ as users apply it; one such node per machine.
+ */
+export const NODE_CLUSTER = testCluster('-node');

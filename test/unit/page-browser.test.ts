@@ -3,8 +3,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { renderNginxConfig, renderPage, START_SCRIPT } from '../../lib/workload/page.ts';
+import { launchBrowser } from '../support/browser.ts';
 import { freePort } from '../support/ports.ts';
 
 // The page as a person sees it: the pod's start script and nginx configuration, run by Debian's
@@ -47,18 +48,7 @@ async function serve(title: string, color: string): Promise<{ url: string; stop:
 let browser: Browser;
 beforeAll(async () => {
   mkdirSync(artifacts, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchBrowser();
 });
 afterAll(() => browser?.close());
 
