@@ -16,7 +16,8 @@ import { ApiError, isForbidden, isGone, type KubeApi, type KubeObject, type Reso
  *   stalled and restarted;
  * and emits every cached object again every `resyncMs` (periodic resync, level triggering).
  * Objects are cached without their `managedFields` (controller-runtime's default transform): half
- * of a Deployment as the API server returns it, and nothing here reads them.
+ * of a Deployment as the API server returns it, and nothing here reads them; `transform` cuts them
+ * further (./projection.ts).
  */
 
 export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
@@ -28,7 +29,7 @@ export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
 export type InformerHandler<T> = (event: InformerEvent, object: T, initialList: boolean, previous?: T) => void;
 
 /** Drops `metadata.managedFields`, in place: the transform every Informer applies at insert. */
-function stripManagedFields<T extends KubeObject>(object: T): T {
+function stripManagedFields(object: KubeObject): KubeObject {
   if (object.metadata && 'managedFields' in object.metadata) delete object.metadata.managedFields;
   return object;
 }
@@ -79,6 +80,12 @@ export interface InformerOptions {
    * @default the API server's message alone
    */
   readonly forbiddenFix?: string;
+  /**
+   * Applied to every object before it is cached and handed to the handlers (client-go's
+   * TransformFunc): a cache of only the fields the controller reads.
+   * @default the object as listed or watched, without managedFields
+   */
+  readonly transform?: (object: KubeObject) => KubeObject;
   readonly logger?: Logger;
   readonly metrics?: OperatorMetrics;
 }
@@ -112,6 +119,12 @@ export class Informer<T extends KubeObject> implements Cache<T> {
 
   get(key: string): T | undefined {
     return this.store.get(key);
+  }
+
+  /** An object as listed or watched, as it is cached: without managedFields, then transformed. */
+  private cacheable(object: KubeObject): T {
+    const stripped = stripManagedFields(object);
+    return (this.options.transform ? this.options.transform(stripped) : stripped) as T;
   }
 
   list(): T[] {
@@ -230,7 +243,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       for (const item of page.items)
         fresh.set(
           objectKey(item),
-          stripManagedFields({ ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind }),
+          this.cacheable({ ...item, apiVersion: item.apiVersion ?? page.apiVersion, kind: item.kind ?? kind }),
         );
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion ?? '';
@@ -288,16 +301,16 @@ export class Informer<T extends KubeObject> implements Cache<T> {
             switch (eventType) {
               case 'ADDED':
               case 'MODIFIED': {
-                stripManagedFields(object);
-                const key = objectKey(object);
+                const cached = this.cacheable(object);
+                const key = objectKey(cached);
                 const previous = this.store.get(key);
-                this.store.set(key, object as T);
-                this.emit(previous ? 'update' : 'add', object as T, false, previous);
+                this.store.set(key, cached);
+                this.emit(previous ? 'update' : 'add', cached, false, previous);
                 break;
               }
               case 'DELETED':
                 this.store.delete(objectKey(object));
-                this.emit('delete', object as T);
+                this.emit('delete', this.cacheable(object));
                 break;
               case 'BOOKMARK':
                 break;

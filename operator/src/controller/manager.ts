@@ -73,6 +73,8 @@ export interface InformerRequest {
   readonly resync?: boolean;
   /** What to do when list or watch in `namespace` (undefined: all namespaces) is forbidden. */
   readonly forbiddenFix?: (namespace: string | undefined) => string;
+  /** What of each object the cache keeps (InformerOptions.transform). */
+  readonly transform?: (object: KubeObject) => KubeObject;
 }
 
 /** What the Manager runs while this replica leads: a controller's workers. */
@@ -158,6 +160,7 @@ export class Manager {
       labelSelector: request.labelSelector,
       resyncMs,
       forbiddenFix: request.forbiddenFix,
+      transform: request.transform,
       logger,
       metrics,
     });

@@ -3,7 +3,9 @@ import { Controller } from '../controller/controller.ts';
 import { objectKey } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeObject, SERVICES } from '../controller/kube-client.ts';
 import type { Manager, ManagerConfig } from '../controller/manager.ts';
+import { type FieldMask, fieldMask, METADATA_MASK, projection } from '../controller/projection.ts';
 import { MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
+import { renderWorkload } from './render.ts';
 import { finalizerName, WebsiteReconciler, websitesType } from './website.ts';
 
 /** The Website controller: for Websites, owning the Deployments and Services the reconciler renders. */
@@ -23,8 +25,9 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
   const websites = manager.informer<WebsiteV1 & KubeObject>(websitesType(config.group), { forbiddenFix });
   // Only the children the operator labels: a watch of every Deployment would cache the cluster's.
   const owned = { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}`, resync: false, forbiddenFix };
-  const deployments = manager.informer(DEPLOYMENTS, owned);
-  const services = manager.informer(SERVICES, owned);
+  const masks = childMasks(config);
+  const deployments = manager.informer(DEPLOYMENTS, { ...owned, transform: projection(masks.deployment) });
+  const services = manager.informer(SERVICES, { ...owned, transform: projection(masks.service) });
   const reconciler = new WebsiteReconciler({
     client: manager.writer,
     group: config.group,
@@ -56,6 +59,37 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
     concurrency: config.concurrency,
   });
   return controller;
+}
+
+/**
+ * What the child caches keep of each Deployment and Service: every path the operator renders
+ * (drift detection compares them all; the render's shape is the same for every Website, only its
+ * values differ), the metadata it reads, and of a Deployment's status the fields the Ready
+ * condition and `status.availableReplicas` come from (status.ts). The rest of what the API server
+ * returns (defaults, other managers' fields, rollout conditions) is not cached.
+ */
+export function childMasks(config: Pick<OperatorConfig, 'group' | 'webImage' | 'webResources'>): {
+  deployment: FieldMask;
+  service: FieldMask;
+} {
+  const sample: WebsiteV1 & KubeObject = {
+    apiVersion: `${config.group}/v1`,
+    kind: 'Website',
+    metadata: { name: 'sample', namespace: 'sample', uid: '00000000-0000-0000-0000-000000000000' },
+    spec: { title: 'Sample', replicas: 1, color: '#2196F3' },
+  };
+  const { deployment, service } = renderWorkload(sample, {
+    image: config.webImage,
+    resources: config.webResources,
+    group: config.group,
+  });
+  const status: FieldMask = {
+    status: { observedGeneration: true, replicas: true, availableReplicas: true, updatedReplicas: true },
+  };
+  return {
+    deployment: fieldMask([deployment], METADATA_MASK, status),
+    service: fieldMask([service], METADATA_MASK),
+  };
 }
 
 /** What to do when the Website rules are missing where the operator watches. */
