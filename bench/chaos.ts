@@ -153,7 +153,8 @@ async function main(): Promise<void> {
     churnRate: positive(values.rate ?? (short ? '5' : '20'), 'rate'),
     churnSeconds: positive(values.seconds ?? (short ? '20' : '60'), 'seconds'),
     kills: short ? 1 : 5,
-    // A hang, not a slow figure: the black hole alone costs up to the informers' 150 s inactivity timeout.
+    // A hang, not a slow figure: the black hole alone costs up to 45 s (the connections' PING health
+    // check), 150 s should that fail (the informers' inactivity timeout).
     convergeTimeoutMs: 600_000 + n * 300,
     // As the operator Deployment of dist/ runs it: NODE_ENV, its V8 heap cap, leader election at its defaults.
     operatorEnv: { NODE_ENV: 'production', NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit) },

@@ -20,7 +20,8 @@ const chaos = new Chaos(
     churnRate: 5,
     churnSeconds: 20,
     kills: 1,
-    // Only a hang fails: the black hole alone costs up to the informers' 150 s inactivity timeout.
+    // Only a hang fails: the black hole alone costs up to 45 s (the connections' PING health check),
+    // 150 s should that fail (the informers' inactivity timeout).
     convergeTimeoutMs: 300_000,
     // The operator tests' short leader election (test/cluster/operator-process.ts).
     operatorEnv: { LEASE_DURATION_SECONDS: '4', RENEW_DEADLINE_SECONDS: '3', RETRY_PERIOD_SECONDS: '0.5' },

@@ -729,7 +729,12 @@ export class Chaos {
             .filter((r) => r.running)
             .map((r) => r.metric('informer_watch_restarts_total', { reason: 'stalled' })),
         );
-        note(`watches restarted as stalled: ${stalled.reduce((a, b) => a + b, 0)}`);
+        const dead = await Promise.all(
+          replicas.all.filter((r) => r.running).map((r) => r.metric('rest_client_dead_connections_total')),
+        );
+        note(
+          `connections closed as dead (no PING ack): ${dead.reduce((a, b) => a + b, 0)}; watches restarted as stalled: ${stalled.reduce((a, b) => a + b, 0)}`,
+        );
       }
       if (follower) {
         const leading = await Promise.all(

@@ -6,8 +6,58 @@ import { createSecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { DEPLOYMENTS, KubeClient } from '../../operator/src/controller/kube-client.ts';
+import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { createCertificateAuthority, issueServingCertificate } from '../../operator/src/webhook/certificates.ts';
 import { BlackHoleProxy } from '../support/chaos.ts';
+import { eventually } from '../support/poll.ts';
+
+/** A TLS HTTP/2 server on loopback (as kube-apiserver), its CA, and the number of connections it took. */
+async function apiServer(handler: Parameters<typeof createSecureServer>[1]) {
+  const ca = await createCertificateAuthority({ commonName: 'test CA', validityMs: 3_600_000 });
+  const serving = await issueServingCertificate(ca, {
+    commonName: '127.0.0.1',
+    dnsNames: [],
+    ipAddresses: ['127.0.0.1'],
+    validityMs: 3_600_000,
+  });
+  const state = { sessions: 0 };
+  const server = createSecureServer({ cert: serving.cert, key: serving.key, allowHTTP1: true }, handler);
+  server.on('session', () => (state.sessions += 1));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, ca: ca.cert, port: (server.address() as AddressInfo).port, state };
+}
+
+function kubeConfigFor(port: number, ca: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'local', server: `https://127.0.0.1:${port}`, caData: Buffer.from(ca).toString('base64') }],
+    users: [{ name: 'u', token: 'token' }],
+    contexts: [{ name: 'ctx', cluster: 'local', user: 'u' }],
+    currentContext: 'ctx',
+  });
+  return kc;
+}
+
+/** Starts a watch of Deployments; resolves the events so far and how it ended, once it ends. */
+function watchUntilDone(client: KubeClient, inactivityTimeoutMs: number) {
+  const events: Array<[string, string | undefined]> = [];
+  const started = performance.now();
+  let controller: AbortController | undefined;
+  const ended = new Promise<{ error: unknown; afterMs: number }>((resolve) => {
+    void client
+      .watch(
+        DEPLOYMENTS,
+        'ns',
+        { resourceVersion: '1' },
+        (type, object) => events.push([type, object.metadata?.name]),
+        (error) => resolve({ error, afterMs: performance.now() - started }),
+        inactivityTimeoutMs,
+      )
+      .then((c) => (controller = c));
+  });
+  return { events, ended, stop: () => controller?.abort() };
+}
 
 test('after a request times out on a connection that went silent, the next request goes over a new connection and succeeds', async () => {
   const ca = await createCertificateAuthority({ commonName: 'test CA', validityMs: 3_600_000 });
@@ -51,4 +101,110 @@ test('after a request times out on a connection that went silent, the next reque
     await proxy.close();
     server.close();
   }
+});
+
+describe('a watch', () => {
+  /** Watch events as the API server streams them: one JSON object per line, in chunks that split lines. */
+  const streaming = async () =>
+    apiServer((request, response) => {
+      if (!request.url?.includes('watch=true')) return void response.writeHead(404).end();
+      response.writeHead(200, { 'content-type': 'application/json' });
+      const lines = ['a', 'b', 'c']
+        .map((name) => `${JSON.stringify({ type: 'ADDED', object: { metadata: { name, namespace: 'ns' } } })}\n`)
+        .join('');
+      // Split mid-line, mid-character of nothing in particular: the decoder must join them.
+      response.write(lines.slice(0, 30));
+      setTimeout(() => response.write(lines.slice(30, 100)), 20);
+      setTimeout(() => response.write(lines.slice(100)), 40);
+      if (request.url.includes('timeoutSeconds=1')) setTimeout(() => response.end(), 80);
+    });
+
+  test('decodes events across chunk boundaries, and ends without an error when the server closes it', async () => {
+    const api = await streaming();
+    try {
+      const client = new KubeClient(kubeConfigFor(api.port, api.ca));
+      const events: string[] = [];
+      const error = await new Promise((resolve) => {
+        void client.watch(
+          DEPLOYMENTS,
+          'ns',
+          { timeoutSeconds: 1 },
+          (type, object) => events.push(`${type} ${object.metadata?.name}`),
+          resolve,
+          60_000,
+        );
+      });
+      expect(events).toEqual(['ADDED a', 'ADDED b', 'ADDED c']);
+      expect(error).toBeNull();
+    } finally {
+      api.server.close();
+    }
+  });
+
+  test('ends with a TimeoutError after its inactivity timeout, and without an error when stopped', async () => {
+    const api = await streaming();
+    try {
+      const client = new KubeClient(kubeConfigFor(api.port, api.ca));
+      const silent = watchUntilDone(client, 300);
+      const { error } = await silent.ended;
+      expect(silent.events).toHaveLength(3);
+      expect(error).toBeInstanceOf(DOMException);
+      expect((error as DOMException).name).toBe('TimeoutError');
+      const stopped = watchUntilDone(client, 60_000);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      stopped.stop();
+      expect((await stopped.ended).error).toBeNull();
+    } finally {
+      api.server.close();
+    }
+  });
+
+  test("a refusal ends it with the API server's status", async () => {
+    const api = await apiServer((_request, response) => {
+      response.writeHead(403, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ kind: 'Status', reason: 'Forbidden', message: 'deployments is forbidden: no' }));
+    });
+    try {
+      const client = new KubeClient(kubeConfigFor(api.port, api.ca));
+      const { error } = await watchUntilDone(client, 60_000).ended;
+      expect(error).toMatchObject({ code: 403, reason: 'Forbidden', message: 'deployments is forbidden: no' });
+    } finally {
+      api.server.close();
+    }
+  });
+
+  test('on a connection that goes silent ends once its PINGs go unanswered, long before its inactivity timeout, and the next watch takes a new connection', async () => {
+    const api = await apiServer((request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', namespace: 'ns' } } })}\n`);
+      request.on('close', () => response.end());
+    });
+    const proxy = await BlackHoleProxy.start({ host: '127.0.0.1', port: api.port });
+    try {
+      const metrics = new OperatorMetrics({ processMetrics: false });
+      // client-go's 30 s and 15 s, scaled down.
+      const client = new KubeClient(kubeConfigFor(proxy.port, api.ca), {
+        metrics,
+        connectionHealth: { readIdleMs: 400, pingTimeoutMs: 200 },
+      });
+      const first = watchUntilDone(client, 60_000);
+      // Alive: PING acks keep it open well past readIdle + pingTimeout.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(first.events).toEqual([['ADDED', 'a']]);
+      expect(await metrics.registry.getSingleMetricAsString('rest_client_dead_connections_total')).toMatch(/ 0$/m);
+      proxy.blackHole();
+      const { error, afterMs } = await first.ended;
+      expect(String(error)).toMatch(/not even a PING ack|closed|terminated|other side closed/);
+      expect(afterMs).toBeLessThan(10_000);
+      expect(await metrics.registry.getSingleMetricAsString('rest_client_dead_connections_total')).toMatch(/ 1$/m);
+      const second = watchUntilDone(client, 60_000);
+      await eventually('the next watch streaming', () => second.events.length === 1);
+      expect(api.state.sessions).toBe(2);
+      second.stop();
+      await second.ended;
+    } finally {
+      await proxy.close();
+      api.server.close();
+    }
+  });
 });

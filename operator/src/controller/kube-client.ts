@@ -1,15 +1,17 @@
 import { createHash } from 'node:crypto';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
-import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
-import { type Dispatcher, fetch } from 'undici';
+import { KubeConfig, RequestContext } from '@kubernetes/client-node';
+import { type Dispatcher, fetch, request } from 'undici';
 import type { ObjectMeta } from '../library.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { injectTraceContext, inSpan, SpanKind } from '../observability/tracing.ts';
 import { TokenBucket } from './rate-limiter.ts';
+import { apiServerAgent, CLIENT_GO_HEALTH, type ConnectionHealth } from './transport.ts';
 
 /**
  * A thin JSON client over client-node's authentication (kubeconfig, in-cluster token, exec and
- * OIDC plugins, client certificates) and its Watch. Why not client-node's generated APIs: they
+ * OIDC plugins, client certificates), with its own watch (newline-delimited JSON read from the
+ * response stream: no web streams, no readline) over the same connection pool as every request. Why not client-node's generated APIs: they
  * deserialize into class instances (dates become Date objects), so what a reconcile reads from a
  * watch and what it reads from a GET could not be compared as plain JSON; and they have no hook for
  * an optional client-side rate limit or per-verb metrics. This adds exactly those, and computes the
@@ -193,6 +195,12 @@ export interface KubeClientOptions {
   readonly timeoutMs?: number;
   /** User-Agent header, for the API server's audit log. */
   readonly userAgent?: string;
+  /**
+   * When an HTTP/2 connection counts as dead (./transport.ts); not for a cluster reached through
+   * a proxy (kubeconfig proxy-url), whose connections client-node makes.
+   * @default client-go's: ReadIdleTimeout 30 s, PingTimeout 15 s
+   */
+  readonly connectionHealth?: ConnectionHealth;
 }
 
 interface RequestOptions {
@@ -321,25 +329,85 @@ export class KubeClient implements KubeApi {
     await this.request('DELETE', type, ref, { body, signal });
   }
 
+  /**
+   * A watch on the connection pool every request uses: each line of the response is one event.
+   * `inactivityTimeoutMs` without a byte ends it with a TimeoutError; ending it by its controller
+   * gives no error.
+   */
   readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {
     await this.limiter?.take();
     this.options.metrics?.apiRequests.inc({ verb: 'WATCH', resource: type.resource, code: 200 });
-    const watch = new Watch(this.kubeConfig);
-    // client-node 2.0.1 made this an inactivity timeout (30 s by default) but keeps it private.
-    (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = inactivityTimeoutMs;
-    return watch.watch(
-      resourcePath(type, { namespace }),
-      query,
-      (eventType, object) => onEvent(eventType, object as KubeObject),
-      (error) => {
-        if (error && typeof (error as { statusCode?: unknown }).statusCode === 'number') {
-          const code = (error as { statusCode: number }).statusCode;
-          onDone(new ApiError(code, String(code), `watch ${type.resource}: HTTP ${code} ${(error as Error).message}`));
-        } else {
-          onDone(error);
+    const url = new URL(this.server + resourcePath(type, { namespace }));
+    url.searchParams.set('watch', 'true');
+    for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, String(value));
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const idle = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, inactivityTimeoutMs).unref();
+    };
+    let done = false;
+    // Once aborted (stopped, or timed out), what the request or the body reports is that abort.
+    const finish = (error: unknown) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      const aborted = controller.signal.aborted;
+      controller.abort();
+      if (timedOut)
+        onDone(
+          new DOMException(`watch ${type.resource}: nothing received for ${inactivityTimeoutMs} ms`, 'TimeoutError'),
+        );
+      else onDone(aborted ? null : error);
+    };
+    try {
+      const credentials = await this.currentCredentials();
+      const headers: Record<string, string> = { ...credentials.headers, accept: 'application/json' };
+      if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
+      idle();
+      const response = await request(url, {
+        method: 'GET',
+        headers,
+        dispatcher: credentials.dispatcher,
+        signal: controller.signal,
+      });
+      if (response.statusCode !== 200) {
+        const text = await response.body.text();
+        if (response.statusCode === 401 && this.credentials === credentials) this.credentials = undefined;
+        throw statusError(response.statusCode, text, `watch ${type.resource}`);
+      }
+      idle();
+      const body = response.body;
+      body.setEncoding('utf8');
+      let partial = '';
+      body.on('data', (chunk: string) => {
+        idle();
+        partial += chunk;
+        for (let newline = partial.indexOf('\n'); newline >= 0 && !done; newline = partial.indexOf('\n')) {
+          const line = partial.slice(0, newline);
+          partial = partial.slice(newline + 1);
+          if (!line.trim()) continue;
+          let event: { type: string; object: KubeObject };
+          try {
+            event = JSON.parse(line);
+          } catch {
+            finish(new Error(`watch ${type.resource}: a line that is not JSON (${line.slice(0, 80)})`));
+            return;
+          }
+          onEvent(event.type, event.object);
         }
-      },
-    );
+      });
+      body.on('error', finish);
+      body.on('end', () => finish(null));
+      body.on('close', () => finish(null));
+    } catch (error) {
+      finish(error);
+    }
+    return controller;
   };
 
   async request<T>(
@@ -462,9 +530,19 @@ export class KubeClient implements KubeApi {
     const tls = fingerprint.digest('hex');
     let dispatcher = previous?.dispatcher;
     if (!previous || previous.tls !== tls) {
-      const context = new RequestContext(this.server, 'GET');
-      await this.kubeConfig.applySecurityAuthentication(context);
-      dispatcher = context.getDispatcher() as Dispatcher | undefined;
+      if (this.kubeConfig.getCurrentCluster()?.proxyUrl) {
+        // Through a proxy: client-node's pool, which knows HTTP, HTTPS and SOCKS proxies.
+        const context = new RequestContext(this.server, 'GET');
+        await this.kubeConfig.applySecurityAuthentication(context);
+        dispatcher = context.getDispatcher() as Dispatcher | undefined;
+      } else {
+        const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
+        dispatcher = apiServerAgent(
+          { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername },
+          this.options.connectionHealth ?? CLIENT_GO_HEALTH,
+          () => this.options.metrics?.deadConnections.inc(),
+        );
+      }
       // Let requests in flight on the old pool finish.
       const old = previous?.dispatcher;
       if (old) setTimeout(() => void old.close(), 60_000).unref();

@@ -21,6 +21,11 @@ export class OperatorMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  readonly deadConnections = new Counter({
+    name: 'rest_client_dead_connections_total',
+    help: 'HTTP/2 connections to the API server closed because nothing, not even a PING ack, arrived for ReadIdleTimeout + PingTimeout (45 s); their requests and watches start again on a new one.',
+    registers: [this.registry],
+  });
   readonly reconciles = new Counter({
     name: 'controller_runtime_reconcile_total',
     help: 'Reconciles, by controller and result (success, error).',
