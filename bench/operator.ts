@@ -15,7 +15,9 @@ import { sumMetric } from '../test/support/metrics.ts';
 import { OPERATOR_NS } from '../test/support/operator-manifests.ts';
 import { OperatorProcess, operatorBundle } from '../test/support/operator-process.ts';
 import { eventually } from '../test/support/poll.ts';
+import { freePort } from '../test/support/ports.ts';
 import { installOperatorObjects } from './cluster.ts';
+import { heapAfterGc } from './heap.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
 import { median } from './report.ts';
 
@@ -60,6 +62,9 @@ export function websiteOperatorPeer({
         NODE_ENV: 'production',
         NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
       };
+      // Where the inspector listens once SIGUSR1 opens it, for the heap figure (bench/heap.ts).
+      const inspectPort = await freePort();
+      deployment.NODE_OPTIONS += ` --inspect-port=127.0.0.1:${inspectPort}`;
       const operator = await OperatorProcess.start('bench', kubeconfig, { ...deployment, LOG_LEVEL: 'info', ...env });
       try {
         await eventually(
@@ -77,6 +82,7 @@ export function websiteOperatorPeer({
       return {
         pid: operator.pid,
         metricsUrl: `http://127.0.0.1:${operator.metricsPort}/metrics`,
+        heapAfterGc: () => heapAfterGc(operator.pid, inspectPort),
         stop: async () => {
           const timer = setTimeout(() => void operator.kill(), 30_000);
           await operator.stop();

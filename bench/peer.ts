@@ -15,6 +15,8 @@ export interface PeerProcess {
   readonly metricsUrl: string;
   /** SIGTERM, and resolves once it has exited (SIGKILL if it has not after a while). */
   stop(): Promise<void>;
+  /** Node peers: V8 heap in use right after a full garbage collection, in bytes (bench/heap.ts). */
+  heapAfterGc?(): Promise<number>;
 }
 
 /** Where and how the benchmark asks a peer to run. */

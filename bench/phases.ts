@@ -172,6 +172,35 @@ function memoryRecord(subject: string, n: number, rss: number, idleRss: number, 
   };
 }
 
+/**
+ * A Node peer's V8 heap after a full GC holding `n` Websites, against the same process idle, and
+ * per Website: what the caches and queues hold, without the garbage a burst leaves behind.
+ */
+async function heapRecords(
+  subject: string,
+  n: number,
+  process: PeerProcess,
+  idleHeap: number,
+): Promise<FigureRecord[]> {
+  if (!process.heapAfterGc) return [];
+  const heap = await process.heapAfterGc();
+  const record = (figure: string, label: string, value: number, baseline?: number): FigureRecord => ({
+    subject,
+    phase: 'memory',
+    n,
+    figure,
+    label,
+    unit: 'bytes',
+    value,
+    baseline,
+    baselineLabel: baseline === undefined ? undefined : 'same process, idle',
+  });
+  return [
+    record('heapAfterGcHoldingN', 'V8 heap after a full GC, holding N Websites', heap, idleHeap),
+    record('heapAfterGcPerWebsite', 'V8 heap after a full GC, per Website held (above idle)', (heap - idleHeap) / n),
+  ];
+}
+
 /** The records of a churn against the echo controller's. */
 export function churnRecords(
   subject: string,
@@ -322,6 +351,7 @@ export async function runPeer(
   const subject = peer.title;
   const say = (message: string) => log(`${subject}: ${message}`);
   let idleRss = Number.NaN;
+  let idleHeap = Number.NaN;
 
   for (const [index, n] of plan.ns.entries()) {
     const last = index === plan.ns.length - 1;
@@ -334,6 +364,18 @@ export async function runPeer(
         // Idle: the first reading after start includes start-up garbage; give V8 or Go a moment.
         await sleep(5000);
         idleRss = await steadyRss(process.pid);
+        if (process.heapAfterGc) {
+          idleHeap = await process.heapAfterGc();
+          records.push({
+            subject,
+            phase: 'idle',
+            n: 0,
+            figure: 'heapAfterGcIdle',
+            label: 'V8 heap after a full GC, idle',
+            unit: 'bytes',
+            value: idleHeap,
+          });
+        }
         records.push({
           subject,
           phase: 'idle',
@@ -425,6 +467,7 @@ export async function runPeer(
       diagnostics.push(
         `N=${n}: ${(counts.background / n).toFixed(2)} background requests per Website (leases, lists, watches) until Ready; ${burst.failures}`,
       );
+      records.push(...(await heapRecords(subject, n, process, idleHeap)));
       if (last && plan.memoryN === undefined) {
         records.push(memoryRecord(subject, n, burst.rss, idleRss));
       }
@@ -476,6 +519,7 @@ export async function runPeer(
       const burst = await createAll(peer, cluster, watchers, process, names('m', n), plan.replicas, say);
       records.push(
         memoryRecord(subject, n, burst.rss, idleRss, `all Ready after ${(burst.allReadyMs / 1000).toFixed(0)} s`),
+        ...(await heapRecords(subject, n, process, idleHeap)),
       );
     } finally {
       await process.stop();
