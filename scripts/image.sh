@@ -16,9 +16,8 @@
 #                            "image=oci:<dir>:<tag>" and its size
 #   scripts/image.sh ref     print the operator image's reference (without building)
 #   scripts/image.sh inputs  print the key of what the image is built from (see inputs_key)
-#   scripts/image.sh prune   free buildah's storage: vfs keeps a full copy of the tree per cached step,
-#                            and every changed build adds some (a few GB after a dozen builds); the
-#                            next build then starts from the base again (2.5 minutes)
+#   scripts/image.sh prune   free buildah's storage (images and containers left by an interrupted
+#                            build; `build` removes its own)
 #
 # Cached outside the repo, keyed by version: $CACHE/image/debian-<suite> (the Debian layer),
 # $CACHE/image/base-<node>-<npm>-<suite> (the base; base-....from holds the Debian layer's manifest
@@ -234,7 +233,9 @@ build() {
     return
   fi
   to_storage "$base_ref" "$BASE_NAME"
-  local -a args=(--layers --isolation chroot --network host --pull-never
+  # No layer cache: vfs storage keeps a full copy of the tree per cached step (tens of GB over a few
+  # dozen builds); the inputs key above already skips an unchanged build.
+  local -a args=(--isolation chroot --network host --pull-never
     --build-arg "NODE_IMAGE=$BASE_NAME" -t "localhost/website-operator:$IMAGE_TAG" -f "$ROOT/Dockerfile")
   # The build stage's npm uses the host's npm settings for reaching the registry (its registry and
   # the CA file it trusts, e.g. behind a TLS-intercepting proxy), and the host's npm cache (a cache
@@ -262,6 +263,8 @@ build() {
   rm -rf "$IMAGE_DIR"
   mv "$IMAGE_DIR.tmp" "$IMAGE_DIR"
   echo "$key" >"$IMAGE_INPUTS"
+  # The layout is the result; buildah's copy of it (and of any stage) would only fill the disk.
+  "${BUILDAH[@]}" rmi "localhost/website-operator:$IMAGE_TAG" >/dev/null
   log "built in $((SECONDS - start)) s"
   print_image
 }

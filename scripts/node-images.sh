@@ -206,7 +206,8 @@ build_image() {
   while read -r file source; do
     cp "$source" "$ctx/$file"
   done <<<"$context"
-  local -a args=(--layers --force-rm --isolation chroot --network host --pull-never -t "localhost/node-images/$name" -f "$containerfile")
+  # No layer cache (vfs copies the whole tree per cached step); the inputs key skips unchanged images.
+  local -a args=(--isolation chroot --network host --pull-never -t "localhost/node-images/$name" -f "$containerfile")
   ! grep -q '^ARG DEBIAN_IMAGE' "$containerfile" || args+=(--build-arg "DEBIAN_IMAGE=$DEBIAN_NAME")
   ! grep -q '^ARG DEBIAN_SECURITY_MIRROR' "$containerfile" || args+=(--build-arg "DEBIAN_SECURITY_MIRROR=$DEBIAN_SECURITY_MIRROR")
   log "building $ref (images/$name.Containerfile)"
@@ -214,6 +215,7 @@ build_image() {
     || { tail -30 "$ctx.log" >&2; die "building $ref failed (images/$name.Containerfile; buildah's output above)"; }
   "${BUILDAH[@]}" push --quiet "localhost/node-images/$name" "oci:$ctx.layout:$name" >&2
   export_archive "oci:$ctx.layout:$name" "$name" "$ref" "$key"
+  "${BUILDAH[@]}" rmi "localhost/node-images/$name" >/dev/null
   rm -rf "$ctx" "$ctx.layout" "$ctx.log"
   log "built $ref in $((SECONDS - start)) s ($(du -h "$OUT_DIR/$name.tar" | cut -f1))"
 }

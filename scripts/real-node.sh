@@ -246,11 +246,13 @@ authentication:
 authorization: {mode: Webhook}
 clusterDomain: cluster.local
 clusterDNS: [$DNS_IP]
-# The host's disk is shared with everything else: no image garbage collection (every image is
-# imported, none could be pulled again) and eviction only when nearly full.
+# The node's disk and memory are the host's, which other work fills (a cold build of the caches
+# took the disk to 97 % and the kubelet evicted every pod for disk pressure): no eviction (0% turns
+# each hard threshold off), and no image garbage collection (every image is imported; none could
+# be pulled again).
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
+evictionHard: {memory.available: "0%", nodefs.available: "0%", nodefs.inodesFree: "0%", imagefs.available: "0%"}
 serializeImagePulls: false
 EOF
 }
