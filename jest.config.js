@@ -2,8 +2,9 @@
 // --experimental-vm-modules by scripts/test.sh.
 const base = {
   testEnvironment: 'node',
-  // The local clusters' state (etcd writes *.snap files, which jest would take for obsolete snapshots).
-  modulePathIgnorePatterns: ['<rootDir>/.cluster/'],
+  // The local clusters' state (etcd writes *.snap files, which jest would take for obsolete snapshots),
+  // and Argo CD's checkouts of this repository (package.json files that would collide with ours).
+  modulePathIgnorePatterns: ['<rootDir>/.cluster/', '<rootDir>/.argocd/'],
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.jest.json' }] },
   // Symbol.dispose in the test context, which undici's fetch (KubeClient) needs under Jest 29.

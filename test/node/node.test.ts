@@ -12,7 +12,7 @@ import { NODE_CLUSTER, ROOT } from '../cluster/env.ts';
 import { commandsFor } from '../cluster/kube.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { eventually } from '../support/poll.ts';
-import { type JaegerTrace, jaegerTraces } from '../support/traces.ts';
+import { HOTROD_SERVICES, type JaegerTrace, wholeDispatchTrace } from '../support/traces.ts';
 
 const { kubectl, ok, getJson } = commandsFor(NODE_CLUSTER);
 const OPERATOR_NS = 'website-system';
@@ -316,18 +316,13 @@ describe('dist/tracing-dev/ applied as is', () => {
     expect(response.status).toBe(200);
     const jaeger = await clusterIP('tracing', 'jaeger');
     trace = await eventually(
-      'the /dispatch trace in Jaeger',
-      async () => {
-        const traces = await jaegerTraces(`http://${jaeger}:16686`, 'frontend');
-        const dispatch = traces.find((t) => t.spans.some((s) => s.operationName === '/dispatch'));
-        return dispatch && dispatch.spans.filter((s) => s.operationName === '/route').length === 10
-          ? dispatch
-          : undefined;
+      'the whole /dispatch trace in Jaeger',
+      () => wholeDispatchTrace(`http://${jaeger}:16686`),
+      {
+        timeoutMs: 60_000,
       },
-      { timeoutMs: 60_000 },
     );
-    const services = new Set(trace.spans.map((s) => trace.processes[s.processID].serviceName));
-    expect(services).toEqual(new Set(['frontend', 'customer', 'mysql', 'driver', 'redis-manual', 'route']));
+    expect(new Set(trace.spans.map((s) => trace.processes[s.processID].serviceName))).toEqual(new Set(HOTROD_SERVICES));
     expect(trace.spans.filter((s) => !s.references.some((r) => r.refType === 'CHILD_OF'))).toHaveLength(1);
   });
 

@@ -255,6 +255,23 @@ export async function jaegerTraces(queryBase: string, service: string, limit = 2
   return ((await response.json()) as { data: JaegerTrace[] | null }).data ?? [];
 }
 
+/** The services one HotROD /dispatch request passes through, each reporting spans under its own name. */
+export const HOTROD_SERVICES = ['frontend', 'customer', 'mysql', 'driver', 'redis-manual', 'route'];
+
+/**
+ * The trace of a HotROD /dispatch request once Jaeger holds all of it, else undefined: HotROD's
+ * services export their spans in batches of their own, so the tree arrives piece by piece. Whole
+ * means every service of HOTROD_SERVICES and all 10 route calls.
+ */
+export async function wholeDispatchTrace(queryBase: string): Promise<JaegerTrace | undefined> {
+  const traces = await jaegerTraces(queryBase, 'frontend');
+  const dispatch = traces.find((t) => t.spans.some((s) => s.operationName === '/dispatch'));
+  if (!dispatch) return undefined;
+  const services = new Set(dispatch.spans.map((s) => dispatch.processes[s.processID].serviceName));
+  const routes = dispatch.spans.filter((s) => s.operationName === '/route').length;
+  return HOTROD_SERVICES.every((s) => services.has(s)) && routes === 10 ? dispatch : undefined;
+}
+
 /** One trace by id, or undefined when Jaeger does not have it. */
 export async function jaegerTrace(queryBase: string, traceId: string): Promise<JaegerTrace | undefined> {
   const response = await fetch(`${queryBase}/api/traces/${traceId}`);

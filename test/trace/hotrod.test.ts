@@ -1,7 +1,13 @@
 // HotROD → Collector → Jaeger, all three from dist/tracing-dev/tracing-dev.yaml, as synthesized.
 
 import { eventually } from '../support/poll.ts';
-import { type JaegerTrace, jaegerTraces, type LocalStack, startStack } from '../support/traces.ts';
+import {
+  HOTROD_SERVICES,
+  type JaegerTrace,
+  type LocalStack,
+  startStack,
+  wholeDispatchTrace,
+} from '../support/traces.ts';
 
 let stack: LocalStack;
 let trace: JaegerTrace;
@@ -13,16 +19,9 @@ beforeAll(async () => {
   const response = await fetch(`${stack.url('hotrod', 'frontend')}/dispatch?customer=123`);
   expect(response.status).toBe(200);
   // The route calls end before /dispatch answers; the collector batches for up to 1 s.
-  trace = await eventually('the /dispatch trace in Jaeger', async () => {
-    const traces = await jaegerTraces(stack.url('jaeger', 'query'), 'frontend');
-    const dispatch = traces.find((t) => t.spans.some((s) => s.operationName === '/dispatch'));
-    const services = new Set(dispatch?.spans.map((s) => dispatch.processes[s.processID].serviceName));
-    return dispatch &&
-      ['customer', 'driver', 'route'].every((s) => services.has(s)) &&
-      dispatch.spans.filter((s) => s.operationName === '/route').length === 10
-      ? dispatch
-      : undefined;
-  });
+  trace = await eventually('the whole /dispatch trace in Jaeger', () =>
+    wholeDispatchTrace(stack.url('jaeger', 'query')),
+  );
 });
 
 afterAll(async () => {
@@ -38,9 +37,7 @@ const parentOf = (span: Span) => {
 
 describe('one /dispatch request through the development stack', () => {
   test('is one trace holding spans of frontend, customer, driver and route', () => {
-    expect(new Set(trace.spans.map(service))).toEqual(
-      new Set(['frontend', 'customer', 'mysql', 'driver', 'redis-manual', 'route']),
-    );
+    expect(new Set(trace.spans.map(service))).toEqual(new Set(HOTROD_SERVICES));
   });
 
   test('every span carries the one trace id (traceparent crossed every hop)', () => {
