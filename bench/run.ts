@@ -3,7 +3,7 @@
 // figure against a baseline measured in the same run. Writes bench/results/latest.md and
 // latest.json. See README "Benchmarks"; a controller joins through a bench/peer.ts adapter.
 //
-//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
+//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--memory-for website-operator] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
 //                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -53,12 +53,16 @@ export interface Subject {
   run(plan: Plan, baselines: RunBaselines, context: PeerContext, output: SubjectOutput): Promise<void>;
 }
 
-/** Any controller described by a bench/peer.ts adapter: every phase. */
-function peerSubject(peer: Peer): Subject {
+/**
+ * Any controller described by a bench/peer.ts adapter: every phase, the memory phase only when
+ * `memory` (else its memory figure is the one holding the largest burst's N).
+ */
+function peerSubject(peer: Peer, memory: boolean): Subject {
   return {
     title: peer.title,
     description: peer.description,
-    run: (plan, baselines, context, output) => runPeer(peer, { plan, baselines, context }, output),
+    run: (plan, baselines, context, output) =>
+      runPeer(peer, { plan: memory ? plan : { ...plan, memoryN: undefined }, baselines, context }, output),
   };
 }
 
@@ -163,6 +167,7 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       n: { type: 'string' },
       memory: { type: 'string' },
+      'memory-for': { type: 'string' },
       peer: { type: 'string', multiple: true, default: [] },
       'no-shell': { type: 'boolean', default: false },
       'no-kro': { type: 'boolean', default: false },
@@ -221,8 +226,15 @@ async function main(): Promise<void> {
     peers.push(peer);
   }
   const only = values.only?.split(',').map((t) => t.trim().toLowerCase());
+  // --memory-for: the titles (exactly) that hold plan.memoryN, an hour's phase for a slow controller.
+  const memoryFor = values['memory-for']?.split(',').map((t) => t.trim());
+  for (const title of memoryFor ?? [])
+    if (!peers.some((p) => p.title === title))
+      throw new Error(
+        `--memory-for ${JSON.stringify(title)} is no controller's title (${peers.map((p) => p.title).join(', ')})`,
+      );
   const subjects: Subject[] = [
-    ...peers.map(peerSubject),
+    ...peers.map((peer) => peerSubject(peer, !memoryFor || memoryFor.includes(peer.title))),
     ...(values['no-shell'] || !shellNs.length ? [] : [shellSubject(shellNs)]),
   ].filter((s) => !only || only.some((prefix) => s.title.toLowerCase().startsWith(prefix)));
   if (!subjects.length)
@@ -355,7 +367,7 @@ async function main(): Promise<void> {
     '',
     ...subjects.map((s) => `- ${s.description}.`),
     '',
-    `Plan: burst at N = ${ns.join(', ')} (${replicas} replica each, ${CREATE_CONCURRENCY} creates in flight, administrator client); steady state and churn over the N = ${largest} Websites left by the last burst: ${plan.steadyCreates} creates one at a time, then churn at ${plan.churnRates.join(', ')} changes/s for ${plan.stepSeconds} s each (edit, create, edit, delete, repeating; stopped at the first rate that fails); memory ${plan.memoryN !== undefined ? `with ${plan.memoryN} Websites, after a restart` : `at N = ${largest} (the last burst; the full run holds 5000)`}.`,
+    `Plan: burst at N = ${ns.join(', ')} (${replicas} replica each, ${CREATE_CONCURRENCY} creates in flight, administrator client); steady state and churn over the N = ${largest} Websites left by the last burst: ${plan.steadyCreates} creates one at a time, then churn at ${plan.churnRates.join(', ')} changes/s for ${plan.stepSeconds} s each (edit, create, edit, delete, repeating; stopped at the first rate that fails); memory ${plan.memoryN !== undefined ? `with ${plan.memoryN} Websites, created by a burst into a fresh process${memoryFor ? ` (${memoryFor.join(', ')}; the others at N = ${largest})` : ''}` : `at N = ${largest} (the last burst; the full run holds 5000)`}.`,
     '',
     phaseTables(records),
     'Each cell: the figure (its ratio to the baseline measured in the same run, and that baseline; details). Baselines:',

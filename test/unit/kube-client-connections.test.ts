@@ -20,9 +20,10 @@ async function apiServer(handler: Parameters<typeof createSecureServer>[1]) {
     ipAddresses: ['127.0.0.1'],
     validityMs: 3_600_000,
   });
-  const state = { sessions: 0 };
+  const state = { sessions: 0, connections: 0 };
   const server = createSecureServer({ cert: serving.cert, key: serving.key, allowHTTP1: true }, handler);
   server.on('session', () => (state.sessions += 1));
+  server.on('secureConnection', () => (state.connections += 1));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { server, ca: ca.cert, port: (server.address() as AddressInfo).port, state };
@@ -79,6 +80,22 @@ test('after a request times out on a connection that went silent, the next reque
     expect(api.state.sessions).toBe(2);
   } finally {
     await proxy.close();
+    api.server.close();
+  }
+});
+
+test('with http2 false, requests go over HTTP/1.1, never HTTP/2, even where the server offers it', async () => {
+  const api = await apiServer((request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ metadata: { name: 'a', namespace: 'ns' }, httpVersion: request.httpVersion }));
+  });
+  try {
+    const client = new KubeClient(kubeConfigFor(api.port, api.ca), { http2: false });
+    const get = () => client.get<{ httpVersion: string }>(DEPLOYMENTS, { namespace: 'ns', name: 'a' });
+    expect((await get())?.httpVersion).toBe('1.1');
+    expect((await get())?.httpVersion).toBe('1.1');
+    expect(api.state.sessions).toBe(0);
+  } finally {
     api.server.close();
   }
 });

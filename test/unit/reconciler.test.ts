@@ -190,6 +190,7 @@ describe('operator configuration', () => {
       // No client-side rate limit unless one is configured (controller-runtime since v0.21).
       qps: undefined,
       burst: undefined,
+      http2: true,
       metricsPort: 8080,
       healthPort: 8081,
       webhook: {
@@ -209,6 +210,7 @@ describe('operator configuration', () => {
     expect(loadConfig({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }).webhook?.localEndpoint).toBeUndefined();
     expect(loadConfig({ WEBHOOK_ENABLED: 'false' }).webhook).toBeUndefined();
     expect(loadConfig({ KUBE_API_QPS: '50' })).toMatchObject({ qps: 50, burst: undefined });
+    expect(loadConfig({ KUBE_API_HTTP2: 'false' }).http2).toBe(false);
   });
 
   test.each([

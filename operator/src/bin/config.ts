@@ -31,6 +31,7 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS | 15, 10, 2 |
  * | CONCURRENCY | 32 (chosen by `npm run bench -- --operator-env CONCURRENCY=…`: see the README) |
  * | KUBE_API_QPS, KUBE_API_BURST | unset: no client-side limit (the API server's Priority and Fairness governs); a QPS alone gets a burst of 1.5 × QPS |
+ * | KUBE_API_HTTP2 | true: one HTTP/2 connection to the API server, health-checked by PING; false: a pool of HTTP/1.1 keep-alive connections (client-go's DISABLE_HTTP2) |
  * | RESYNC_SECONDS | 600 |
  * | CACHE_SYNC_TIMEOUT_SECONDS | 30 |
  * | CLUSTER_DOMAIN | cluster.local |
@@ -48,6 +49,8 @@ export interface ProcessConfig extends OperatorConfig {
   /** Client-side rate limit; undefined: none. */
   readonly qps?: number;
   readonly burst?: number;
+  /** HTTP/2 to the API server (else HTTP/1.1 keep-alive connections). */
+  readonly http2: boolean;
   readonly shutdownTimeoutMs: number;
   /** Undefined: no conversion webhook in this process. */
   readonly webhook?: WebhookConfig;
@@ -139,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     concurrency: number('CONCURRENCY', 32, { min: 1 }),
     qps: number('KUBE_API_QPS', undefined, { min: 0.1, integer: false }),
     burst: number('KUBE_API_BURST', undefined, { min: 1 }),
+    http2: flag('KUBE_API_HTTP2', true),
     resyncMs: number('RESYNC_SECONDS', 600, { min: 1, integer: false }) * 1000,
     cacheSyncTimeoutMs: number('CACHE_SYNC_TIMEOUT_SECONDS', 30, { min: 0, integer: false }) * 1000,
     fieldManager: MANAGED_BY,

@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   const client = KubeClient.fromEnvironment({
     qps: config.qps,
     burst: config.burst,
+    http2: config.http2,
     metrics,
     userAgent: `website-operator/${config.identity}`,
   });

@@ -201,6 +201,12 @@ export interface KubeClientOptions {
    * @default client-go's: ReadIdleTimeout 30 s, PingTimeout 15 s
    */
   readonly connectionHealth?: ConnectionHealth;
+  /**
+   * HTTP/2 where the API server offers it: every request and watch multiplexed on one connection.
+   * False: HTTP/1.1, a keep-alive connection per request in flight and one per watch.
+   * @default true
+   */
+  readonly http2?: boolean;
 }
 
 interface RequestOptions {
@@ -541,6 +547,7 @@ export class KubeClient implements KubeApi {
           { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername },
           this.options.connectionHealth ?? CLIENT_GO_HEALTH,
           () => this.options.metrics?.deadConnections.inc(),
+          this.options.http2 ?? true,
         );
       }
       // Let requests in flight on the old pool finish.

@@ -32,17 +32,20 @@ export type TlsOptions = Pick<
 >;
 
 /**
- * An undici Agent (HTTP/2 where the server offers it, as the API server does) whose HTTP/2
- * connections are closed once dead. `onDead` is told each time, with how long the connection was silent.
+ * An undici Agent (HTTP/2 where the server offers it, as the API server does, unless `http2` is
+ * false) whose HTTP/2 connections are closed once dead. `onDead` is told each time, with how long
+ * the connection was silent. HTTP/1.1 connections are not pinged: a dead one fails its request at
+ * the request timeout, and a watch on it at the informer's inactivity timeout.
  */
 export function apiServerAgent(
   tls: TlsOptions,
   health: ConnectionHealth = CLIENT_GO_HEALTH,
   onDead?: (silentMs: number) => void,
+  http2 = true,
 ): Agent {
-  const connect = buildConnector({ ...tls, allowH2: true } as buildConnector.BuildOptions);
+  const connect = buildConnector({ ...tls, allowH2: http2 } as buildConnector.BuildOptions);
   return new Agent({
-    allowH2: true,
+    allowH2: http2,
     h2Options: { pingInterval: health.pingTimeoutMs },
     connect: (options, callback) =>
       connect(options, (error, socket) => {
