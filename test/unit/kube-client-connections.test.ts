@@ -20,9 +20,12 @@ async function apiServer(handler: Parameters<typeof createSecureServer>[1]) {
     ipAddresses: ['127.0.0.1'],
     validityMs: 3_600_000,
   });
-  const state = { sessions: 0, connections: 0 };
+  const state = { sessions: 0, connections: 0, pings: 0 };
   const server = createSecureServer({ cert: serving.cert, key: serving.key, allowHTTP1: true }, handler);
-  server.on('session', () => (state.sessions += 1));
+  server.on('session', (session) => {
+    state.sessions += 1;
+    session.on('ping', () => (state.pings += 1));
+  });
   server.on('secureConnection', () => (state.connections += 1));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -43,21 +46,19 @@ function kubeConfigFor(port: number, ca: string): KubeConfig {
 /** Starts a watch of Deployments; resolves the events so far and how it ended, once it ends. */
 function watchUntilDone(client: KubeClient, inactivityTimeoutMs: number) {
   const events: Array<[string, string | undefined]> = [];
-  const started = performance.now();
-  let controller: AbortController | undefined;
-  const ended = new Promise<{ error: unknown; afterMs: number }>((resolve) => {
-    void client
-      .watch(
-        DEPLOYMENTS,
-        'ns',
-        { resourceVersion: '1' },
-        (type, object) => events.push([type, object.metadata?.name]),
-        (error) => resolve({ error, afterMs: performance.now() - started }),
-        inactivityTimeoutMs,
-      )
-      .then((c) => (controller = c));
+  let controller: Promise<AbortController> | undefined;
+  const ended = new Promise<{ error: unknown }>((resolve) => {
+    controller = client.watch(
+      DEPLOYMENTS,
+      'ns',
+      { resourceVersion: '1' },
+      (type, object) => events.push([type, object.metadata?.name]),
+      (error) => resolve({ error }),
+      inactivityTimeoutMs,
+    );
   });
-  return { events, ended, stop: () => controller?.abort() };
+  // Stops it once it is started, however long that takes.
+  return { events, ended, stop: async () => (await controller)?.abort() };
 }
 
 test('after a request times out on a connection that went silent, the next request goes over a new connection and succeeds', async () => {
@@ -142,14 +143,15 @@ describe('a watch', () => {
     const api = await streaming();
     try {
       const client = new KubeClient(kubeConfigFor(api.port, api.ca));
-      const silent = watchUntilDone(client, 300);
+      // Long enough that a busy machine delivers all three chunks (20 ms apart) within it.
+      const silent = watchUntilDone(client, 2_000);
       const { error } = await silent.ended;
       expect(silent.events).toHaveLength(3);
       expect(error).toBeInstanceOf(DOMException);
       expect((error as DOMException).name).toBe('TimeoutError');
       const stopped = watchUntilDone(client, 60_000);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      stopped.stop();
+      await eventually('the second watch streaming', () => stopped.events.length === 3);
+      await stopped.stop();
       expect((await stopped.ended).error).toBeNull();
     } finally {
       api.server.close();
@@ -179,25 +181,27 @@ describe('a watch', () => {
     const proxy = await BlackHoleProxy.start({ host: '127.0.0.1', port: api.port });
     try {
       const metrics = new OperatorMetrics({ processMetrics: false });
-      // client-go's 30 s and 15 s, scaled down.
+      // client-go's 30 s and 15 s, scaled down: silent 1.5 s counts as dead.
       const client = new KubeClient(kubeConfigFor(proxy.port, api.ca), {
         metrics,
-        connectionHealth: { readIdleMs: 400, pingTimeoutMs: 200 },
+        connectionHealth: { readIdleMs: 1_000, pingTimeoutMs: 500 },
       });
       const first = watchUntilDone(client, 60_000);
-      // Alive: PING acks keep it open well past readIdle + pingTimeout.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // Alive: with nothing but PINGs and their acks on it (one each 500 ms), it outlives readIdle + pingTimeout twice over.
+      await eventually('6 PINGs answered', () => api.state.pings >= 6);
       expect(first.events).toEqual([['ADDED', 'a']]);
       expect(await metrics.registry.getSingleMetricAsString('rest_client_dead_connections_total')).toMatch(/ 0$/m);
       proxy.blackHole();
-      const { error, afterMs } = await first.ended;
+      const blackHoledAt = performance.now();
+      const { error } = await first.ended;
       expect(String(error)).toMatch(/not even a PING ack|closed|terminated|other side closed/);
-      expect(afterMs).toBeLessThan(10_000);
+      // Ended by the health check, not by the watch's 60 s inactivity timeout.
+      expect(performance.now() - blackHoledAt).toBeLessThan(30_000);
       expect(await metrics.registry.getSingleMetricAsString('rest_client_dead_connections_total')).toMatch(/ 1$/m);
       const second = watchUntilDone(client, 60_000);
       await eventually('the next watch streaming', () => second.events.length === 1);
       expect(api.state.sessions).toBe(2);
-      second.stop();
+      await second.stop();
       await second.ended;
     } finally {
       await proxy.close();
