@@ -131,6 +131,11 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     return [...this.store.values()];
   }
 
+  /** Objects in the cache. */
+  get size(): number {
+    return this.store.size;
+  }
+
   /** True once the first list has filled the cache. */
   hasSynced(): boolean {
     return this.synced;
@@ -173,7 +178,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     const untrack = this.options.metrics?.trackCache(
       this.options.type.resource,
       this.options.namespace ?? '*',
-      () => this.store.size,
+      () => this.size,
     );
     signal.addEventListener('abort', () => this.currentWatch?.abort(), { once: true });
     let failures = 0;

@@ -49,6 +49,13 @@ export class MultiNamespaceInformer<T extends KubeObject> implements Cache<T> {
     return [...this.informers.values()].flatMap((informer) => informer.list());
   }
 
+  /** Objects in the caches of every namespace. */
+  get size(): number {
+    let size = 0;
+    for (const informer of this.informers.values()) size += informer.size;
+    return size;
+  }
+
   /** With a key: whether its namespace has synced. Without: whether every namespace has. */
   hasSynced(key?: string): boolean {
     if (key !== undefined) return this.informerOf(key)?.hasSynced() ?? false;

@@ -95,6 +95,11 @@ export class OperatorMetrics {
       for (const { resource, namespace, size } of this.caches) this.cacheObjects.inc({ resource, namespace }, size());
     },
   });
+  readonly websiteCapacity = new Gauge({
+    name: 'website_capacity',
+    help: 'Websites this operator is sized to hold (WEBSITE_CAPACITY: its memory limit was chosen for them); compare informer_cache_objects{resource="websites"}.',
+    registers: [this.registry],
+  });
   readonly namespaceSynced = new Gauge({
     name: 'watched_namespace_synced',
     help: '1 once the Website, Deployment and Service caches of a watched namespace (*: all namespaces) have synced; 0 until then, for example while the namespace is not granted (see the error log).',

@@ -1,6 +1,6 @@
 import { jsonEqual } from '../controller/apply.ts';
 import { Controller } from '../controller/controller.ts';
-import { objectKey } from '../controller/informer.ts';
+import { type InformerHandler, objectKey } from '../controller/informer.ts';
 import { DEPLOYMENTS, type KubeObject, SERVICES } from '../controller/kube-client.ts';
 import type { Manager, ManagerConfig } from '../controller/manager.ts';
 import { type FieldMask, fieldMask, METADATA_MASK, projection } from '../controller/projection.ts';
@@ -19,6 +19,11 @@ export interface OperatorConfig extends ManagerConfig {
   readonly clusterDomain: string;
   readonly webImage?: string;
   readonly webResources?: WebsiteWorkloadResources;
+  /**
+   * Websites the operator's memory was sized for (the Deployment sets it with its limit); holding
+   * more is logged as a warning. Undefined: not checked.
+   */
+  readonly capacity?: number;
 }
 
 export function setupWebsiteController(manager: Manager, config: OperatorConfig): Controller<WebsiteV1 & KubeObject> {
@@ -46,6 +51,7 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
     logger: manager.deps.logger,
   });
   const finalizer = finalizerName(config.group);
+  if (config.capacity !== undefined) watchCapacity(websites, config.capacity, manager);
   const controller = new Controller(manager, {
     name: 'website',
     for: {
@@ -59,6 +65,31 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
     concurrency: config.concurrency,
   });
   return controller;
+}
+
+/**
+ * Reports the capacity as a metric, and warns each time the Websites held rise above it: the
+ * operator keeps reconciling them (refusing Websites would lose them), but its memory limit was not
+ * sized for them, and the warning says what to change before the kernel's OOM killer decides.
+ */
+function watchCapacity(
+  websites: { on(handler: InformerHandler<KubeObject>): void; readonly size: number },
+  capacity: number,
+  manager: Manager,
+): void {
+  const { logger, metrics } = manager.deps;
+  metrics.websiteCapacity.set(capacity);
+  let above = false;
+  websites.on((event) => {
+    if (event !== 'add' && event !== 'delete') return;
+    const held = websites.size;
+    if (held > capacity && !above)
+      logger.warn(
+        { websites: held, capacity },
+        `holding ${held} Websites, more than the ${capacity} this operator's memory limit was sized for: raise the WebsiteOperator's capacity (it sizes the memory limit), or split Websites across operators by namespace`,
+      );
+    above = held > capacity;
+  });
 }
 
 /**
