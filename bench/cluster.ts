@@ -307,11 +307,13 @@ export async function emptyNamespace(
       count += (await admin.list(type, namespace, { labelSelector, limit: 1 })).items.length;
     return count;
   };
-  // Deleting thousands of objects can outlast the API server's 60 s request timeout (504): the
-  // deletion goes on on the server, and the next round deletes what is left.
+  // Deleting thousands of objects can outlast the API server's 60 s request timeout (504, or over
+  // HTTP/2 a reset stream) or the client's (no response, code 0): the deletion goes on on the
+  // server, and the next round deletes what is left. An API server that is down fails the next list.
   const deleteCollection = (type: ResourceType, query: Record<string, string | number | undefined>) =>
     admin.request('DELETE', type, { namespace }, { query }).catch((error: unknown) => {
-      if ((error as { code?: number }).code !== 504) throw error;
+      const code = (error as { code?: number }).code;
+      if (code !== 504 && code !== 0) throw error;
     });
   for (let attempt = 1; ; attempt++) {
     const items = await listWebsites();

@@ -306,8 +306,7 @@ async function startPeer(peer: Peer, context: PeerContext): Promise<PeerProcess>
   const process = await peer.start(context);
   running.add(process);
   return {
-    pid: process.pid,
-    metricsUrl: process.metricsUrl,
+    ...process,
     stop: async () => {
       running.delete(process);
       await process.stop();
@@ -524,6 +523,32 @@ export async function runPeer(
     } finally {
       await process.stop();
       await watchers.stop();
+    }
+    // What holding them costs without the burst's garbage: a fresh process once its first pass
+    // over the N Websites (each one through its queue) is done, as after a restart or an upgrade.
+    say(`memory: a fresh process over the ${n} Websites`);
+    const restarted = await startPeer(peer, context);
+    try {
+      await eventually(
+        `${n} Websites through the fresh process's queue`,
+        async () =>
+          parseHistogram(await metricsText(restarted), peer.queueWait.metric, peer.queueWait.labels).count >= n,
+        { timeoutMs: 600_000, intervalMs: 1000 },
+      );
+      records.push(
+        {
+          ...memoryRecord(subject, n, await steadyRss(restarted.pid), idleRss),
+          figure: 'rssHoldingNRestarted',
+          label: 'RSS holding N Websites, a fresh process after its first pass over them',
+        },
+        ...(await heapRecords(subject, n, restarted, idleHeap)).map((r) => ({
+          ...r,
+          figure: `${r.figure}Restarted`,
+          label: `${r.label}, a fresh process`,
+        })),
+      );
+    } finally {
+      await restarted.stop();
     }
   }
   await emptyNamespace(cluster, peer.namespace, peer.websites, { everything: true });
