@@ -4,7 +4,11 @@
 // rendering one Website through the construct.
 import { App, Chart } from 'cdk8s';
 import { LEASE_NAME } from '../lib/operator/names.ts';
-import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
+import {
+  DEFAULT_OPERATOR_CAPACITY,
+  DEFAULT_OPERATOR_RESOURCES,
+  nodeOptionsFor,
+} from '../lib/operator/operator-deployment.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
 import { type KubeObject, LEASES } from '../operator/src/controller/kube-client.ts';
@@ -61,6 +65,7 @@ export function websiteOperatorPeer({
       const deployment = {
         NODE_ENV: 'production',
         NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
+        WEBSITE_CAPACITY: String(DEFAULT_OPERATOR_CAPACITY),
       };
       // Where the inspector listens once SIGUSR1 opens it, for the heap figure (bench/heap.ts).
       const inspectPort = await freePort();

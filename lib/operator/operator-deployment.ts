@@ -58,24 +58,22 @@ export interface OperatorResources {
 }
 
 /**
- * Sized from the operator's measured memory: as runc runs the image with this Deployment's pod spec
- * (test/cluster/image.test.ts; README "Memory"), about 90 MiB idle with the conversion webhook on;
- * as the benchmark runs the bundle with this Deployment's NODE_OPTIONS (README "Benchmarks"),
- * 83 MiB idle and 142 MiB holding 100 Websites right after creating them (heap grown by the burst).
- * - memory request 160Mi: a working operator's use after a burst, with about 10 % to spare;
- * - memory limit 384Mi, 2.4x the request: a burst of creations grows the heap well above what is live
- *   (before bundling, a burst of 1000 creations left 1.5x the RSS of a restarted process holding the
- *   same Websites); a limit only contains a leak and reserves nothing;
- * - CPU request 100m: idle it uses about 12m (Lease renewals, timers); creating Websites takes about 15 ms
- *   of CPU each; no CPU limit, so reconcile bursts are not throttled (CPU is shared by request).
- * V8's old generation is capped below the limit (NODE_OPTIONS, see nodeOptionsFor), so the process
- * collects garbage before the cgroup's OOM killer would stop it.
+ * The operator's memory as `npm run bench -- --n 1000 --memory 5000` measures it (README
+ * "Capacity"): the bundle with this Deployment's NODE_OPTIONS, V8's heap right after a full garbage
+ * collection and VmRSS, in a fresh process that has made its first pass over the Websites it holds.
+ * What grows with Websites is the caches (each Website whole, its Deployment and Service cut to the
+ * fields the operator reads) and the queue's index.
  */
-export const DEFAULT_OPERATOR_RESOURCES: OperatorResources = {
-  cpuRequest: '100m',
-  memoryRequest: '160Mi',
-  memoryLimit: '384Mi',
-};
+export const OPERATOR_MEMORY = {
+  /** V8 heap after a full GC with no Website (MiB). */
+  idleHeapMiB: 17.6,
+  /** V8 heap after a full GC per Website held (KiB): 9.9 right after creating 5000, 6.9 in a fresh process. */
+  heapPerWebsiteKiB: 9.9,
+  /** RSS with no Website, caches synced (MiB). */
+  idleRssMiB: 83.7,
+  /** RSS per Website held, fresh process (KiB): 5000 Websites took it from 83.7 to 181 MiB (224 MiB right after creating them). */
+  rssPerWebsiteKiB: 19.9,
+} as const;
 
 /**
  * What the operator's process needs outside V8's old generation (MiB): measured idle, about 57 MiB
@@ -83,6 +81,57 @@ export const DEFAULT_OPERATOR_RESOURCES: OperatorResources = {
  * 16 MiB semi-spaces); the rest is margin.
  */
 const OPERATOR_NON_HEAP_MIB = 128;
+
+/**
+ * V8's old generation is capped at this many times the live heap: a burst of creations allocates
+ * far more than stays live (RSS 224 MiB right after creating 5000 Websites, 181 MiB in a fresh
+ * process holding them), and V8 needs room above the live heap to collect
+ * without running back to back.
+ */
+const HEAP_HEADROOM = 2;
+
+/** The smallest cap on V8's old generation: start-up and the first list allocate about 64 MiB. */
+const MIN_HEAP_MIB = 128;
+
+/** Websites the default resources are sized for: what the benchmark holds in its memory phase. */
+export const DEFAULT_OPERATOR_CAPACITY = 5000;
+
+const roundUp16 = (mib: number) => Math.ceil(mib / 16) * 16;
+
+/** V8's old-generation cap (MiB) for `capacity` Websites: HEAP_HEADROOM times the live heap, at least MIN_HEAP_MIB. */
+function heapCapMiB(capacity: number): number {
+  const live = OPERATOR_MEMORY.idleHeapMiB + (OPERATOR_MEMORY.heapPerWebsiteKiB * capacity) / 1024;
+  return roundUp16(Math.max(MIN_HEAP_MIB, HEAP_HEADROOM * live));
+}
+
+/**
+ * Requests and limit for an operator that holds `capacity` Websites, from OPERATOR_MEMORY:
+ * - memory limit: V8's old-generation cap (HEAP_HEADROOM times the live heap) plus what the process
+ *   needs outside it (OPERATOR_NON_HEAP_MIB); a limit only contains a leak and reserves nothing;
+ * - memory request: the RSS of a process holding them, rounded up to 16 MiB;
+ * - CPU request 100m: idle it uses about 12m (Lease renewals, timers); a new Website costs about
+ *   12 ms of CPU; no CPU limit, so reconcile bursts are not throttled (CPU is shared by request).
+ */
+export function operatorResourcesFor(capacity: number): OperatorResources {
+  if (!Number.isInteger(capacity) || capacity < 1)
+    throw new Error(`an operator's capacity is a whole number of Websites, at least 1; got ${capacity}`);
+  const rss = OPERATOR_MEMORY.idleRssMiB + (OPERATOR_MEMORY.rssPerWebsiteKiB * capacity) / 1024;
+  return {
+    cpuRequest: '100m',
+    memoryRequest: `${roundUp16(rss)}Mi`,
+    memoryLimit: `${OPERATOR_NON_HEAP_MIB + heapCapMiB(capacity)}Mi`,
+  };
+}
+
+/** The Websites an operator with this memory limit holds: the inverse of operatorResourcesFor. */
+export function capacityFor(memoryLimit: string): number {
+  const heap = quantityMebibytes(memoryLimit) - OPERATOR_NON_HEAP_MIB;
+  const live = heap / HEAP_HEADROOM - OPERATOR_MEMORY.idleHeapMiB;
+  return Math.max(0, Math.floor((live * 1024) / OPERATOR_MEMORY.heapPerWebsiteKiB));
+}
+
+/** What the Deployment gets without `resources` or `capacity`: sized for DEFAULT_OPERATOR_CAPACITY Websites. */
+export const DEFAULT_OPERATOR_RESOURCES: OperatorResources = operatorResourcesFor(DEFAULT_OPERATOR_CAPACITY);
 
 /** Mebibytes in a Kubernetes memory quantity ('384Mi', '1Gi', '500M', '400000000'). */
 function quantityMebibytes(quantity: string): number {
@@ -165,8 +214,15 @@ export interface OperatorDeploymentProps {
    */
   readonly otlpEndpoint?: string;
   /**
+   * Websites the operator is sized to hold: sets the memory request and limit and V8's heap cap
+   * (operatorResourcesFor), and WEBSITE_CAPACITY, above which the operator logs a warning. With
+   * `resources` too, their memory limit must hold this many.
+   * @default DEFAULT_OPERATOR_CAPACITY (5000); with `resources` only, what their memory limit holds (capacityFor)
+   */
+  readonly capacity?: number;
+  /**
    * CPU and memory requests and limit.
-   * @default DEFAULT_OPERATOR_RESOURCES
+   * @default operatorResourcesFor(capacity)
    */
   readonly resources?: OperatorResources;
   /**
@@ -188,6 +244,33 @@ export interface OperatorDeploymentProps {
   readonly webhookServiceName?: string;
 }
 
+/** Resources and capacity from either or both props (see OperatorDeploymentProps.capacity). */
+function sizing(
+  path: string,
+  capacity: number | undefined,
+  resources: OperatorResources | undefined,
+): { resources: OperatorResources; capacity: number } {
+  if (!resources) {
+    const sized = capacity ?? DEFAULT_OPERATOR_CAPACITY;
+    return { resources: operatorResourcesFor(sized), capacity: sized };
+  }
+  nodeOptionsFor(resources.memoryLimit); // a limit too small for the process at all says so first
+  const holds = capacityFor(resources.memoryLimit);
+  if (capacity === undefined) {
+    if (holds < 1)
+      throw new Error(
+        `OperatorDeployment at '${path}': memory limit ${resources.memoryLimit} holds no Website; give it at least ${operatorResourcesFor(1).memoryLimit}`,
+      );
+    return { resources, capacity: holds };
+  }
+  operatorResourcesFor(capacity); // validates it
+  if (holds < capacity)
+    throw new Error(
+      `OperatorDeployment at '${path}': memory limit ${resources.memoryLimit} holds about ${holds} Websites, not the capacity ${capacity}: give it at least ${operatorResourcesFor(capacity).memoryLimit}, or leave resources out to have them sized for the capacity`,
+    );
+  return { resources, capacity };
+}
+
 /** The operator's Deployment: one pod by default, Pod Security `restricted`, probes and ports named. */
 export class OperatorDeployment extends Construct {
   public readonly deployment: k8s.KubeDeployment;
@@ -207,7 +290,7 @@ export class OperatorDeployment extends Construct {
           'the same Websites concurrently; enable leaderElection or run 1 replica',
       );
     }
-    const resources = props.resources ?? DEFAULT_OPERATOR_RESOURCES;
+    const { resources, capacity } = sizing(this.node.path, props.capacity, props.resources);
     const labels = operatorLabels('controller');
     const selector = { 'app.kubernetes.io/name': OPERATOR_NAME, 'app.kubernetes.io/component': 'controller' };
     const q = k8s.Quantity.fromString;
@@ -222,6 +305,7 @@ export class OperatorDeployment extends Construct {
       { name: 'LEADER_ELECTION', value: String(leaderElection) },
       { name: 'LEASE_NAME', value: props.leaseName ?? LEASE_NAME },
       { name: 'NODE_OPTIONS', value: nodeOptionsFor(resources.memoryLimit) },
+      { name: 'WEBSITE_CAPACITY', value: String(capacity) },
       ...(props.otlpEndpoint
         ? [
             { name: 'OTEL_SERVICE_NAME', value: OPERATOR_NAME },

@@ -79,8 +79,15 @@ export interface WebsiteOperatorProps {
    */
   readonly otlpEndpoint?: string;
   /**
+   * Websites the operator is sized to hold: sets its memory request and limit and V8's heap cap
+   * (operatorResourcesFor), and WEBSITE_CAPACITY, above which it logs a warning. With `resources`
+   * too, their memory limit must hold this many.
+   * @default DEFAULT_OPERATOR_CAPACITY (5000); with `resources` only, what their memory limit holds
+   */
+  readonly capacity?: number;
+  /**
    * CPU and memory requests and limit.
-   * @default DEFAULT_OPERATOR_RESOURCES
+   * @default operatorResourcesFor(capacity)
    */
   readonly resources?: OperatorResources;
   /**
@@ -179,6 +186,7 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       leaderElection,
       leaseName: LEASE_NAME,
       otlpEndpoint: props.otlpEndpoint,
+      capacity: props.capacity,
       resources: props.resources,
       webhookCertificates,
       webhookSecretName: WEBHOOK_SECRET_NAME,

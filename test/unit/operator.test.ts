@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Chart } from 'cdk8s';
-import { DEFAULT_OPERATOR_IMAGE } from '../../lib/operator/operator-deployment.ts';
+import { capacityFor, DEFAULT_OPERATOR_IMAGE, operatorResourcesFor } from '../../lib/operator/operator-deployment.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
@@ -157,17 +157,45 @@ describe('WebsiteOperator', () => {
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
   });
 
-  test("sets resources deliberately: requests and a memory limit, with V8's old generation capped below it", () => {
-    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '160Mi' }, limits: { memory: '384Mi' } });
-    expect(container.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=256' });
-    const custom = only(
-      operator({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } }),
-      'Deployment',
-    );
-    expect(custom.spec.template.spec.containers[0].env).toContainEqual({
-      name: 'NODE_OPTIONS',
-      value: '--max-old-space-size=896',
+  test("sizes resources for its capacity, 5000 Websites by default: requests, a memory limit, V8's old generation capped below it", () => {
+    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '272Mi' } });
+    expect(container.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=144' });
+    expect(container.env).toContainEqual({ name: 'WEBSITE_CAPACITY', value: '5000' });
+    const deploymentOf = (props: Parameters<typeof operator>[0]) => only(operator(props), 'Deployment');
+    const envOf = (d: Manifest) =>
+      Object.fromEntries(d.spec.template.spec.containers[0].env.map((e: Manifest) => [e.name, e.value]));
+
+    // A capacity sizes them: twice the live heap the benchmark measured per Website, plus what Node needs outside it.
+    const large = deploymentOf({ capacity: 20_000 });
+    expect(large.spec.template.spec.containers[0].resources).toEqual({
+      requests: { cpu: '100m', memory: '480Mi' },
+      limits: { memory: '560Mi' },
     });
+    expect(envOf(large)).toMatchObject({ NODE_OPTIONS: '--max-old-space-size=432', WEBSITE_CAPACITY: '20000' });
+    expect(operatorResourcesFor(1000).memoryLimit).toBe('256Mi');
+
+    // Resources alone: the capacity is what their limit holds.
+    const custom = deploymentOf({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } });
+    expect(envOf(custom)).toMatchObject({ NODE_OPTIONS: '--max-old-space-size=896', WEBSITE_CAPACITY: '44518' });
+    expect(capacityFor('1Gi')).toBe(44518);
+    for (const capacity of [1, 999, 5000, 12_345, 100_000])
+      expect(capacityFor(operatorResourcesFor(capacity).memoryLimit)).toBeGreaterThanOrEqual(capacity);
+
+    // Both: the limit must hold the capacity.
+    expect(
+      envOf(
+        deploymentOf({
+          capacity: 8000,
+          resources: { cpuRequest: '100m', memoryRequest: '256Mi', memoryLimit: '512Mi' },
+        }),
+      ),
+    ).toMatchObject({ WEBSITE_CAPACITY: '8000' });
+    expect(() =>
+      operator({ capacity: 20_000, resources: { cpuRequest: '100m', memoryRequest: '256Mi', memoryLimit: '512Mi' } }),
+    ).toThrow(
+      /memory limit 512Mi holds about 18038 Websites, not the capacity 20000: give it at least 560Mi, or leave resources out/,
+    );
+    expect(() => operator({ capacity: 0 })).toThrow(/capacity is a whole number of Websites, at least 1; got 0/);
     expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: '128Mi' } })).toThrow(
       /memory limit 128Mi is too small: .* at least 192Mi/,
     );
@@ -186,7 +214,8 @@ describe('WebsiteOperator', () => {
       POD_NAME: 'metadata.name',
       LEADER_ELECTION: 'true',
       LEASE_NAME: 'website-operator',
-      NODE_OPTIONS: '--max-old-space-size=256',
+      NODE_OPTIONS: '--max-old-space-size=144',
+      WEBSITE_CAPACITY: '5000',
       WEBHOOK_CERT_MODE: 'operator',
       WEBHOOK_SECRET_NAME: 'website-operator-webhook-tls',
       WEBHOOK_SERVICE_NAME: 'website-operator-webhook',
