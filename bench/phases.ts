@@ -305,8 +305,11 @@ export async function stopPeers(): Promise<void> {
 async function startPeer(peer: Peer, context: PeerContext): Promise<PeerProcess> {
   const process = await peer.start(context);
   running.add(process);
+  // Named one by one: an adapter's process may be a class instance, whose getters a spread drops.
   return {
-    ...process,
+    pid: process.pid,
+    metricsUrl: process.metricsUrl,
+    heapAfterGc: process.heapAfterGc?.bind(process),
     stop: async () => {
       running.delete(process);
       await process.stop();
