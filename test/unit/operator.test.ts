@@ -1,8 +1,14 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { App, Chart } from 'cdk8s';
-import { capacityFor, DEFAULT_OPERATOR_IMAGE, operatorResourcesFor } from '../../lib/operator/operator-deployment.ts';
+import {
+  capacityFor,
+  DEFAULT_OPERATOR_IMAGE,
+  nodeOptionsFor,
+  operatorResourcesFor,
+} from '../../lib/operator/operator-deployment.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
@@ -202,6 +208,20 @@ describe('WebsiteOperator', () => {
     expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: 'lots' } })).toThrow(
       /'lots' is not a memory quantity/,
     );
+  });
+
+  test("the README's capacity table is what operatorResourcesFor gives", () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const rows = [...readme.matchAll(/^\| (\d+)(?: \(default\))? +\| (\d+Mi) +\| (\d+Mi) +\| (\d+) MiB +\|$/gm)];
+    expect(rows.map((r) => Number(r[1]))).toEqual([1000, 5000, 10000, 20000]);
+    for (const [, capacity, request, limit, heap] of rows) {
+      const resources = operatorResourcesFor(Number(capacity));
+      expect([resources.memoryRequest, resources.memoryLimit, nodeOptionsFor(resources.memoryLimit)]).toEqual([
+        request,
+        limit,
+        `--max-old-space-size=${heap}`,
+      ]);
+    }
   });
 
   test('passes the group, namespace, pod name and leader election to the runtime', () => {
