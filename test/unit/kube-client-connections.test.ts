@@ -61,29 +61,41 @@ function watchUntilDone(client: KubeClient, inactivityTimeoutMs: number) {
   return { events, ended, stop: async () => (await controller)?.abort() };
 }
 
-test('after a request times out on a connection that went silent, the next request goes over a new connection and succeeds', async () => {
-  const api = await apiServer((request, response) => {
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ metadata: { name: 'a', namespace: 'ns' }, httpVersion: request.httpVersion }));
-  });
-  const proxy = await BlackHoleProxy.start({ host: '127.0.0.1', port: api.port });
-  try {
-    const client = new KubeClient(kubeConfigFor(proxy.port, api.ca), { timeoutMs: 500 });
-    const get = () => client.get<{ httpVersion: string }>(DEPLOYMENTS, { namespace: 'ns', name: 'a' });
-    // Two requests share one HTTP/2 connection.
-    expect((await get())?.httpVersion).toBe('2.0');
-    await get();
-    expect(api.state.sessions).toBe(1);
+test.each([
+  ['its own timeout', { timeoutMs: 500 }, undefined],
+  // The leader's Lease renewals: a deadline of the caller's, well before the request timeout.
+  ["the caller's deadline", {}, 500],
+])(
+  'after a request times out (%s) on a connection that went silent, the next request goes over a new connection and succeeds',
+  async (_, options, deadlineMs) => {
+    const api = await apiServer((request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ metadata: { name: 'a', namespace: 'ns' }, httpVersion: request.httpVersion }));
+    });
+    const proxy = await BlackHoleProxy.start({ host: '127.0.0.1', port: api.port });
+    try {
+      const client = new KubeClient(kubeConfigFor(proxy.port, api.ca), options);
+      const get = () =>
+        client.get<{ httpVersion: string }>(
+          DEPLOYMENTS,
+          { namespace: 'ns', name: 'a' },
+          { signal: deadlineMs === undefined ? undefined : AbortSignal.timeout(deadlineMs) },
+        );
+      // Two requests share one HTTP/2 connection.
+      expect((await get())?.httpVersion).toBe('2.0');
+      await get();
+      expect(api.state.sessions).toBe(1);
 
-    proxy.blackHole();
-    await expect(get()).rejects.toThrow(/GET \/apis\/apps\/v1\/namespaces\/ns\/deployments\/a: .*timeout/);
-    expect((await get())?.httpVersion).toBe('2.0');
-    expect(api.state.sessions).toBe(2);
-  } finally {
-    await proxy.close();
-    api.server.close();
-  }
-});
+      proxy.blackHole();
+      await expect(get()).rejects.toThrow(/GET \/apis\/apps\/v1\/namespaces\/ns\/deployments\/a: .*timeout/);
+      expect((await get())?.httpVersion).toBe('2.0');
+      expect(api.state.sessions).toBe(2);
+    } finally {
+      await proxy.close();
+      api.server.close();
+    }
+  },
+);
 
 test('with http2 false, requests go over HTTP/1.1, never HTTP/2, even where the server offers it', async () => {
   const api = await apiServer((request, response) => {

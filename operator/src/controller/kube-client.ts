@@ -467,7 +467,13 @@ export class KubeClient implements KubeApi {
         return (text ? JSON.parse(text) : undefined) as T;
       } catch (error) {
         if (error instanceof ApiError) throw error;
-        if (timeout.aborted) this.replacePool(credentials);
+        // No answer in time, by the request timeout or by the caller's deadline (a Lease renewal's):
+        // the connection may be dead without a close, so the next request takes a new one rather
+        // than waiting for the HTTP/2 health check's 45 s. A caller's abort for another reason
+        // (shutdown) says nothing of the connection.
+        const deadline =
+          options.signal?.aborted && (options.signal.reason as Error | undefined)?.name === 'TimeoutError';
+        if (timeout.aborted || deadline) this.replacePool(credentials);
         // No response: connection refused, TLS failure, timeout. Say which request, not the headers.
         throw new ApiError(
           0,
