@@ -254,15 +254,10 @@ function sizing(
     const sized = capacity ?? DEFAULT_OPERATOR_CAPACITY;
     return { resources: operatorResourcesFor(sized), capacity: sized };
   }
-  nodeOptionsFor(resources.memoryLimit); // a limit too small for the process at all says so first
+  // A limit too small for the process at all says so first; any limit it accepts holds over a thousand Websites.
+  nodeOptionsFor(resources.memoryLimit);
   const holds = capacityFor(resources.memoryLimit);
-  if (capacity === undefined) {
-    if (holds < 1)
-      throw new Error(
-        `OperatorDeployment at '${path}': memory limit ${resources.memoryLimit} holds no Website; give it at least ${operatorResourcesFor(1).memoryLimit}`,
-      );
-    return { resources, capacity: holds };
-  }
+  if (capacity === undefined) return { resources, capacity: holds };
   operatorResourcesFor(capacity); // validates it
   if (holds < capacity)
     throw new Error(
