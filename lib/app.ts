@@ -93,6 +93,11 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
             serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
             caSecretName: 'elasticsearch-es-http-certs-public',
             credentials: { secretName: 'jaeger-elasticsearch' },
+            // Said, not asked of the cluster's root endpoint, which ECK's Service routes to ready
+            // nodes anyway; then any Elasticsearch 8 or 9 serves, the project's local node too
+            // (README: "The production trace stack"). 8's mappings also serve 9.
+            version: 8,
+            clientHealthCheck: false,
           },
         },
       },
@@ -151,12 +156,23 @@ function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): v
  * What both production charts share, from Secrets cert-manager (or the user) fills (README: "The
  * trace stack"): mutual TLS from applications to the collector gateway (spec §5: production
  * collectors require mutual TLS or OIDC; OTLP without a client certificate is refused), and
- * between the gateway and Jaeger's collector.
+ * between the gateway and Jaeger's collector; and OIDC on the UI (spec §5: "OIDC or mutual TLS on the
+ * UI"), whose provider and addresses are the user's own, so they come from the Secret `jaeger-oidc`
+ * with the client's credentials.
  */
 const PRODUCTION_TRACING: Omit<ProductionTracingStackProps, 'jaeger'> & {
   jaeger: Omit<ProductionTracingStackProps['jaeger'], 'storage'>;
 } = {
-  jaeger: { collectorTls: { secretName: 'jaeger-collector-tls' } },
+  jaeger: {
+    collectorTls: { secretName: 'jaeger-collector-tls' },
+    oidc: {
+      issuerUrl: { secretName: 'jaeger-oidc', key: 'issuer-url' },
+      clientId: { secretName: 'jaeger-oidc', key: 'client-id' },
+      clientSecret: { secretName: 'jaeger-oidc', key: 'client-secret' },
+      cookieSecret: { secretName: 'jaeger-oidc', key: 'cookie-secret' },
+      redirectUrl: { secretName: 'jaeger-oidc', key: 'redirect-url' },
+    },
+  },
   collectorClientTlsSecret: 'otel-collector-client-tls',
   receiverSecurity: { tls: { secretName: 'otel-collector-tls' } },
 };

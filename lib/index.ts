@@ -25,6 +25,7 @@ export * from './tracing/jaeger-all-in-one.ts';
 export * from './tracing/jaeger-config.ts';
 export * from './tracing/jaeger-production.ts';
 export * from './tracing/names.ts';
+export * from './tracing/oauth2-proxy.ts';
 export * from './tracing/otel-collector.ts';
 export * from './tracing/production-tracing-stack.ts';
 export * from './tracing/tracing-network-policy.ts';

@@ -8,19 +8,24 @@
 # Groups: cluster = kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
 # (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
 # Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml), tracegen
-# (Jaeger's OTLP load generator, for `npm run bench:collector`), and actionlint (the linter the unit
+# (Jaeger's OTLP load generator, for `npm run bench:collector`), es-index-cleaner (the program of
+# the production chart's Elasticsearch retention CronJob), and actionlint (the linter the unit
 # tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
 # same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
 # argocd (Argo CD's multi-call binary: its application controller, repo server and ApplicationSet
-# controller, started through links of those names by test/support/argocd.ts). Group node = what a
-# real node runs (scripts/real-node.sh): kubelet and kube-proxy (the control plane's release),
-# containerd with its runc shim and ctr, the CNI plugins bridge, host-local, loopback and portmap
-# (cached as cni-<plugin>; CNI finds them by their plugin name, so link them into a folder of their
-# own), CoreDNS and kube-router (the NetworkPolicy enforcer), for scripts/real-node.sh.
+# controller, started through links of those names by test/support/argocd.ts), and oauth2-proxy
+# (the OIDC proxy the production Jaeger query pod puts in front of the UI, run by the trace tests
+# against scripts/keycloak.sh; in no group, since the development stack of `npm run tracing:up` has
+# no OIDC: scripts/test.sh names it). Group node = what a real node runs (scripts/real-node.sh):
+# kubelet and kube-proxy (the control plane's release), containerd with its runc shim and ctr, the
+# CNI plugins bridge, host-local, loopback and portmap (cached as cni-<plugin>; CNI finds them by
+# their plugin name, so link them into a folder of their own), CoreDNS and kube-router (the
+# NetworkPolicy enforcer), for scripts/real-node.sh.
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
-# TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL. Builds keep the caller's GOFLAGS and the shared
-# GOMODCACHE/GOCACHE; on a shared machine, `GOFLAGS=-p=1 nice -n 19 scripts/binaries.sh ...`.
+# TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL / TEST_ASSET_OAUTH2_PROXY. Builds keep the caller's
+# GOFLAGS and the shared GOMODCACHE/GOCACHE; on a shared machine,
+# `GOFLAGS=-p=1 nice -n 19 scripts/binaries.sh ...`.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
 shopt -s inherit_errexit
@@ -36,6 +41,8 @@ JAEGER_MODULE_VERSION=v1.76.0
 OTELCOL_VERSION=v0.159.0
 ACTIONLINT_VERSION=v1.7.12
 KRO_VERSION=v0.9.4
+# Newer than the image lib/tracing pins (v7.12.0), whose module the Go module proxy refuses.
+OAUTH2_PROXY_VERSION=v7.15.6
 # The newest release that builds from the Go module proxy: v3.2.12 does not compile
 # (settings.ValidateExternalURL undefined), and v3.3+ need a nested gitops-engine module that
 # module zips leave out.
@@ -68,17 +75,18 @@ version_of() {
     kube-*|kubectl|kubelet) echo "$KUBERNETES_VERSION" ;;
     etcd) echo "$ETCD_VERSION" ;;
     kwok|kwokctl) echo "$KWOK_VERSION" ;;
-    jaeger|hotrod|tracegen) echo "$JAEGER_VERSION" ;;
+    jaeger|hotrod|tracegen|es-index-cleaner) echo "$JAEGER_VERSION" ;;
     builder) echo "$OTELCOL_VERSION" ;;
     actionlint) echo "$ACTIONLINT_VERSION" ;;
     kro) echo "$KRO_VERSION" ;;
     argocd) echo "$ARGOCD_VERSION" ;;
+    oauth2-proxy) echo "$OAUTH2_PROXY_VERSION" ;;
     containerd|containerd-shim-runc-v2|ctr) echo "$CONTAINERD_VERSION" ;;
     cni-*) echo "$CNI_PLUGINS_VERSION" ;;
     coredns) echo "$COREDNS_VERSION" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen actionlint kro argocd; groups: cluster, tracing, node)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen es-index-cleaner actionlint kro argocd oauth2-proxy; groups: cluster, tracing, node)" ;;
   esac
 }
 
@@ -97,6 +105,7 @@ preset_of() {
     jaeger) var=${TEST_ASSET_JAEGER:-} ;;
     hotrod) var=${TEST_ASSET_HOTROD:-} ;;
     otelcol) var=${TEST_ASSET_OTELCOL:-} ;;
+    oauth2-proxy) var=${TEST_ASSET_OAUTH2_PROXY:-} ;;
   esac
   # KUBEBUILDER_ASSETS holds Kubernetes binaries; a trace binary found there would be of unknown version.
   if [[ -z "$var" && -n "${KUBEBUILDER_ASSETS:-}" && " ${CLUSTER[*]} " == *" $name "* && -x "$KUBEBUILDER_ASSETS/$name" ]]; then
@@ -223,12 +232,12 @@ build() {
       CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@$version" || ok=$?
       [[ $ok == 0 ]] && mv "$gobin/$name" "$tmp"
       ;;
-    jaeger|hotrod|tracegen)
+    jaeger|hotrod|tracegen|es-index-cleaner)
       local module dir commit_time kv pkg=./examples/hotrod ld="-s -w"
       module=$(jaeger_module) || ok=$?
       if [[ $ok == 0 ]]; then
         { read -r dir; read -r commit_time; } <<<"$module"
-        [[ $name == tracegen ]] && pkg=./cmd/tracegen
+        [[ $name == tracegen || $name == es-index-cleaner ]] && pkg=./cmd/$name
         if [[ $name == jaeger ]]; then
           # Upstream's BUILD_INFO_V2 (scripts/makefiles/BuildInfo.mk), so `jaeger version` reports v2.13.0.
           pkg=./cmd/jaeger
@@ -261,6 +270,11 @@ build() {
         done
         (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" ./cmd) || ok=$?
       fi
+      ;;
+    oauth2-proxy)
+      # Upstream's version stamp (Makefile), so `oauth2-proxy --version` reports the release.
+      go_install oauth2-proxy github.com/oauth2-proxy/oauth2-proxy/v7 \
+        "-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$version" || ok=$?
       ;;
     containerd|containerd-shim-runc-v2|ctr)
       # Upstream's version stamp (Makefile), so `containerd --version` reports the release.

@@ -22,8 +22,9 @@
 #   coredns           registry.k8s.io/coredns/coredns:v1.15.0          binaries.sh coredns
 #   jaeger            jaegertracing/jaeger:2.13.0                      binaries.sh jaeger
 #   hotrod            jaegertracing/example-hotrod:1.76.0              binaries.sh hotrod
-#   es-index-cleaner  jaegertracing/jaeger-es-index-cleaner:1.76.0     the Jaeger module's cmd/es-index-cleaner (go build)
+#   es-index-cleaner  jaegertracing/jaeger-es-index-cleaner:1.76.0     binaries.sh es-index-cleaner
 #   otelcol-contrib   otel/opentelemetry-collector-contrib:0.159.0     binaries.sh otelcol
+#   oauth2-proxy      quay.io/oauth2-proxy/oauth2-proxy:v7.15.6        binaries.sh oauth2-proxy
 #   nginx             nginxinc/nginx-unprivileged:1.28.0-alpine        Debian's nginx (1.22)
 #   shell-operator    alpine/k8s:1.36.2                                Debian's bash and jq, binaries.sh kubectl (v1.36.4)
 #   website-operator  ghcr.io/website-stack/website-operator:0.1.0     scripts/image.sh build
@@ -35,7 +36,8 @@
 # <name>.tar and <name>.inputs, the key it was built from: a SHA-256 of the reference, this script,
 # the Containerfile, every file of the build context by content and the Debian layer's index (for
 # website-operator: the reference, this script and its layout's index). An image whose key is
-# unchanged is not built again. bin/ holds what is compiled here: pause and es-index-cleaner.
+# unchanged is not built again. bin/ holds what is compiled or copied here: pause and Jaeger's
+# sampling strategies.
 # Packages come from the Debian mirror at build time: delete a tar to build it again with today's.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
@@ -51,7 +53,7 @@ BUILDAH=(buildah "${STORAGE[@]}")
 DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 
 # The pinned releases, read as scripts/cluster.sh reads them.
-eval "$(grep -E '^(KUBERNETES|JAEGER|JAEGER_MODULE|OTELCOL|COREDNS)_VERSION=' "$ROOT/scripts/binaries.sh")"
+eval "$(grep -E '^(KUBERNETES|JAEGER|JAEGER_MODULE|OTELCOL|COREDNS|OAUTH2_PROXY)_VERSION=' "$ROOT/scripts/binaries.sh")"
 # The pause release of Kubernetes $KUBERNETES_VERSION (TAG in its build/pause/Makefile, checked when
 # compiled), and the sandbox image containerd 2.4 asks for by default.
 PAUSE_VERSION=3.10.2
@@ -72,6 +74,7 @@ jaeger jaegertracing/jaeger:${JAEGER_VERSION#v}
 hotrod jaegertracing/example-hotrod:${JAEGER_MODULE_VERSION#v}
 es-index-cleaner jaegertracing/jaeger-es-index-cleaner:${JAEGER_MODULE_VERSION#v}
 otelcol-contrib otel/opentelemetry-collector-contrib:${OTELCOL_VERSION#v}
+oauth2-proxy quay.io/oauth2-proxy/oauth2-proxy:$OAUTH2_PROXY_VERSION
 nginx nginxinc/nginx-unprivileged:1.28.0-alpine
 shell-operator alpine/k8s:1.36.2
 website-operator ghcr.io/website-stack/website-operator:$VERSION
@@ -91,7 +94,7 @@ deps() {
 }
 
 require_go() {
-  command -v go >/dev/null 2>&1 || die "Go is not installed: it fetches the Kubernetes and Jaeger sources pause and es-index-cleaner are built from. Install Go >= 1.25 (https://go.dev/doc/install)"
+  command -v go >/dev/null 2>&1 || die "Go is not installed: it fetches the Kubernetes source pause is built from and the Jaeger module the sampling strategies come from. Install Go >= 1.25 (https://go.dev/doc/install)"
 }
 
 # A module's directory in the Go module cache, downloaded when missing. From /, so that a go.mod or
@@ -115,30 +118,24 @@ pause_binary() {
   echo "$out"
 }
 
-# The Jaeger module scripts/binaries.sh builds jaeger and hotrod from: its es-index-cleaner, built
-# as binaries.sh builds those (inside the module, so its replace directives and go.sum apply), and
-# the sampling strategies file Jaeger's image carries. Prints their paths, one per line.
-jaeger_files() {
-  local bin=$OUT_DIR/bin/es-index-cleaner-$JAEGER_MODULE_VERSION json=$OUT_DIR/bin/jaeger-sampling-strategies-$JAEGER_MODULE_VERSION.json dir
-  if [[ ! -x $bin || ! -f $json ]]; then
+# The sampling strategies file Jaeger's image carries, from the Jaeger module scripts/binaries.sh
+# builds jaeger from. Prints its path.
+sampling_strategies() {
+  local json=$OUT_DIR/bin/jaeger-sampling-strategies-$JAEGER_MODULE_VERSION.json dir
+  if [[ ! -f $json ]]; then
     require_go
     dir=$(module_dir github.com/jaegertracing/jaeger "$JAEGER_MODULE_VERSION")
     mkdir -p "$OUT_DIR/bin"
     cp "$dir/cmd/jaeger/sampling-strategies.json" "$json.tmp"
     mv -f "$json.tmp" "$json"
-    if [[ ! -x $bin ]]; then
-      log "building es-index-cleaner $JAEGER_MODULE_VERSION (a minute or two)"
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" nice go build -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/es-index-cleaner)
-      mv "$bin.tmp" "$bin"
-    fi
   fi
-  printf '%s\n%s\n' "$bin" "$json"
+  echo "$json"
 }
 
 # The build context of image $1, as "<file name> <source path>" lines: what its Containerfile COPYs.
 # BIN holds scripts/binaries.sh's paths by binary name.
 context_of() {
-  local name=$1 dir=$ROOT/images path files
+  local name=$1 dir=$ROOT/images path
   case "$name" in
     pause)
       path=$(pause_binary)
@@ -146,19 +143,16 @@ context_of() {
       ;;
     coredns) echo "coredns ${BIN[coredns]}" ;;
     jaeger)
-      files=$(jaeger_files)
       echo "jaeger ${BIN[jaeger]}"
-      echo "sampling-strategies.json ${files#*$'\n'}"
+      echo "sampling-strategies.json $(sampling_strategies)"
       ;;
     hotrod) echo "hotrod ${BIN[hotrod]}" ;;
-    es-index-cleaner)
-      files=$(jaeger_files)
-      echo "es-index-cleaner ${files%%$'\n'*}"
-      ;;
+    es-index-cleaner) echo "es-index-cleaner ${BIN[es-index-cleaner]}" ;;
     otelcol-contrib)
       echo "otelcol ${BIN[otelcol]}"
       echo "otelcol-contrib.yaml $dir/otelcol-contrib.yaml"
       ;;
+    oauth2-proxy) echo "oauth2-proxy ${BIN[oauth2-proxy]}" ;;
     nginx) echo "nginx.conf $dir/nginx.conf" ;;
     shell-operator) echo "kubectl ${BIN[kubectl]}" ;;
     *) die "no build context for image '$name'" ;;
@@ -254,7 +248,7 @@ build() {
 
   local -A BIN=()
   local binaries
-  binaries=$(bash "$ROOT/scripts/binaries.sh" coredns jaeger hotrod otelcol kubectl)
+  binaries=$(bash "$ROOT/scripts/binaries.sh" coredns jaeger hotrod es-index-cleaner otelcol oauth2-proxy kubectl)
   while IFS= read -r line; do
     BIN[${line%%=*}]=${line#*=}
   done <<<"$binaries"

@@ -24,8 +24,8 @@ trap stop_prebuild EXIT
 # actionlint first: it is quick, and the unit tests need it while the others are still building.
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
-  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing argocd node), in the background: test-results/binaries.log"
-  setsid bash scripts/binaries.sh actionlint cluster tracing argocd node >test-results/binaries.log 2>&1 &
+  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing argocd node oauth2-proxy), in the background: test-results/binaries.log"
+  setsid bash scripts/binaries.sh actionlint cluster tracing argocd node oauth2-proxy >test-results/binaries.log 2>&1 &
   prebuild=$!
 fi
 

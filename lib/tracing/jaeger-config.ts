@@ -24,7 +24,14 @@ export interface ElasticsearchStorage {
   readonly username?: string;
   readonly passwordFile?: string;
   readonly caFile?: string;
+  /** The cluster's major version; Jaeger reads it from `GET /` at start when not given. */
+  readonly version?: ElasticsearchVersion;
+  /** `false`: the client does not probe the server URLs (`HEAD /`) before using them. */
+  readonly clientHealthCheck?: boolean;
 }
+
+/** The Elasticsearch major versions Jaeger v2 has mappings for (OpenSearch counts as 7). */
+export type ElasticsearchVersion = 7 | 8 | 9;
 
 /** Cassandra at external contact points; `traceTtl` is the retention. The password comes from the environment. */
 export interface CassandraStorage {
@@ -83,6 +90,8 @@ function storageBackend(storage: JaegerStorage): Record<string, unknown> {
       return {
         elasticsearch: {
           server_urls: [...storage.serverUrls],
+          ...(storage.version ? { version: storage.version } : {}),
+          ...(storage.clientHealthCheck === false ? { disable_health_check: true } : {}),
           indices: { index_prefix: storage.indexPrefix },
           ...(storage.username
             ? {

@@ -4,10 +4,15 @@ import { lintAnnotations, WORKLOAD_LINT_EXEMPTIONS } from '../lint.ts';
 import { addressPort, urlPort } from '../network-policy.ts';
 import { DEFAULT_REPLICA_SPREAD, type ReplicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
-import type { SecretKeyRef } from './collector/secrets.ts';
 import { JAEGER_CONFIG_DIR, JAEGER_CONFIG_FILE } from './jaeger-all-in-one.ts';
-import { type JaegerReceiverTls, type JaegerStorage, jaegerConfig } from './jaeger-config.ts';
+import {
+  type ElasticsearchVersion,
+  type JaegerReceiverTls,
+  type JaegerStorage,
+  jaegerConfig,
+} from './jaeger-config.ts';
 import { JAEGER_PORTS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE, tracingLabels } from './names.ts';
+import { OAUTH2_PROXY_PORT, oauth2ProxyContainer, oidcIssuerPort, type QueryOidcProps } from './oauth2-proxy.ts';
 import { type SecretMount, type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
 /** A Secret with keys `username` and `password`. */
@@ -25,6 +30,20 @@ export interface ElasticsearchProps {
   readonly credentials?: CredentialsSecret;
   /** A Secret with `ca.crt` to verify https server URLs. @default the system's roots */
   readonly caSecretName?: string;
+  /**
+   * The cluster's major version (7 for OpenSearch). Jaeger otherwise asks the cluster at start
+   * (`GET /`, which needs the `monitor` cluster privilege and a node that serves that root endpoint);
+   * with it, Jaeger never needs the root endpoint. 9 takes 8's mappings.
+   * @default asked of the cluster at start
+   */
+  readonly version?: ElasticsearchVersion;
+  /**
+   * Whether Jaeger's Elasticsearch client probes each server URL (`HEAD /`) before it uses it, and
+   * fails to start while none answers. Behind one Kubernetes Service URL, which routes only to ready
+   * pods, the probe adds nothing; without it (and with `version`), Jaeger needs no root endpoint.
+   * @default true (Jaeger's default)
+   */
+  readonly clientHealthCheck?: boolean;
   /** Days of indices the daily index cleaner keeps. @default 7 */
   readonly retentionDays?: number;
   /** When the index cleaner runs (cron, UTC). @default '55 23 * * *' */
@@ -47,17 +66,6 @@ export interface CassandraProps {
   readonly traceTtl?: string;
   /** The collector creates the keyspace and tables when missing. @default true */
   readonly createSchema?: boolean;
-}
-
-/** OIDC in front of the UI and query API: oauth2-proxy beside Jaeger, which then listens on localhost only. */
-export interface QueryOidcProps {
-  readonly issuerUrl: string;
-  readonly clientId: string;
-  readonly clientSecret: SecretKeyRef;
-  /** 16, 24 or 32 random bytes, base64: encrypts the session cookie. */
-  readonly cookieSecret: SecretKeyRef;
-  /** Email domains allowed in. @default ['*'] (anyone the issuer authenticates) */
-  readonly emailDomains?: readonly string[];
 }
 
 export const DEFAULT_JAEGER_COLLECTOR_RESOURCES: TracingResources = {
@@ -106,13 +114,12 @@ export interface JaegerProductionProps {
   readonly queryResources?: TracingResources;
   /** @default 'jaegertracing/jaeger-es-index-cleaner:1.76.0' */
   readonly indexCleanerImage?: string;
-  /** @default 'quay.io/oauth2-proxy/oauth2-proxy:v7.12.0' */
+  /** @default 'quay.io/oauth2-proxy/oauth2-proxy:v7.15.6' */
   readonly oauth2ProxyImage?: string;
 }
 
 const STORAGE_DIR = '/etc/jaeger/storage';
 const TLS_DIR = '/etc/jaeger/tls';
-const OAUTH2_PROXY_PORT = 4180;
 
 /**
  * Jaeger v2 for production (spec §1.6): the collector and query as separate Deployments on
@@ -131,8 +138,8 @@ export class JaegerProduction extends Construct {
   /** When the query runs at least 2 replicas: its disruption budget. */
   public readonly queryDisruptionBudget?: k8s.KubePodDisruptionBudget;
   public readonly indexCleaner?: k8s.KubeCronJob;
-  /** With `oidc`: the issuer oauth2-proxy reaches. */
-  public readonly oidcIssuerUrl?: string;
+  /** With `oidc`: the port of the issuer oauth2-proxy reaches, for the query pod's NetworkPolicy. */
+  public readonly oidcIssuerPort?: number;
   /** The ports of the storage's endpoints (server URLs, contact points), for the NetworkPolicies of the pods that reach it. */
   public readonly storagePorts: readonly number[];
   /** `<name>-collector.<namespace>.svc:4317`. */
@@ -164,6 +171,8 @@ export class JaegerProduction extends Construct {
     let storage: (role: 'collector' | 'query') => JaegerStorage;
     if (s.type === 'elasticsearch') {
       if (s.serverUrls.length === 0) throw new Error(`${where}: storage.serverUrls needs at least one URL`);
+      if (s.version !== undefined && ![7, 8, 9].includes(s.version))
+        throw new Error(`${where}: storage.version must be 7 (or OpenSearch), 8 or 9, got ${s.version}`);
       for (const url of s.serverUrls)
         if (!/^https?:\/\/[^/]+/.test(url))
           throw new Error(`${where}: storage.serverUrls: '${url}' is not an http(s) URL`);
@@ -180,6 +189,8 @@ export class JaegerProduction extends Construct {
         type: 'elasticsearch',
         serverUrls: s.serverUrls,
         indexPrefix: s.indexPrefix ?? 'jaeger',
+        ...(s.version ? { version: s.version } : {}),
+        ...(s.clientHealthCheck === false ? { clientHealthCheck: false } : {}),
         ...(s.credentials
           ? { username: '${env:ES_USERNAME}', passwordFile: `${STORAGE_DIR}/credentials/password` }
           : {}),
@@ -274,7 +285,7 @@ export class JaegerProduction extends Construct {
 
     // Query: the UI and API, reading the same storage; behind oauth2-proxy when OIDC is on.
     const oidc = props.oidc;
-    this.oidcIssuerUrl = oidc?.issuerUrl;
+    this.oidcIssuerPort = oidc ? oidcIssuerPort(oidc) : undefined;
     const queryReplicas = props.queryReplicas ?? 2;
     if (!Number.isInteger(queryReplicas) || queryReplicas < 1)
       throw new Error(`${where}: queryReplicas must be a whole number >= 1, got ${queryReplicas}`);
@@ -283,47 +294,9 @@ export class JaegerProduction extends Construct {
       query: { localOnly: oidc !== undefined },
       serviceName: `${name}-query`,
     });
-    const sidecars: k8s.Container[] = [];
-    if (oidc) {
-      const q = k8s.Quantity.fromString;
-      sidecars.push({
-        name: 'oauth2-proxy',
-        image: props.oauth2ProxyImage ?? TRACING_IMAGES.oauth2Proxy,
-        imagePullPolicy: 'IfNotPresent',
-        args: [
-          '--provider=oidc',
-          `--oidc-issuer-url=${oidc.issuerUrl}`,
-          `--client-id=${oidc.clientId}`,
-          `--upstream=http://127.0.0.1:${p.query}`,
-          `--http-address=0.0.0.0:${OAUTH2_PROXY_PORT}`,
-          ...(oidc.emailDomains ?? ['*']).map((d) => `--email-domain=${d}`),
-          '--reverse-proxy=true',
-          '--skip-provider-button=true',
-          '--cookie-secure=true',
-          '--ping-path=/ping',
-        ],
-        env: [
-          {
-            name: 'OAUTH2_PROXY_CLIENT_SECRET',
-            valueFrom: { secretKeyRef: { name: oidc.clientSecret.secretName, key: oidc.clientSecret.key } },
-          },
-          {
-            name: 'OAUTH2_PROXY_COOKIE_SECRET',
-            valueFrom: { secretKeyRef: { name: oidc.cookieSecret.secretName, key: oidc.cookieSecret.key } },
-          },
-        ],
-        ports: [{ name: 'query', containerPort: OAUTH2_PROXY_PORT, protocol: 'TCP' }],
-        readinessProbe: { httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') }, periodSeconds: 10 },
-        livenessProbe: {
-          httpGet: { path: '/ping', port: k8s.IntOrString.fromString('query') },
-          initialDelaySeconds: 10,
-          periodSeconds: 10,
-          failureThreshold: 3,
-        },
-        resources: { requests: { cpu: q('20m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
-        securityContext: restrictedContainerSecurityContext(),
-      });
-    }
+    const sidecars = oidc
+      ? [oauth2ProxyContainer(where, oidc, `http://127.0.0.1:${p.query}`, props.oauth2ProxyImage)]
+      : [];
     this.query = new TracingWorkload(this, 'Query', {
       namespace,
       name: `${name}-query`,

@@ -16,7 +16,7 @@ export const TRACING_IMAGES = {
   esIndexCleaner: 'jaegertracing/jaeger-es-index-cleaner:1.76.0',
   collector: 'otel/opentelemetry-collector-contrib:0.159.0',
   /** Puts OIDC in front of Jaeger's UI (JaegerProduction's `oidc`). */
-  oauth2Proxy: 'quay.io/oauth2-proxy/oauth2-proxy:v7.12.0',
+  oauth2Proxy: 'quay.io/oauth2-proxy/oauth2-proxy:v7.15.6',
 } as const;
 
 /** Ports of Jaeger v2 (the defaults of its receivers and extensions), by the port names the manifests use. */

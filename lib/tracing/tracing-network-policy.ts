@@ -162,9 +162,8 @@ export class TracingNetworkPolicy extends Construct {
         [...onPorts(pods(collector), jaeger.collector, isOtlp), metrics(jaeger.collector)],
         [storage],
       );
-      const issuer = jaeger.oidcIssuerUrl
-        ? [egressTo(options.backends, ports('TCP', urlPort(jaeger.oidcIssuerUrl)))]
-        : [];
+      const issuer =
+        jaeger.oidcIssuerPort !== undefined ? [egressTo(options.backends, ports('TCP', jaeger.oidcIssuerPort))] : [];
       policy(
         jaeger.query.deployment.name,
         component(jaeger.query),

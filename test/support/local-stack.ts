@@ -19,6 +19,8 @@ export interface TracingBinaries {
   readonly jaeger: string;
   readonly otelcol: string;
   readonly hotrod: string;
+  /** For the production query pod's OIDC sidecar: built only for a stack that has one. */
+  readonly oauth2Proxy?: string;
 }
 
 /** Builds (once, cached) and locates binaries or groups of scripts/binaries.sh: name → path. */
@@ -90,7 +92,11 @@ export function chartManifests(chartOrYaml: string): Manifest[] {
     .filter(Boolean);
 }
 
-/** One Deployment of a chart, resolved for running locally. */
+/**
+ * One container of a chart's Deployment, resolved for running locally: the first container is
+ * named as its Deployment, a sidecar `<deployment>-<container>`. All of a pod's containers share its
+ * ports, as they share a network namespace.
+ */
 export interface LocalPod {
   readonly name: string;
   readonly image: string;
@@ -170,73 +176,100 @@ async function planPods(manifests: Manifest[], options: PlanOptions): Promise<Lo
 
   const pods: LocalPod[] = [];
   for (const d of deployments) {
-    const name = d.metadata.name;
     const spec = d.spec.template.spec;
-    const container = spec.containers[0];
-    const own = ports.get(name)!;
+    const own = ports.get(d.metadata.name)!;
     const addresses: Record<string, string> = { ...services, ...options.extraAddresses };
     // The pod's own listeners, on every interface or loopback (behind a sidecar): here, loopback.
     for (const p of Object.values(own)) {
       addresses[`0.0.0.0:${p.container}`] = `127.0.0.1:${p.local}`;
       addresses[`127.0.0.1:${p.container}`] = `127.0.0.1:${p.local}`;
     }
-    // Volumes: ConfigMaps and Secrets as files under dir/<pod>/<volume>.
-    const podDir = join(options.dir, name);
-    let configFile: { path: string; mountPath: string; key: string } | undefined;
-    for (const mount of container.volumeMounts ?? []) {
-      const volume = spec.volumes.find((v: Manifest) => v.name === mount.name);
-      const local = join(podDir, mount.name);
-      if (volume.configMap) {
-        const data = configMaps.get(volume.configMap.name)?.data ?? {};
-        for (const key of Object.keys(data))
-          configFile = { path: join(local, key), mountPath: `${mount.mountPath}/${key}`, key };
-      } else if (volume.secret) {
-        const values = options.secrets?.[volume.secret.secretName];
-        if (!values) throw new Error(`${name} mounts Secret '${volume.secret.secretName}': pass its keys in secrets`);
-        mkdirSync(local, { recursive: true, mode: 0o700 });
-        for (const key of (volume.secret.items ?? Object.keys(values).map((k) => ({ key: k, path: k }))).map(
-          (i: Manifest) => i.key,
-        )) {
-          if (values[key] === undefined)
-            throw new Error(`${name} mounts key '${key}' of Secret '${volume.secret.secretName}': pass it in secrets`);
-          writeFileSync(join(local, key), values[key], { mode: 0o600 });
-          addresses[`${mount.mountPath}/${key}`] = join(local, key);
-        }
-      } else if (volume.emptyDir || volume.persistentVolumeClaim) {
-        mkdirSync(local, { recursive: true });
-        addresses[mount.mountPath] = local;
-      }
-    }
-    const env: Record<string, string> = {};
-    for (const e of container.env ?? []) {
-      if (e.value !== undefined) env[e.name] = localize(e.value, addresses);
-      else if (e.valueFrom?.secretKeyRef) {
-        const { name: secret, key } = e.valueFrom.secretKeyRef;
-        const value = options.secrets?.[secret]?.[key];
-        if (value === undefined)
-          throw new Error(`${name} reads key '${key}' of Secret '${secret}' into ${e.name}: pass it in secrets`);
-        env[e.name] = value;
-      }
-    }
-    let config: LocalPod['config'];
-    if (configFile) {
-      const cm = configMaps.get(spec.volumes.find((v: Manifest) => v.configMap)!.configMap.name)!;
-      const document = localize(parseAllDocuments(cm.data[configFile.key])[0].toJS(), addresses);
-      mkdirSync(join(configFile.path, '..'), { recursive: true });
-      writeFileSync(configFile.path, stringify(document));
-      addresses[configFile.mountPath] = configFile.path;
-      config = { path: configFile.path, document };
-    }
-    pods.push({
-      name,
-      image: container.image,
-      ports: Object.fromEntries(Object.entries(own).map(([n, p]) => [n, p.local])),
-      args: localize(container.args ?? [], addresses),
-      env,
-      ...(config ? { config } : {}),
-    });
+    // Listeners on the pod's loopback that no container port names (Jaeger's UI behind its OIDC
+    // sidecar): a free local port each, so that two stacks never share one.
+    const podText = JSON.stringify([spec.containers.map((c: Manifest) => c.args), podConfigs(spec, configMaps)]);
+    for (const [address] of podText.matchAll(/\b127\.0\.0\.1:\d+\b/g))
+      addresses[address] ??= `127.0.0.1:${await localPort(`${d.metadata.name}/${address}`)}`;
+    for (const [index, container] of spec.containers.entries())
+      pods.push(planContainer(d, container, index, own, addresses, configMaps, options));
   }
   return pods;
+}
+
+/** The ConfigMaps' data a pod mounts. */
+function podConfigs(spec: Manifest, configMaps: Map<string, Manifest>): unknown[] {
+  return (spec.volumes ?? [])
+    .filter((v: Manifest) => v.configMap)
+    .map((v: Manifest) => configMaps.get(v.configMap.name)?.data);
+}
+
+/** One container of Deployment `d`, with its pod's `addresses`, mounts written under the plan's dir. */
+function planContainer(
+  d: Manifest,
+  container: Manifest,
+  index: number,
+  own: Record<string, { container: number; local: number }>,
+  podAddresses: Readonly<Record<string, string>>,
+  configMaps: Map<string, Manifest>,
+  options: PlanOptions,
+): LocalPod {
+  const spec = d.spec.template.spec;
+  const name = index === 0 ? d.metadata.name : `${d.metadata.name}-${container.name}`;
+  const addresses: Record<string, string> = { ...podAddresses };
+  // Volumes: ConfigMaps and Secrets as files under dir/<pod>/<volume>.
+  const podDir = join(options.dir, name);
+  let configFile: { path: string; mountPath: string; key: string } | undefined;
+  for (const mount of container.volumeMounts ?? []) {
+    const volume = spec.volumes.find((v: Manifest) => v.name === mount.name);
+    const local = join(podDir, mount.name);
+    if (volume.configMap) {
+      const data = configMaps.get(volume.configMap.name)?.data ?? {};
+      for (const key of Object.keys(data))
+        configFile = { path: join(local, key), mountPath: `${mount.mountPath}/${key}`, key };
+    } else if (volume.secret) {
+      const values = options.secrets?.[volume.secret.secretName];
+      if (!values) throw new Error(`${name} mounts Secret '${volume.secret.secretName}': pass its keys in secrets`);
+      mkdirSync(local, { recursive: true, mode: 0o700 });
+      for (const key of (volume.secret.items ?? Object.keys(values).map((k) => ({ key: k, path: k }))).map(
+        (i: Manifest) => i.key,
+      )) {
+        if (values[key] === undefined)
+          throw new Error(`${name} mounts key '${key}' of Secret '${volume.secret.secretName}': pass it in secrets`);
+        writeFileSync(join(local, key), values[key], { mode: 0o600 });
+        addresses[`${mount.mountPath}/${key}`] = join(local, key);
+      }
+    } else if (volume.emptyDir || volume.persistentVolumeClaim) {
+      mkdirSync(local, { recursive: true });
+      addresses[mount.mountPath] = local;
+    }
+  }
+  const env: Record<string, string> = {};
+  for (const e of container.env ?? []) {
+    if (e.value !== undefined) env[e.name] = localize(e.value, addresses);
+    else if (e.valueFrom?.secretKeyRef) {
+      const { name: secret, key } = e.valueFrom.secretKeyRef;
+      const value = options.secrets?.[secret]?.[key];
+      if (value === undefined)
+        throw new Error(`${name} reads key '${key}' of Secret '${secret}' into ${e.name}: pass it in secrets`);
+      env[e.name] = value;
+    }
+  }
+  let config: LocalPod['config'];
+  if (configFile) {
+    const cm = configMaps.get(spec.volumes.find((v: Manifest) => v.configMap)!.configMap.name)!;
+    const document = localize(parseAllDocuments(cm.data[configFile.key])[0].toJS(), addresses);
+    mkdirSync(join(configFile.path, '..'), { recursive: true });
+    writeFileSync(configFile.path, stringify(document));
+    addresses[configFile.mountPath] = configFile.path;
+    config = { path: configFile.path, document };
+  }
+  return {
+    name,
+    image: container.image,
+    ports: Object.fromEntries(Object.entries(own).map(([n, p]) => [n, p.local])),
+    args: localize(container.args ?? [], addresses),
+    env,
+    ...(config ? { config } : {}),
+  };
 }
 
 function isFree(port: number): Promise<boolean> {
@@ -252,6 +285,10 @@ function localCommand(pod: LocalPod, binaries: TracingBinaries): { command: stri
   const image = pod.image.split(':')[0];
   if (image.endsWith('/jaeger')) return { command: binaries.jaeger, args: [...pod.args] };
   if (image.includes('opentelemetry-collector')) return { command: binaries.otelcol, args: [...pod.args] };
+  if (image.endsWith('/oauth2-proxy')) {
+    if (!binaries.oauth2Proxy) throw new Error(`pod ${pod.name} runs oauth2-proxy: pass its binary in binaries`);
+    return { command: binaries.oauth2Proxy, args: [...pod.args] };
+  }
   if (image.endsWith('/example-hotrod')) {
     // HotROD's four services listen on fixed ports unless told: the local ones.
     const flag = (service: string) => `--${service}-service-port=${pod.ports[service]}`;
@@ -326,8 +363,10 @@ export async function waitHealthy(running: RunningPod, url: string, timeoutMs = 
   );
 }
 
-/** The URL that says `pod` is up: its health port, or HotROD's frontend. */
+/** The URL that says `pod` is up: oauth2-proxy's ping, its health port, or HotROD's frontend. */
 export function healthUrl(pod: LocalPod): string {
+  const ping = pod.args.find((a) => a.startsWith('--ping-path='));
+  if (ping) return `http://127.0.0.1:${pod.ports.query}${ping.slice('--ping-path='.length)}`;
   if (pod.ports.health !== undefined) {
     const jaeger = pod.image.split(':')[0].endsWith('/jaeger');
     return `http://127.0.0.1:${pod.ports.health}${jaeger ? '/status' : '/'}`;
@@ -370,7 +409,12 @@ export async function startLocalStack(manifests: Manifest[], options: StackOptio
   const pods = options.only ? planned.filter((p) => options.only!.includes(p.name)) : planned;
   const order = options.order ?? [];
   const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
-  const binaries = tracingBinaries();
+  const binaries = {
+    ...tracingBinaries(),
+    ...(pods.some((p) => p.image.split(':')[0].endsWith('/oauth2-proxy'))
+      ? { oauth2Proxy: builtBinaries('oauth2-proxy')['oauth2-proxy'] }
+      : {}),
+  };
   const running: RunningPod[] = [];
   const stack: LocalStack = {
     pods,

@@ -127,6 +127,23 @@ describe('scripts/binaries.sh', () => {
     expect(result.stderr).toContain('Go is not installed');
   });
 
+  test("reuses oauth2-proxy from TEST_ASSET_OAUTH2_PROXY; it is in no group, not even 'tracing'", () => {
+    const proxy = fakeBinary('my-oauth2-proxy');
+    const result = run(['oauth2-proxy'], { TEST_ASSET_OAUTH2_PROXY: proxy, PATH: noGo });
+    expect(result.stdout).toBe(`oauth2-proxy=${proxy}\n`);
+    expect(result.code).toBe(0);
+    // The development stack (`npm run tracing:up`) builds 'tracing' and has no OIDC in front of Jaeger.
+    const tracing = run(['tracing'], {
+      TEST_ASSET_JAEGER: fakeBinary('my-jaeger'),
+      TEST_ASSET_HOTROD: fakeBinary('my-hotrod'),
+      TEST_ASSET_OTELCOL: fakeBinary('my-otelcol'),
+      TEST_ASSET_OAUTH2_PROXY: proxy,
+      PATH: noGo,
+    });
+    expect(tracing.stdout).not.toContain('oauth2-proxy');
+    expect(tracing.code).toBe(0);
+  });
+
   test('says what to do when a trace binary from the environment is not executable', () => {
     const result = run(['otelcol'], { TEST_ASSET_OTELCOL: join(dir, 'missing') });
     expect(result.code).not.toBe(0);
@@ -166,6 +183,7 @@ describe('scripts/binaries.sh', () => {
   test.each([
     ['actionlint', 'ACTIONLINT_VERSION'],
     ['kro', 'KRO_VERSION'],
+    ['oauth2-proxy', 'OAUTH2_PROXY_VERSION'],
   ])('prints a cached %s without building it (no Go needed)', (name, versionVariable) => {
     const binary = cached(`${name}-${pinned(versionVariable)}`);
     const result = run([name], { PATH: noGo });
@@ -177,6 +195,7 @@ describe('scripts/binaries.sh', () => {
   test.each([
     ['actionlint', 'KUBEBUILDER_ASSETS holds Kubernetes binaries only'],
     ['kro', 'it is in no group, and no preset variable names it'],
+    ['oauth2-proxy', 'KUBEBUILDER_ASSETS holds Kubernetes binaries only'],
   ])('needs Go to build %s when it is not cached (%s)', (name) => {
     fakeBinary(name);
     const result = run([name], { KUBEBUILDER_ASSETS: dir, PATH: noGo });

@@ -482,36 +482,6 @@ describe('Jaeger for production', () => {
     });
   });
 
-  test('OIDC puts oauth2-proxy in front: Jaeger listens on localhost, the Service reaches only the proxy', () => {
-    const c = chart();
-    const j = new JaegerProduction(c, 'j', {
-      storage: es,
-      oidc: {
-        issuerUrl: 'https://idp.example',
-        clientId: 'jaeger',
-        clientSecret: { secretName: 'oidc', key: 'client-secret' },
-        cookieSecret: { secretName: 'oidc', key: 'cookie-secret' },
-      },
-    });
-    expect((j.queryConfig as any).extensions.jaeger_query.http.endpoint).toBe('127.0.0.1:16686');
-    const objects = Testing.synth(c);
-    const query = byKind(objects, 'Deployment').find((d) => d.metadata.name === 'jaeger-query');
-    const proxy = query.spec.template.spec.containers.find((x: any) => x.name === 'oauth2-proxy');
-    expect(proxy.args).toEqual(
-      expect.arrayContaining([
-        '--provider=oidc',
-        '--oidc-issuer-url=https://idp.example',
-        '--upstream=http://127.0.0.1:16686',
-      ]),
-    );
-    expect(proxy.env.every((e: any) => e.valueFrom?.secretKeyRef)).toBe(true);
-    const service = byKind(objects, 'Service').find((s) => s.metadata.name === 'jaeger-query');
-    expect(service.spec.ports.map((p: any) => [p.name, p.port])).toEqual([
-      ['metrics', 8888],
-      ['query', 4180],
-    ]);
-  });
-
   test('the production stack refuses mutual TLS without a client certificate for its collector', () => {
     expect(
       () => new ProductionTracingStack(chart(), 's', { jaeger: { storage: es, collectorTls: { secretName: 'tls' } } }),

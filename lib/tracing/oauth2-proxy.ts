@@ -1,0 +1,147 @@
+import { k8s } from 'cdk8s-plus-34';
+import { urlPort } from '../network-policy.ts';
+import { restrictedContainerSecurityContext } from '../security.ts';
+import { type SecretKeyRef, secretEnv } from './collector/secrets.ts';
+import { TRACING_IMAGES } from './names.ts';
+
+/** A setting written into the manifest, or read at run time from a key of a Secret the user creates (what dist/ does). */
+export type OidcSetting = string | SecretKeyRef;
+
+/** OIDC in front of the UI and query API: oauth2-proxy beside Jaeger, which then listens on localhost only. */
+export interface QueryOidcProps {
+  /** The provider's issuer URL: oauth2-proxy reads `<issuerUrl>/.well-known/openid-configuration`. */
+  readonly issuerUrl: OidcSetting;
+  readonly clientId: OidcSetting;
+  readonly clientSecret: SecretKeyRef;
+  /** 16, 24 or 32 random bytes, base64: encrypts the session cookie. */
+  readonly cookieSecret: SecretKeyRef;
+  /**
+   * Where the provider sends users back after login: the UI's address as browsers reach it, with
+   * the path `/oauth2/callback` (`https://jaeger.example.com/oauth2/callback`); the provider's client
+   * must list it among its redirect URIs. Said outright, because oauth2-proxy would otherwise build it
+   * from each request, as `https://` whenever the cookie is Secure (wrong over plain HTTP) and from
+   * the request's own host behind a proxy that sets no forwarded headers. `https://`, or `http://`
+   * on a loopback host (a port-forward): browsers keep the Secure session cookie nowhere else.
+   */
+  readonly redirectUrl: OidcSetting;
+  /** Email domains allowed in. @default ['*'] (anyone the issuer authenticates) */
+  readonly emailDomains?: readonly string[];
+  /**
+   * The addresses (CIDRs) of the reverse proxies in front of the UI, such as the ingress
+   * controller's pods: oauth2-proxy believes their `X-Forwarded-*` and `X-Real-IP` headers (the
+   * client's address in its logs, the host and scheme of redirects) and nobody else's.
+   * @default none: forwarded headers are ignored, whoever sends them
+   */
+  readonly trustedProxies?: readonly string[];
+  /**
+   * The issuer's port, for the query pod's NetworkPolicy, when `issuerUrl` comes from a Secret.
+   * @default the port of `issuerUrl`; 443 when it comes from a Secret
+   */
+  readonly issuerPort?: number;
+}
+
+/** The port oauth2-proxy listens on in the query pod. */
+export const OAUTH2_PROXY_PORT = 4180;
+
+/** Where oauth2-proxy answers liveness and readiness. */
+const PING_PATH = '/ping';
+
+const isLiteral = (setting: OidcSetting): setting is string => typeof setting === 'string';
+
+/**
+ * The oauth2-proxy container for `oidc`, in front of `upstream` (Jaeger's query on loopback).
+ * Throws, naming the setting, when a literal setting cannot work.
+ *
+ * Beyond the provider's settings, it always asks for PKCE with S256 (a provider client that
+ * requires PKCE refuses logins without it, and it costs nothing where it is optional), keeps the
+ * session cookie Secure and HttpOnly, and answers the query API (`/api/`) with 401 instead of a
+ * redirect to the login page, accepting there a bearer token that the issuer signed for the
+ * client (scripts and Grafana call the API with tokens).
+ */
+export function oauth2ProxyContainer(
+  where: string,
+  oidc: QueryOidcProps,
+  upstream: string,
+  image: string = TRACING_IMAGES.oauth2Proxy,
+): k8s.Container {
+  if (isLiteral(oidc.issuerUrl)) parseUrl(where, 'issuerUrl', oidc.issuerUrl);
+  if (isLiteral(oidc.redirectUrl)) checkRedirectUrl(where, oidc.redirectUrl);
+  const proxies = oidc.trustedProxies;
+  if (proxies !== undefined) {
+    if (proxies.length === 0)
+      throw new Error(`${where}: oidc.trustedProxies is empty; leave it out to trust no proxy's forwarded headers`);
+    for (const cidr of proxies)
+      if (!/^[0-9a-fA-F:.]+\/\d{1,3}$/.test(cidr))
+        throw new Error(`${where}: oidc.trustedProxies: '${cidr}' is not a CIDR such as 10.42.0.0/16 or 10.0.0.7/32`);
+  }
+  // A literal setting is a flag; one from a Secret, the environment variable oauth2-proxy reads for that flag.
+  const settings: [flag: string, variable: string, value: OidcSetting][] = [
+    ['oidc-issuer-url', 'OAUTH2_PROXY_OIDC_ISSUER_URL', oidc.issuerUrl],
+    ['client-id', 'OAUTH2_PROXY_CLIENT_ID', oidc.clientId],
+    ['redirect-url', 'OAUTH2_PROXY_REDIRECT_URL', oidc.redirectUrl],
+  ];
+  const q = k8s.Quantity.fromString;
+  const probe = { httpGet: { path: PING_PATH, port: k8s.IntOrString.fromString('query') }, periodSeconds: 10 };
+  return {
+    name: 'oauth2-proxy',
+    image,
+    imagePullPolicy: 'IfNotPresent',
+    args: [
+      '--provider=oidc',
+      ...settings.filter(([, , v]) => isLiteral(v)).map(([flag, , v]) => `--${flag}=${v}`),
+      '--code-challenge-method=S256',
+      `--upstream=${upstream}`,
+      `--http-address=0.0.0.0:${OAUTH2_PROXY_PORT}`,
+      ...(oidc.emailDomains ?? ['*']).map((d) => `--email-domain=${d}`),
+      ...(proxies ? ['--reverse-proxy=true', ...proxies.map((cidr) => `--trusted-proxy-ip=${cidr}`)] : []),
+      '--skip-provider-button=true',
+      '--cookie-secure=true',
+      '--cookie-httponly=true',
+      '--skip-jwt-bearer-tokens=true',
+      '--api-route=^/api/',
+      `--ping-path=${PING_PATH}`,
+    ],
+    env: [
+      ...settings.filter(([, , v]) => !isLiteral(v)).map(([, name, v]) => secretEnv(name, v as SecretKeyRef)),
+      secretEnv('OAUTH2_PROXY_CLIENT_SECRET', oidc.clientSecret),
+      secretEnv('OAUTH2_PROXY_COOKIE_SECRET', oidc.cookieSecret),
+    ],
+    ports: [{ name: 'query', containerPort: OAUTH2_PROXY_PORT, protocol: 'TCP' }],
+    readinessProbe: probe,
+    livenessProbe: { ...probe, initialDelaySeconds: 10, failureThreshold: 3 },
+    resources: { requests: { cpu: q('20m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
+    securityContext: restrictedContainerSecurityContext(),
+  };
+}
+
+/** The issuer's port, for NetworkPolicies. */
+export function oidcIssuerPort(oidc: QueryOidcProps): number {
+  if (oidc.issuerPort !== undefined) return oidc.issuerPort;
+  return isLiteral(oidc.issuerUrl) ? urlPort(oidc.issuerUrl) : 443;
+}
+
+function parseUrl(where: string, setting: string, value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`${where}: oidc.${setting} '${value}' is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new Error(`${where}: oidc.${setting} '${value}' must be an http(s) URL`);
+  return url;
+}
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+function checkRedirectUrl(where: string, value: string): void {
+  const url = parseUrl(where, 'redirectUrl', value);
+  if (url.pathname !== '/oauth2/callback')
+    throw new Error(
+      `${where}: oidc.redirectUrl '${value}' must end in /oauth2/callback, oauth2-proxy's callback path (e.g. https://jaeger.example.com/oauth2/callback)`,
+    );
+  if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname))
+    throw new Error(
+      `${where}: oidc.redirectUrl '${value}' is plain http: browsers would drop the Secure session cookie and loop back to the login; serve the UI over https (or reach it on localhost through a port-forward)`,
+    );
+}
