@@ -52,12 +52,14 @@ export default {
     },
     // The packed package installed into fresh cdk8s apps, as its users install it.
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },
-    // The trace stack with the real Jaeger, Collector and HotROD binaries, as local processes.
+    // The trace stack with the real Jaeger, Collector, HotROD and oauth2-proxy binaries, as local
+    // processes; the production stack on a real Elasticsearch, Cassandra and Keycloak.
     {
       ...base,
       displayName: 'trace',
       testMatch: ['<rootDir>/test/trace/**/*.test.ts'],
       globalSetup: '<rootDir>/test/trace/global-setup.ts',
+      globalTeardown: '<rootDir>/test/trace/global-teardown.ts',
     },
   ],
 };

@@ -171,6 +171,7 @@ const PRODUCTION_TRACING: Omit<ProductionTracingStackProps, 'jaeger'> & {
       clientSecret: { secretName: 'jaeger-oidc', key: 'client-secret' },
       cookieSecret: { secretName: 'jaeger-oidc', key: 'cookie-secret' },
       redirectUrl: { secretName: 'jaeger-oidc', key: 'redirect-url' },
+      backendLogoutUrl: { secretName: 'jaeger-oidc', key: 'backend-logout-url' },
     },
   },
   collectorClientTlsSecret: 'otel-collector-client-tls',

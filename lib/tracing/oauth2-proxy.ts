@@ -1,7 +1,7 @@
 import { k8s } from 'cdk8s-plus-34';
 import { urlPort } from '../network-policy.ts';
 import { restrictedContainerSecurityContext } from '../security.ts';
-import { type SecretKeyRef, secretEnv } from './collector/secrets.ts';
+import type { SecretKeyRef } from './collector/secrets.ts';
 import { TRACING_IMAGES } from './names.ts';
 
 /** A setting written into the manifest, or read at run time from a key of a Secret the user creates (what dist/ does). */
@@ -24,6 +24,15 @@ export interface QueryOidcProps {
    * on a loopback host (a port-forward): browsers keep the Secure session cookie nowhere else.
    */
   readonly redirectUrl: OidcSetting;
+  /**
+   * The provider's end-session URL, which oauth2-proxy calls when a user signs out
+   * (`/oauth2/sign_out`), with `{id_token}` where the user's ID token goes: Keycloak's is
+   * `<issuerUrl>/protocol/openid-connect/logout?id_token_hint={id_token}`. Without it, signing out
+   * ends only oauth2-proxy's session, and the provider's single sign-on logs the browser straight
+   * back in on its next visit. A Secret's key may be left out of the Secret: then no backend logout.
+   * @default none
+   */
+  readonly backendLogoutUrl?: OidcSetting;
   /** Email domains allowed in. @default ['*'] (anyone the issuer authenticates) */
   readonly emailDomains?: readonly string[];
   /**
@@ -66,6 +75,8 @@ export function oauth2ProxyContainer(
 ): k8s.Container {
   if (isLiteral(oidc.issuerUrl)) parseUrl(where, 'issuerUrl', oidc.issuerUrl);
   if (isLiteral(oidc.redirectUrl)) checkRedirectUrl(where, oidc.redirectUrl);
+  if (oidc.backendLogoutUrl !== undefined && isLiteral(oidc.backendLogoutUrl))
+    parseUrl(where, 'backendLogoutUrl', oidc.backendLogoutUrl);
   const proxies = oidc.trustedProxies;
   if (proxies !== undefined) {
     if (proxies.length === 0)
@@ -74,12 +85,20 @@ export function oauth2ProxyContainer(
       if (!/^[0-9a-fA-F:.]+\/\d{1,3}$/.test(cidr))
         throw new Error(`${where}: oidc.trustedProxies: '${cidr}' is not a CIDR such as 10.42.0.0/16 or 10.0.0.7/32`);
   }
-  // A literal setting is a flag; one from a Secret, the environment variable oauth2-proxy reads for that flag.
-  const settings: [flag: string, variable: string, value: OidcSetting][] = [
-    ['oidc-issuer-url', 'OAUTH2_PROXY_OIDC_ISSUER_URL', oidc.issuerUrl],
-    ['client-id', 'OAUTH2_PROXY_CLIENT_ID', oidc.clientId],
-    ['redirect-url', 'OAUTH2_PROXY_REDIRECT_URL', oidc.redirectUrl],
+  // A literal setting is a flag; one from a Secret, the environment variable oauth2-proxy reads for
+  // that flag. The end-session URL is the one setting a Secret may lack.
+  const settings: { flag: string; value: OidcSetting; optional?: boolean }[] = [
+    { flag: 'oidc-issuer-url', value: oidc.issuerUrl },
+    { flag: 'client-id', value: oidc.clientId },
+    { flag: 'redirect-url', value: oidc.redirectUrl },
+    ...(oidc.backendLogoutUrl !== undefined
+      ? [{ flag: 'backend-logout-url', value: oidc.backendLogoutUrl, optional: true }]
+      : []),
   ];
+  const fromSecret = (flag: string, ref: SecretKeyRef, optional?: boolean): k8s.EnvVar => ({
+    name: `OAUTH2_PROXY_${flag.toUpperCase().replaceAll('-', '_')}`,
+    valueFrom: { secretKeyRef: { name: ref.secretName, key: ref.key, ...(optional ? { optional } : {}) } },
+  });
   const q = k8s.Quantity.fromString;
   const probe = { httpGet: { path: PING_PATH, port: k8s.IntOrString.fromString('query') }, periodSeconds: 10 };
   return {
@@ -88,7 +107,7 @@ export function oauth2ProxyContainer(
     imagePullPolicy: 'IfNotPresent',
     args: [
       '--provider=oidc',
-      ...settings.filter(([, , v]) => isLiteral(v)).map(([flag, , v]) => `--${flag}=${v}`),
+      ...settings.filter(({ value }) => isLiteral(value)).map(({ flag, value }) => `--${flag}=${value}`),
       '--code-challenge-method=S256',
       `--upstream=${upstream}`,
       `--http-address=0.0.0.0:${OAUTH2_PROXY_PORT}`,
@@ -102,9 +121,9 @@ export function oauth2ProxyContainer(
       `--ping-path=${PING_PATH}`,
     ],
     env: [
-      ...settings.filter(([, , v]) => !isLiteral(v)).map(([, name, v]) => secretEnv(name, v as SecretKeyRef)),
-      secretEnv('OAUTH2_PROXY_CLIENT_SECRET', oidc.clientSecret),
-      secretEnv('OAUTH2_PROXY_COOKIE_SECRET', oidc.cookieSecret),
+      ...settings.flatMap(({ flag, value, optional }) => (isLiteral(value) ? [] : [fromSecret(flag, value, optional)])),
+      fromSecret('client-secret', oidc.clientSecret),
+      fromSecret('cookie-secret', oidc.cookieSecret),
     ],
     ports: [{ name: 'query', containerPort: OAUTH2_PROXY_PORT, protocol: 'TCP' }],
     readinessProbe: probe,

@@ -102,6 +102,8 @@ export interface LocalPod {
   readonly image: string;
   /** Container port name → the local port it listens on. */
   readonly ports: Readonly<Record<string, number>>;
+  /** Ports on the pod's loopback that no container port names (Jaeger's UI behind its OIDC sidecar) → local port. */
+  readonly loopback: Readonly<Record<number, number>>;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   /** The configuration file, localized, when the pod has one. */
@@ -185,14 +187,33 @@ async function planPods(manifests: Manifest[], options: PlanOptions): Promise<Lo
       addresses[`127.0.0.1:${p.container}`] = `127.0.0.1:${p.local}`;
     }
     // Listeners on the pod's loopback that no container port names (Jaeger's UI behind its OIDC
-    // sidecar): a free local port each, so that two stacks never share one.
-    const podText = JSON.stringify([spec.containers.map((c: Manifest) => c.args), podConfigs(spec, configMaps)]);
-    for (const [address] of podText.matchAll(/\b127\.0\.0\.1:\d+\b/g))
-      addresses[address] ??= `127.0.0.1:${await localPort(`${d.metadata.name}/${address}`)}`;
+    // sidecar), as its configuration files declare them: a free local port each, so that two
+    // stacks never share one. (Loopback URLs in arguments are not listeners: an issuer on this host.)
+    const podText = JSON.stringify(podConfigs(spec, configMaps));
+    const loopback: Record<number, number> = {};
+    for (const [address, port] of podText.matchAll(/\b127\.0\.0\.1:(\d+)\b/g)) {
+      if (addresses[address]) continue;
+      loopback[Number(port)] = await localPort(`${d.metadata.name}/${address}`);
+      addresses[address] = `127.0.0.1:${loopback[Number(port)]}`;
+    }
     for (const [index, container] of spec.containers.entries())
-      pods.push(planContainer(d, container, index, own, addresses, configMaps, options));
+      pods.push(planContainer(d, container, index, own, loopback, addresses, configMaps, options));
   }
   return pods;
+}
+
+/**
+ * The container of CronJob `name` of `manifests`, resolved for one local run, as
+ * `kubectl create job --from=cronjob/<name>` would run it: its Secrets written under the plan's dir,
+ * addresses outside the chart from `extraAddresses`.
+ */
+export function planCronJob(manifests: Manifest[], name: string, options: PlanOptions): LocalPod {
+  const cronJob = manifests.find((m) => m.kind === 'CronJob' && m.metadata.name === name);
+  if (!cronJob) throw new Error(`no CronJob '${name}' in the chart`);
+  const pod = { metadata: cronJob.metadata, spec: { template: cronJob.spec.jobTemplate.spec.template } };
+  const configMaps = new Map(manifests.filter((m) => m.kind === 'ConfigMap').map((m) => [m.metadata.name, m]));
+  const [container] = pod.spec.template.spec.containers;
+  return planContainer(pod, container, 0, {}, {}, { ...options.extraAddresses }, configMaps, options);
 }
 
 /** The ConfigMaps' data a pod mounts. */
@@ -202,12 +223,13 @@ function podConfigs(spec: Manifest, configMaps: Map<string, Manifest>): unknown[
     .map((v: Manifest) => configMaps.get(v.configMap.name)?.data);
 }
 
-/** One container of Deployment `d`, with its pod's `addresses`, mounts written under the plan's dir. */
+/** One container of Deployment (or Job template) `d`, with its pod's `addresses`, mounts written under the plan's dir. */
 function planContainer(
   d: Manifest,
   container: Manifest,
   index: number,
   own: Record<string, { container: number; local: number }>,
+  loopback: Readonly<Record<number, number>>,
   podAddresses: Readonly<Record<string, string>>,
   configMaps: Map<string, Manifest>,
   options: PlanOptions,
@@ -266,6 +288,7 @@ function planContainer(
     name,
     image: container.image,
     ports: Object.fromEntries(Object.entries(own).map(([n, p]) => [n, p.local])),
+    loopback,
     args: localize(container.args ?? [], addresses),
     env,
     ...(config ? { config } : {}),
@@ -381,6 +404,8 @@ export interface LocalStack {
   /** Local port of `<pod>`'s container port `name`. */
   port(pod: string, name: string): number;
   url(pod: string, name: string): string;
+  /** `http://127.0.0.1:<local port>` of a listener on `<pod>`'s loopback, such as Jaeger's UI behind oauth2-proxy: what the pod's own containers reach. */
+  loopbackUrl(pod: string, port: number): string;
   stop(): Promise<void>;
 }
 
@@ -429,6 +454,11 @@ export async function startLocalStack(manifests: Manifest[], options: StackOptio
     },
     url(pod, name) {
       return `http://127.0.0.1:${stack.port(pod, name)}`;
+    },
+    loopbackUrl(pod, port) {
+      const local = pods.find((p) => p.name === pod)?.loopback[port];
+      if (local === undefined) throw new Error(`no listener on 127.0.0.1:${port} in pod '${pod}'`);
+      return `http://127.0.0.1:${local}`;
     },
     async stop() {
       await Promise.all(running.map((r) => r.stop()));

@@ -21,12 +21,15 @@ import {
 } from '../support/traces.ts';
 import { type Cassandra, startCassandra } from './cassandra.ts';
 import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
+import { oidcSecret } from './production.ts';
+import { type SharedServices, sharedServices } from './services.ts';
 
 const CHART = 'tracing-production-cassandra';
 const ORDER = ['jaeger-collector', 'jaeger-query', 'otel-collector'];
 
-function secrets(pki: TestPki, password: string) {
+function secrets(services: SharedServices, pki: TestPki, password: string) {
   return {
+    ...oidcSecret(services, 'http://127.0.0.1/oauth2/callback'),
     'jaeger-cassandra': { username: 'cassandra', password },
     'jaeger-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
     'otel-collector-client-tls': { 'ca.crt': pki.ca, 'tls.crt': pki.clientCert, 'tls.key': pki.clientKey },
@@ -41,12 +44,14 @@ describe('the production stack on Cassandra', () => {
   const sender = () => ({ ca: pki.ca, cert: pki.clientCert, key: pki.clientKey });
   let cassandra: Cassandra;
   let stack: LocalStack;
+  // Jaeger query's own port, as its oauth2-proxy reaches it (test/trace/oidc.test.ts goes through the proxy).
+  const jaegerQuery = () => stack.loopbackUrl('jaeger-query', 16686);
 
   beforeAll(async () => {
     cassandra = await startCassandra(join(dir, 'node'));
     stack = await startStack(CHART, {
       order: ORDER,
-      secrets: secrets(pki, 'cassandra'),
+      secrets: secrets(await sharedServices(), pki, 'cassandra'),
       extraAddresses: { 'cassandra.tracing.svc:9042': cassandra.contactPoint },
     });
   }, 300_000);
@@ -85,7 +90,7 @@ describe('the production stack on Cassandra', () => {
     const trace = await eventually(
       'both spans in Jaeger query',
       async () => {
-        const found = await jaegerTrace(stack.url('jaeger-query', 'query'), traceId);
+        const found = await jaegerTrace(jaegerQuery(), traceId);
         return found && found.spans.length >= 2 ? found : undefined;
       },
       90_000,
@@ -106,7 +111,7 @@ describe('the production stack on Cassandra', () => {
         tls: sender(),
         lateMs: 4000,
       });
-      const stored = await storedHealthSpans(stack.url('jaeger-query', 'query'), sent, 90_000);
+      const stored = await storedHealthSpans(jaegerQuery(), sent, 90_000);
       expect(stored).toEqual(Object.fromEntries(sent.health.map((id) => [id, 0])));
     },
   );
@@ -161,7 +166,7 @@ describe('the production stack on Cassandra', () => {
     await expect(
       startStack(CHART, {
         order: ORDER,
-        secrets: secrets(pki, 'not-the-password'),
+        secrets: secrets(await sharedServices(), pki, 'not-the-password'),
         extraAddresses: { 'cassandra.tracing.svc:9042': cassandra.contactPoint },
       }),
     ).rejects.toThrow(

@@ -1,7 +1,11 @@
 // Builds the trace stack's binaries once (cached by version: minutes cold, instant warm), before
-// any trace test starts them.
-import { tracingBinaries } from '../support/local-stack.ts';
+// any trace test starts them, and starts the servers the production stack's tests share
+// (test/trace/services.ts): Elasticsearch and Keycloak, once per run.
+import { builtBinaries, tracingBinaries } from '../support/local-stack.ts';
+import { startSharedServices } from './services.ts';
 
-export default function globalSetup(): void {
+export default async function globalSetup(): Promise<void> {
   tracingBinaries();
+  builtBinaries('oauth2-proxy', 'es-index-cleaner');
+  (globalThis as { stopTraceServices?: () => Promise<void> }).stopTraceServices = await startSharedServices();
 }

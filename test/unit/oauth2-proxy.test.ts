@@ -47,6 +47,12 @@ describe('oauth2-proxy in front of Jaeger query', () => {
     expect(args()).toContain('--cookie-secure=true');
   });
 
+  test("signing out ends the provider's session too when its end-session URL is given", () => {
+    expect(args().filter((a) => a.startsWith('--backend-logout-url'))).toEqual([]);
+    const logout = 'https://login.example.com/realms/tracing/protocol/openid-connect/logout?id_token_hint={id_token}';
+    expect(args({ backendLogoutUrl: logout })).toContain(`--backend-logout-url=${logout}`);
+  });
+
   test('logins use PKCE with S256, which a client requiring PKCE demands', () => {
     expect(args()).toContain('--code-challenge-method=S256');
   });
@@ -70,16 +76,26 @@ describe('oauth2-proxy in front of Jaeger query', () => {
     const ref = (key: string) => ({ secretName: 'jaeger-oidc', key });
     const c = oauth2ProxyContainer(
       'W',
-      { ...OIDC, issuerUrl: ref('issuer-url'), clientId: ref('client-id'), redirectUrl: ref('redirect-url') },
+      {
+        ...OIDC,
+        issuerUrl: ref('issuer-url'),
+        clientId: ref('client-id'),
+        redirectUrl: ref('redirect-url'),
+        backendLogoutUrl: ref('backend-logout-url'),
+      },
       UPSTREAM,
     );
-    expect(c.args!.filter((a) => /^--(oidc-issuer-url|client-id|redirect-url)=/.test(a))).toEqual([]);
-    expect(c.env!.map((e) => [e.name, e.valueFrom?.secretKeyRef?.key])).toEqual([
-      ['OAUTH2_PROXY_OIDC_ISSUER_URL', 'issuer-url'],
-      ['OAUTH2_PROXY_CLIENT_ID', 'client-id'],
-      ['OAUTH2_PROXY_REDIRECT_URL', 'redirect-url'],
-      ['OAUTH2_PROXY_CLIENT_SECRET', 'client-secret'],
-      ['OAUTH2_PROXY_COOKIE_SECRET', 'cookie-secret'],
+    expect(c.args!.filter((a) => /^--(oidc-issuer-url|client-id|redirect-url|backend-logout-url)=/.test(a))).toEqual(
+      [],
+    );
+    expect(c.env!.map((e) => [e.name, e.valueFrom?.secretKeyRef?.key, e.valueFrom?.secretKeyRef?.optional])).toEqual([
+      ['OAUTH2_PROXY_OIDC_ISSUER_URL', 'issuer-url', undefined],
+      ['OAUTH2_PROXY_CLIENT_ID', 'client-id', undefined],
+      ['OAUTH2_PROXY_REDIRECT_URL', 'redirect-url', undefined],
+      // The one key a Secret may leave out.
+      ['OAUTH2_PROXY_BACKEND_LOGOUT_URL', 'backend-logout-url', true],
+      ['OAUTH2_PROXY_CLIENT_SECRET', 'client-secret', undefined],
+      ['OAUTH2_PROXY_COOKIE_SECRET', 'cookie-secret', undefined],
     ]);
     expect(oidcIssuerPort({ ...OIDC, issuerUrl: ref('issuer-url') })).toBe(443);
     expect(oidcIssuerPort({ ...OIDC, issuerUrl: ref('issuer-url'), issuerPort: 8443 })).toBe(8443);

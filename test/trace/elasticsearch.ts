@@ -1,0 +1,77 @@
+// A real single-node Elasticsearch for the trace tests: a local process run by
+// scripts/elasticsearch.sh (no containers), with security on as ECK sets it up: HTTPS with a CA of
+// its own, basic auth against the file realm, the superuser `elastic` and the user `jaeger` with the
+// role jaeger_writer_reader (scripts/elasticsearch/roles.yml). It lacks the tarball's rest-root
+// module, so `GET /` and `HEAD /` answer 405: give Jaeger's elasticsearch backend `version: 8` and
+// `disable_health_check: true` (scripts/elasticsearch/README.md).
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../support/ports.ts';
+
+const SCRIPT = fileURLToPath(new URL('../../scripts/elasticsearch.sh', import.meta.url));
+
+/** The passwords of the node's two users. */
+export interface ElasticsearchUsers {
+  /** The superuser. */
+  readonly elastic: string;
+  /** Jaeger's user: role jaeger_writer_reader, on indices jaeger-* only. */
+  readonly jaeger: string;
+}
+
+export interface ElasticsearchOptions {
+  readonly users: ElasticsearchUsers;
+  /** The HTTPS port on 127.0.0.1; a free one when not given. */
+  readonly port?: number;
+}
+
+/** A running node. */
+export interface Elasticsearch {
+  /** `https://127.0.0.1:PORT`, as Jaeger's `server_urls` takes it. */
+  readonly url: string;
+  /** The PEM file of the CA that signed the node's certificate (ECK's `ca.crt`). */
+  readonly caFile: string;
+  /** That CA's PEM text. */
+  readonly ca: string;
+  /** Stops the node cleanly (then SIGTERM, then SIGKILL); its data stays in its folder. */
+  stop(): Promise<void>;
+}
+
+function elasticsearchSh(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', [SCRIPT, ...args], { env, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
+      if (error)
+        reject(
+          new Error(
+            `scripts/elasticsearch.sh ${args.join(' ')} failed (${typeof error.code === 'number' ? error.code : 1}):\n${stderr.trim()}`,
+          ),
+        );
+      else resolve(stdout);
+    });
+  });
+}
+
+/**
+ * Starts Elasticsearch with its config, data and logs under `dir` (created if missing), HTTPS on
+ * 127.0.0.1:`port` (a free port when not given), and resolves once it answers the superuser. The
+ * passwords reach the script in its environment, never on a command line. The first call fetches
+ * Elasticsearch from Maven Central (cached afterwards).
+ */
+export async function startElasticsearch(dir: string, options: ElasticsearchOptions): Promise<Elasticsearch> {
+  const port = options.port ?? (await freePort());
+  const env = {
+    ...process.env,
+    ES_ELASTIC_PASSWORD: options.users.elastic,
+    ES_JAEGER_PASSWORD: options.users.jaeger,
+  };
+  const out = (await elasticsearchSh(['start', dir, String(port)], env)).trim().split('\n').pop()!;
+  const { url, caFile } = JSON.parse(out) as { url: string; caFile: string };
+  return {
+    url,
+    caFile,
+    ca: readFileSync(caFile, 'utf8'),
+    stop: async () => {
+      await elasticsearchSh(['stop', dir]);
+    },
+  };
+}
