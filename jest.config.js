@@ -3,8 +3,14 @@
 const base = {
   testEnvironment: 'node',
   // The local clusters' state (etcd writes *.snap files, which jest would take for obsolete snapshots),
-  // and Argo CD's checkouts of this repository (package.json files that would collide with ours).
-  modulePathIgnorePatterns: ['<rootDir>/.cluster/', '<rootDir>/.argocd/'],
+  // Argo CD's checkouts of this repository (package.json files that would collide with ours), and the
+  // local servers' state (README's .local/, the tests' test-results/).
+  modulePathIgnorePatterns: [
+    '<rootDir>/.cluster/',
+    '<rootDir>/.argocd/',
+    '<rootDir>/.local/',
+    '<rootDir>/test-results/',
+  ],
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.jest.json' }] },
   // Symbol.dispose in the test context, which undici's fetch (KubeClient) needs under Jest 29.

@@ -24,8 +24,12 @@ trap stop_prebuild EXIT
 # actionlint first: it is quick, and the unit tests need it while the others are still building.
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
-  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing argocd node oauth2-proxy), in the background: test-results/binaries.log"
-  setsid bash scripts/binaries.sh actionlint cluster tracing argocd node oauth2-proxy >test-results/binaries.log 2>&1 &
+  echo "[test] Go binaries (scripts/binaries.sh actionlint cluster tracing argocd node oauth2-proxy es-index-cleaner), and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
+  # Elasticsearch and Keycloak come from Maven Central (Keycloak then builds itself once): a
+  # minute or two each, cold, beside the Go builds.
+  setsid bash -c 'bash scripts/binaries.sh actionlint cluster tracing argocd node oauth2-proxy es-index-cleaner &
+    bash scripts/elasticsearch.sh install && bash scripts/keycloak.sh install
+    wait' >test-results/binaries.log 2>&1 &
   prebuild=$!
 fi
 
