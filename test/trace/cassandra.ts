@@ -1,10 +1,7 @@
 // A real single-node Apache Cassandra for the trace tests: a local process run by
 // scripts/cassandra.sh (no containers), with authentication on (superuser cassandra/cassandra).
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/ports.ts';
-
-const SCRIPT = fileURLToPath(new URL('../../scripts/cassandra.sh', import.meta.url));
+import { runScript } from '../support/processes.ts';
 
 /** A running node. */
 export interface Cassandra {
@@ -14,20 +11,6 @@ export interface Cassandra {
   stop(): Promise<void>;
 }
 
-function cassandraSh(args: readonly string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('bash', [SCRIPT, ...args], { maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      if (error)
-        reject(
-          new Error(
-            `scripts/cassandra.sh ${args.join(' ')} failed (${typeof error.code === 'number' ? error.code : 1}):\n${stderr.trim()}`,
-          ),
-        );
-      else resolve(stdout);
-    });
-  });
-}
-
 /**
  * Starts Cassandra with its data, commit log and logs under `dir` (created if missing), CQL on
  * 127.0.0.1:`port` (a free port when not given), and resolves once it accepts logins. The first
@@ -35,11 +18,11 @@ function cassandraSh(args: readonly string[]): Promise<string> {
  */
 export async function startCassandra(dir: string, port?: number): Promise<Cassandra> {
   const cqlPort = port ?? (await freePort());
-  const contactPoint = (await cassandraSh(['start', dir, String(cqlPort)])).trim();
+  const contactPoint = (await runScript('cassandra', ['start', dir, String(cqlPort)])).trim();
   return {
     contactPoint,
     stop: async () => {
-      await cassandraSh(['stop', dir]);
+      await runScript('cassandra', ['stop', dir]);
     },
   };
 }

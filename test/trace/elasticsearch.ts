@@ -4,12 +4,9 @@
 // role jaeger_writer_reader (scripts/elasticsearch/roles.yml). It lacks the tarball's rest-root
 // module, so `GET /` and `HEAD /` answer 405: give Jaeger's elasticsearch backend `version: 8` and
 // `disable_health_check: true` (scripts/elasticsearch/README.md).
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/ports.ts';
-
-const SCRIPT = fileURLToPath(new URL('../../scripts/elasticsearch.sh', import.meta.url));
+import { runScript } from '../support/processes.ts';
 
 /** The passwords of the node's two users. */
 export interface ElasticsearchUsers {
@@ -37,20 +34,6 @@ export interface Elasticsearch {
   stop(): Promise<void>;
 }
 
-function elasticsearchSh(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('bash', [SCRIPT, ...args], { env, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      if (error)
-        reject(
-          new Error(
-            `scripts/elasticsearch.sh ${args.join(' ')} failed (${typeof error.code === 'number' ? error.code : 1}):\n${stderr.trim()}`,
-          ),
-        );
-      else resolve(stdout);
-    });
-  });
-}
-
 /**
  * Starts Elasticsearch with its config, data and logs under `dir` (created if missing), HTTPS on
  * 127.0.0.1:`port` (a free port when not given), and resolves once it answers the superuser. The
@@ -64,14 +47,14 @@ export async function startElasticsearch(dir: string, options: ElasticsearchOpti
     ES_ELASTIC_PASSWORD: options.users.elastic,
     ES_JAEGER_PASSWORD: options.users.jaeger,
   };
-  const out = (await elasticsearchSh(['start', dir, String(port)], env)).trim().split('\n').pop()!;
+  const out = (await runScript('elasticsearch', ['start', dir, String(port)], env)).trim().split('\n').pop()!;
   const { url, caFile } = JSON.parse(out) as { url: string; caFile: string };
   return {
     url,
     caFile,
     ca: readFileSync(caFile, 'utf8'),
     stop: async () => {
-      await elasticsearchSh(['stop', dir]);
+      await runScript('elasticsearch', ['stop', dir]);
     },
   };
 }

@@ -1,12 +1,9 @@
 // A real Keycloak for the trace tests: the OIDC provider that oauth2-proxy puts in front of Jaeger's
 // UI and query API, a local process run by scripts/keycloak.sh (no containers). Its realms are
 // scripts/keycloak/realm-*.json; the secrets are random per folder (its credentials.json).
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/ports.ts';
-
-const SCRIPT = fileURLToPath(new URL('../../scripts/keycloak.sh', import.meta.url));
+import { runScript } from '../support/processes.ts';
 
 /** A user who can log in, and the realm (issuer) that knows them. */
 export interface KeycloakUser {
@@ -68,20 +65,6 @@ interface Credentials {
   users: Keycloak['users'];
 }
 
-function keycloakSh(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('bash', [SCRIPT, ...args], { env, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      if (error)
-        reject(
-          new Error(
-            `scripts/keycloak.sh ${args.join(' ')} failed (${typeof error.code === 'number' ? error.code : 1}):\n${stderr.trim()}`,
-          ),
-        );
-      else resolve(stdout);
-    });
-  });
-}
-
 export interface KeycloakOptions {
   /**
    * The client's allowed redirect URIs (oauth2-proxy's `--redirect-url`). Default:
@@ -106,11 +89,11 @@ export async function startKeycloak(dir: string, options: KeycloakOptions = {}):
       throw new Error(`redirectUris must be non-empty URIs without spaces: ${JSON.stringify(options.redirectUris)}`);
     env.KEYCLOAK_REDIRECT_URIS = options.redirectUris.join(' ');
   }
-  const started = JSON.parse(await keycloakSh(['start', dir, String(port)], env)) as KeycloakStarted;
+  const started = JSON.parse(await runScript('keycloak', ['start', dir, String(port)], env)) as KeycloakStarted;
   return {
     ...(await keycloakAt(started)),
     stop: async () => {
-      await keycloakSh(['stop', dir]);
+      await runScript('keycloak', ['stop', dir]);
     },
   };
 }
