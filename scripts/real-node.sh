@@ -5,12 +5,23 @@
 # the images every pod in dist/ names, built here by scripts/node-images.sh and imported, so nothing
 # is pulled.
 #
-#   scripts/real-node.sh up       start the node (or keep a healthy one) and CoreDNS; needs root
+#   scripts/real-node.sh up       start the node and CoreDNS, or bring a running node up to date
+#                                 (restarting only what changed); needs root
 #   scripts/real-node.sh down     stop it, its containers and its network, and remove its state
 #   scripts/real-node.sh status   exit 0 when the node is Ready
 #   scripts/real-node.sh images   build the images and import the missing or changed ones
 #
 # Called by scripts/cluster.sh with the cluster's variables (DIR, NAME, KWOK_WORKDIR, KUBECONFIG_FILE).
+#
+# supervisord (Debian's supervisor) runs containerd, the kubelet, kube-proxy and kube-router, as
+# systemd does on a kubeadm node: it starts each again when it exits, after a delay that grows while
+# it keeps failing at start (scripts/real-node/supervisord.conf and the programs' files beside it),
+# and logs each exit and start in .cluster/real-node/logs/supervisord.log. To look or act:
+#   sudo supervisorctl -c .cluster/real-node/supervisor/supervisord.conf status|restart kubelet|...
+# Every configuration file is rendered from its template in scripts/real-node/ and replaced only
+# when its content changes; a program's file in supervisord's conf.d/ carries a fingerprint of what
+# the program reads (its binary and files), so `up` on a running node restarts exactly the daemons
+# whose configuration or binary changed, and on an unchanged node nothing.
 #
 # A kubelet owns its host: it sets kernel sysctls (vm.overcommit_memory, kernel.panic, ...), writes
 # iptables chains (KUBE-FIREWALL drops traffic to 127.0.0.0/8 from other interfaces), mounts volumes
@@ -22,14 +33,22 @@
 # kubelet would change read as the values it wants (files bound over /proc/sys), so it changes none.
 # Its pods' cgroups sit under /website-stack-node in every hierarchy. One real node per machine: the
 # addresses and routes are fixed.
+# shellcheck disable=SC2034 # render() reads variables by name: those the templates' ${VAR}s name.
 set -euo pipefail
 shopt -s inherit_errexit
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 : "${DIR:?run through scripts/cluster.sh}" "${NAME:?}" "${KWOK_WORKDIR:?}" "${KUBECONFIG_FILE:?}"
 
 NODE_NAME=real-node
-# Everything the node writes, and its logs (logs/<component>.log).
+# Everything the node writes, and its logs (logs/<component>.log, logs/supervisord.log).
 STATE=$DIR/real-node
+# supervisord's configuration (supervisord.conf, a program's file in conf.d/), pid file and socket.
+SUPERVISOR_DIR=$STATE/supervisor
+TEMPLATES=$ROOT/scripts/real-node
+# The daemons supervisord runs, in the order `up` adds them.
+DAEMONS=(containerd kubelet kube-proxy kube-router)
+# The daemons' PATH, whoever runs `up` (npm run adds its own folders to the caller's).
+NODE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # The mount namespace is kept by a bind mount of its /proc file, on a mount of its own made private
 # (a namespace file cannot be bound onto a shared mount).
 RUN=/run/website-stack-node
@@ -68,14 +87,15 @@ binaries() {
 
 deps() {
   [[ $(id -u) -eq 0 ]] || die "a real node needs root (network and mount namespaces, cgroups, iptables); run it with sudo"
-  local missing=()
-  command -v ipset >/dev/null 2>&1 || missing+=(ipset)
-  command -v iptables >/dev/null 2>&1 || missing+=(iptables)
-  command -v conntrack >/dev/null 2>&1 || missing+=(conntrack)
-  command -v runc >/dev/null 2>&1 || missing+=(runc)
-  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-  command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
+  local missing=() need
+  # <command>:<Debian package>, found on the daemons' PATH.
+  for need in ipset:ipset iptables:iptables conntrack:conntrack runc:runc openssl:openssl nsenter:util-linux \
+    supervisord:supervisor envsubst:gettext-base; do
+    PATH=$NODE_PATH command -v "${need%%:*}" >/dev/null 2>&1 || missing+=("${need#*:}")
+  done
   [[ ${#missing[@]} -eq 0 ]] && return 0
+  # (Where systemd runs, Debian's supervisor package also starts a supervisord of its own, for
+  # /etc/supervisor/conf.d: not the node's, which `up` starts with its own configuration.)
   log "installing ${missing[*]} from Debian"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -146,241 +166,166 @@ certificate() {
   rm -f "$STATE/pki/$name.csr"
 }
 
-kubeconfig_for() {
-  local name=$1
-  cat >"$STATE/$name.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {certificate-authority: $PKI/ca.crt, server: "https://$HOST_IP:$(api_port)"}
-users:
-- name: $name
-  user: {client-certificate: $STATE/pki/$name.crt, client-key: $STATE/pki/$name.key}
-contexts:
-- name: local
-  context: {cluster: local, user: $name}
-current-context: local
-EOF
+# Renders scripts/real-node/<template> to <dest>: each ${VAR} in it is the variable of that name here
+# (every one must be set), nothing else changes. <dest> is replaced (by a new file renamed over it)
+# only when its content changes, so an unchanged file keeps its inode and time, which the daemons'
+# fingerprints are made of. WROTE says whether it was.
+WROTE=false
+render() {
+  local template=$TEMPLATES/$1 dest=$2 name tmp
+  local -a vars=() env=()
+  # shellcheck disable=SC2016 # a literal ${ in the pattern
+  mapfile -t vars < <(grep -o '\${[A-Za-z_][A-Za-z0-9_]*}' "$template" | sort -u | tr -d '${}')
+  for name in "${vars[@]}"; do
+    [[ -v $name ]] || die "$template names \${$name}, which is not set"
+    env+=("$name=${!name}")
+  done
+  mkdir -p "$(dirname "$dest")"
+  tmp=$(mktemp "$dest.XXXXXX")
+  chmod 644 "$tmp"
+  if [[ ${#vars[@]} -gt 0 ]]; then
+    # shellcheck disable=SC2016 # envsubst's list of the variables to replace: ${A} ${B} ...
+    env "${env[@]}" envsubst "$(printf '${%s} ' "${vars[@]}")" <"$template" >"$tmp"
+  else
+    cat "$template" >"$tmp"
+  fi
+  if cmp -s "$tmp" "$dest"; then
+    rm -f "$tmp"
+    WROTE=false
+  else
+    [[ ! -e $dest ]] || log "updating $dest"
+    mv -f "$tmp" "$dest"
+    WROTE=true
+  fi
 }
 
-# Start a component in the node's namespaces, in a session of its own; its pid goes to pids/.
-start() {
-  local name=$1
+# What identifies the files a daemon reads, its binary among them: their inode, size and time, as one
+# short hash. render() replaces a file whose content changes (a new inode); binaries.sh builds a
+# binary anew as a new file.
+fingerprint() { stat -L -c '%n %i %s %Y' -- "$@" | sha256sum | cut -c1-16; }
+
+kubeconfig_for() {
+  local CLIENT=$1
+  render kubeconfig "$STATE/$CLIENT.kubeconfig"
+}
+
+supervisorctl_() { supervisorctl -c "$SUPERVISOR_DIR/supervisord.conf" "$@"; }
+
+# The pid of this node's supervisord, if it runs (its pid file may be stale: the process must be
+# a supervisord of this configuration).
+supervisord_pid() {
+  local pid
+  pid=$(cat "$SUPERVISOR_DIR/supervisord.pid" 2>/dev/null) && [[ -n $pid ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$SUPERVISOR_DIR/supervisord.conf" || return 1
+  echo "$pid"
+}
+
+# Waits up to $2 seconds for process $1 to exit, then kills it.
+stop_process() {
+  local pid=$1 waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    if (( waited++ == $2 * 10 )); then kill -9 "$pid" 2>/dev/null || true; fi
+    sleep 0.1
+  done
+}
+
+# The node's daemons running without supervisord: started by this script before it used one, or
+# left by a supervisord that was killed. They stop before supervisord starts its own (the containers
+# stay). A daemon is a process of the node's network namespace that runs one of their binaries, of
+# this build or another one of binaries.sh (<name>-v<version>): not a shim, not a container.
+stop_strays() {
+  local pid exe name
+  local -a pids=() binaries=()
+  for name in "${DAEMONS[@]}"; do binaries+=("$(readlink -f "${BIN[$name]}")"); done
+  for pid in $(ip netns pids "$NETNS" 2>/dev/null); do
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
+    exe=${exe% (deleted)}
+    if [[ " ${binaries[*]} " == *" $exe "* || ${exe##*/} =~ ^(containerd|kubelet|kube-proxy|kube-router)-v[0-9] ]]; then
+      pids+=("$pid")
+    fi
+  done
+  # The pid files of the script before supervisord.
+  rm -rf "$STATE/pids"
+  [[ ${#pids[@]} -gt 0 ]] || return 0
+  log "stopping the node's daemons that run unsupervised (pids ${pids[*]})"
+  kill "${pids[@]}" 2>/dev/null || true
+  for pid in "${pids[@]}"; do stop_process "$pid" 10; done
+}
+
+# supervisord, in the node's namespaces, and revive.py beside it. A supervisord already running is
+# kept, unless its own configuration changed: then it stops its programs and starts anew.
+supervisor() {
+  local PYTHON INPUTS pid SUPERVISORD
+  SUPERVISORD=$(PATH=$NODE_PATH command -v supervisord)
+  render supervisord.conf "$SUPERVISOR_DIR/supervisord.conf"
+  if pid=$(supervisord_pid) && [[ $WROTE == true ]]; then
+    log "supervisord's configuration changed: restarting it and the node's daemons"
+    kill "$pid"
+    stop_process "$pid" 60
+  fi
+  if ! supervisord_pid >/dev/null; then
+    stop_strays
+    # `up` adds the programs one stage at a time.
+    rm -f "$SUPERVISOR_DIR"/conf.d/*.conf
+    mkdir -p "$SUPERVISOR_DIR/conf.d" "$STATE/logs"
+    # An empty environment but the PATH of supervisord.conf; supervisord daemonizes once listening.
+    local out
+    out=$(in_node env -i "$SUPERVISORD" -c "$SUPERVISOR_DIR/supervisord.conf" 2>&1 </dev/null) \
+      || die "supervisord did not start: $out"
+    wait_for "supervisord" 30 supervisorctl_ pid
+  fi
+  # The Python supervisord runs on, which has its modules.
+  PYTHON=$(sed -n '1s/^#! *//p' "$SUPERVISORD")
+  render revive.py "$SUPERVISOR_DIR/revive.py"
+  INPUTS=$(fingerprint "$SUPERVISOR_DIR/revive.py")
+  render revive.conf "$SUPERVISOR_DIR/conf.d/revive.conf"
+  update revive
+}
+
+# `supervisorctl update` for group $1: adds it, or restarts it with its new file, or leaves it be.
+update() {
+  supervisorctl_ update "$1" | while IFS= read -r line; do log "supervisord: $line"; done
+}
+
+# The program file of daemon $1 (scripts/real-node/$1.conf) with the fingerprint of its binary and
+# of the files $2... it reads, then `supervisorctl update`: a new daemon starts, a changed one
+# restarts, an unchanged one runs on. One stopped by hand (supervisorctl stop) starts again.
+daemon() {
+  local name=$1 BINARY=${BIN[$1]} INPUTS state
   shift
-  local pidfile=$STATE/pids/$name.pid
-  if [[ -f $pidfile ]] && kill -0 "$(<"$pidfile")" 2>/dev/null; then return 0; fi
-  mkdir -p "$STATE/pids" "$STATE/logs"
-  # nsenter execs the component, so the recorded pid is the component's.
-  setsid nsenter --net="/run/netns/$NETNS" --mount="$RUN/mnt" -- "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$pidfile"
+  INPUTS=$(fingerprint "$BINARY" "$@")
+  render "$name.conf" "$SUPERVISOR_DIR/conf.d/$name.conf"
+  update "$name"
+  state=$(supervisorctl_ status "$name" 2>/dev/null | awk '{print $2}' || true)
+  case "$state" in
+    STOPPED | EXITED | FATAL)
+      log "starting $name (it was $state)"
+      supervisorctl_ start "$name" >/dev/null || true
+      ;;
+  esac
 }
 
 containerd_config() {
   mkdir -p "$STATE/containerd" "$STATE/cni/bin" "$STATE/cni/net.d"
-  local plugin
+  local plugin RUNC
   for plugin in bridge host-local loopback portmap; do
-    ln -sf "${BIN[cni-$plugin]}" "$STATE/cni/bin/$plugin"
+    ln -sfn "${BIN[cni-$plugin]}" "$STATE/cni/bin/$plugin"
   done
-  cat >"$STATE/cni/net.d/10-website-stack.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "website-stack",
-  "plugins": [
-    {
-      "type": "bridge", "bridge": "wsbr0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-      "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$POD_CIDR", "gateway": "$BRIDGE_IP" }]],
-                "routes": [{ "dst": "0.0.0.0/0" }], "dataDir": "$STATE/cni/ipam" }
-    },
-    { "type": "portmap", "capabilities": { "portMappings": true } }
-  ]
-}
-EOF
-  cat >"$STATE/containerd/config.toml" <<EOF
-version = 3
-root = "$STATE/containerd/root"
-state = "$STATE/containerd/state"
-
-[grpc]
-  address = "$STATE/containerd/containerd.sock"
-
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = 'overlayfs'
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = 'registry.k8s.io/pause:3.10.2'
-
-[plugins.'io.containerd.cri.v1.runtime']
-  # The kubelet asks for negative oom_score_adj values (-998 for sandboxes); a host that refuses
-  # them (some VMs do) makes runc fail with "can't get final child's PID from pipe: EOF".
-  restrict_oom_score_adj = true
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ['$STATE/cni/bin']
-    conf_dir = '$STATE/cni/net.d'
-  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-    runtime_type = 'io.containerd.runc.v2'
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-      BinaryName = '$(command -v runc)'
-      SystemdCgroup = false
-EOF
+  RUNC=$(PATH=$NODE_PATH command -v runc)
+  render 10-website-stack.conflist "$STATE/cni/net.d/10-website-stack.conflist"
+  render containerd-config.toml "$STATE/containerd/config.toml"
+  # The shim is found on containerd's PATH by its name.
+  mkdir -p "$STATE/bin"
+  ln -sfn "${BIN[containerd-shim-runc-v2]}" "$STATE/bin/containerd-shim-runc-v2"
 }
 
-kubelet_config() {
-  mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
-  cat >"$STATE/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-# cgroup v1 hosts are deprecated from 1.35 on and refused unless this is false.
-failCgroupV1: false
-failSwapOn: false
-cgroupDriver: cgroupfs
-cgroupRoot: $CGROUP_ROOT
-containerRuntimeEndpoint: unix://$STATE/containerd/containerd.sock
-podLogsDir: $STATE/pod-logs
-address: $NODE_IP
-port: 10250
-readOnlyPort: 0
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $PKI/ca.crt}
-authorization: {mode: Webhook}
-clusterDomain: cluster.local
-clusterDNS: [$DNS_IP]
-# The node's disk and memory are the host's, which other work fills (a cold build of the caches
-# took the disk to 97 % and the kubelet evicted every pod for disk pressure): no eviction (0% turns
-# each hard threshold off), and no image garbage collection (every image is imported; none could
-# be pulled again).
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "0%", nodefs.available: "0%", nodefs.inodesFree: "0%", imagefs.available: "0%"}
-serializeImagePulls: false
-EOF
-}
-
-kube_proxy_config() {
-  cat >"$STATE/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: iptables
-clusterCIDR: $POD_CIDR
-hostnameOverride: $NODE_NAME
-clientConnection: {kubeconfig: $STATE/kube-proxy.kubeconfig}
-# The conntrack table size is global to the host: leave it as it is.
-conntrack: {maxPerCore: 0}
-metricsBindAddress: 127.0.0.1:10249
-healthzBindAddress: 127.0.0.1:10256
-EOF
-}
-
-# kube-router's permissions: what its NetworkPolicy controller watches (as in its own
-# daemonset/kube-router-firewall-daemonset.yaml, minus what the router and proxy parts use).
-kube_router_rbac() {
-  kubectl_ apply --server-side --field-manager real-node -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: website-stack:kube-router}
-rules:
-- apiGroups: [""]
-  resources: [namespaces, pods, services, nodes, endpoints]
-  verbs: [list, get, watch]
-- apiGroups: [networking.k8s.io]
-  resources: [networkpolicies]
-  verbs: [list, get, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, get, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: website-stack:kube-router}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: website-stack:kube-router}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:kube-router}
-EOF
-}
-
-# CoreDNS as the cluster's DNS, a pod like the rest: labelled k8s-app=kube-dns in kube-system, as
-# kubeadm runs it and as the package's NetworkPolicies expect it.
-coredns() {
-  kubectl_ apply --server-side --field-manager real-node -f - >/dev/null <<EOF
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: coredns, namespace: kube-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: website-stack:coredns}
-rules:
-- apiGroups: [""]
-  resources: [endpoints, services, pods, namespaces]
-  verbs: [list, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: website-stack:coredns}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: website-stack:coredns}
-subjects:
-- {kind: ServiceAccount, name: coredns, namespace: kube-system}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: coredns, namespace: kube-system}
-data:
-  Corefile: |
-    .:53 {
-        errors
-        health :8080
-        ready :8181
-        kubernetes cluster.local in-addr.arpa ip6.arpa {
-            pods insecure
-            fallthrough in-addr.arpa ip6.arpa
-        }
-        cache 30
-        loop
-    }
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {k8s-app: kube-dns}}
-  template:
-    metadata: {labels: {k8s-app: kube-dns}}
-    spec:
-      serviceAccountName: coredns
-      dnsPolicy: Default
-      containers:
-      - name: coredns
-        image: registry.k8s.io/coredns/coredns:$COREDNS_VERSION
-        imagePullPolicy: Never
-        args: [-conf, /etc/coredns/Corefile]
-        ports:
-        - {name: dns, containerPort: 53, protocol: UDP}
-        - {name: dns-tcp, containerPort: 53, protocol: TCP}
-        securityContext:
-          allowPrivilegeEscalation: false
-          readOnlyRootFilesystem: true
-          capabilities: {add: [NET_BIND_SERVICE], drop: [ALL]}
-        livenessProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 10}
-        readinessProbe: {httpGet: {path: /ready, port: 8181}, periodSeconds: 2}
-        resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 128Mi}}
-        volumeMounts: [{name: config, mountPath: /etc/coredns, readOnly: true}]
-      volumes: [{name: config, configMap: {name: coredns}}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
-spec:
-  clusterIP: $DNS_IP
-  selector: {k8s-app: kube-dns}
-  ports:
-  - {name: dns, port: 53, protocol: UDP}
-  - {name: dns-tcp, port: 53, protocol: TCP}
-EOF
+# A manifest of scripts/real-node/, applied (server-side: unchanged objects stay as they are).
+apply() {
+  local dir
+  dir=$(mktemp -d)
+  render "$1" "$dir/$1"
+  kubectl_ apply --server-side --field-manager real-node -f "$dir/$1" >/dev/null
+  rm -rf "$dir"
 }
 
 # The image list of scripts/node-images.sh: "<reference> <docker-archive tar>" lines.
@@ -416,6 +361,8 @@ up() {
   if ! owned; then
     die "the real node of the cluster in $(cat "$RUN/owner") runs on this machine (one per machine): stop it first (WEBSITE_STACK_CLUSTER_DIR=$(cat "$RUN/owner") scripts/cluster.sh down)"
   fi
+  # supervisord's files split a program's command line at spaces, and take % for its own.
+  [[ $STATE != *[[:space:]%]* ]] || die "the node's state directory ($STATE) has a space or a %: use another WEBSITE_STACK_CLUSTER_DIR"
   mkdir -p "$STATE" "$RUN"
   echo "$DIR" >"$RUN/owner"
   network
@@ -427,33 +374,29 @@ up() {
   certificate kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
   certificate kube-proxy "/CN=system:kube-proxy"
   certificate kube-router "/CN=system:kube-router"
-  kubeconfig_for kubelet
-  kubeconfig_for kube-proxy
-  kubeconfig_for kube-router
-  kube_router_rbac
+  local API_PORT client
+  API_PORT=$(api_port)
+  for client in kubelet kube-proxy kube-router; do kubeconfig_for "$client"; done
+  apply kube-router-rbac.yaml
+  supervisor
 
+  # Each stage adds its daemons to supervisord (or, on a running node, restarts those whose
+  # configuration or binary changed) and waits for them.
   containerd_config
-  # The shim is found on containerd's PATH by its name.
-  mkdir -p "$STATE/bin"
-  ln -sf "${BIN[containerd-shim-runc-v2]}" "$STATE/bin/containerd-shim-runc-v2"
-  start containerd env PATH="$STATE/bin:$PATH" "${BIN[containerd]}" --config "$STATE/containerd/config.toml"
+  daemon containerd "$STATE/containerd/config.toml" "$STATE/cni/net.d/10-website-stack.conflist"
   wait_for "containerd" 60 ctr_ version
   images
 
-  kubelet_config
-  start kubelet "${BIN[kubelet]}" --config "$STATE/kubelet.yaml" --kubeconfig "$STATE/kubelet.kubeconfig" \
-    --root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet/pki" --hostname-override "$NODE_NAME" \
-    --node-ip "$NODE_IP" --node-labels "$LABEL=true"
-  kube_proxy_config
-  start kube-proxy "${BIN[kube-proxy]}" --config "$STATE/kube-proxy.yaml"
+  render kubelet.yaml "$STATE/kubelet.yaml"
+  mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
+  daemon kubelet "$STATE/kubelet.yaml" "$STATE/kubelet.kubeconfig" "$STATE/pki/kubelet.crt" "$PKI/ca.crt"
+  render kube-proxy.yaml "$STATE/kube-proxy.yaml"
+  daemon kube-proxy "$STATE/kube-proxy.yaml" "$STATE/kube-proxy.kubeconfig" "$STATE/pki/kube-proxy.crt" "$PKI/ca.crt"
   wait_for "node $NODE_NAME Ready" 120 node_ready
-  # Only the NetworkPolicy part: kube-proxy serves Services, the bridge plugin routes pods. It
-  # finds its Node object at start, or exits.
-  start kube-router "${BIN[kube-router]}" --kubeconfig "$STATE/kube-router.kubeconfig" --hostname-override "$NODE_NAME" \
-    --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
-    --service-cluster-ip-range "$SERVICE_CIDR" --health-port 20244
+  # kube-router finds its Node object at start (or exits).
+  daemon kube-router "$STATE/kube-router.kubeconfig" "$STATE/pki/kube-router.crt" "$PKI/ca.crt"
   wait_for "kube-router" 60 in_node curl -fsS http://127.0.0.1:20244/healthz
-  coredns
+  apply coredns.yaml
   wait_for "CoreDNS" 120 kubectl_ -n kube-system rollout status deployment/coredns --timeout 5s
   log "node '$NODE_NAME' Ready, with CoreDNS, in $((SECONDS - start)) s"
 }
@@ -478,6 +421,9 @@ down() {
     rm -rf "$STATE"
     return
   fi
+  # supervisord first, so that it starts again none of what follows stops. It runs in the node's
+  # network namespace, as its daemons and revive.py do: all of them go next.
+  if pid=$(supervisord_pid); then kill -9 "$pid"; fi
   while pid=$(node_pids) && [[ -n $pid ]]; do
     # shellcheck disable=SC2086 # one pid per word
     kill -9 $pid 2>/dev/null || true
