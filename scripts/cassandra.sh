@@ -33,6 +33,9 @@ LIB_DIR="$HOME_DIR/lib"
 
 log() { printf '[cassandra] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# listening, free_port
+# shellcheck source=scripts/lib/local-ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
 
 usage() {
   sed -n '5,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -107,19 +110,6 @@ java_major() {
   major=${version#1.}
   [[ $major == 17 ]] || die "$java is Java ${version:-of unknown version}; Cassandra $CASSANDRA_VERSION runs here on Java 17 (Debian: apt-get install openjdk-17-jre-headless, then set JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64)"
   echo "$major"
-}
-
-# Whether something accepts TCP connections on 127.0.0.1:$1.
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# A port in 20000–32767 (below Linux's ephemeral range) that nothing listens on.
-free_port() {
-  local port tries
-  for ((tries = 0; tries < 100; tries++)); do
-    port=$((20000 + RANDOM % 12768))
-    listening "$port" || { echo "$port"; return; }
-  done
-  die "found no free TCP port on 127.0.0.1"
 }
 
 # The pid in DIR/cassandra.pid when that process is alive and is a Cassandra daemon.

@@ -61,6 +61,9 @@ MAIN_CLASS=org.elasticsearch.bootstrap.Elasticsearch
 
 log() { printf '[elasticsearch] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# listening, free_port
+# shellcheck source=scripts/lib/local-ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
 
 usage() {
   sed -n '5,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -194,19 +197,6 @@ install() {
 }
 
 # --- start -----------------------------------------------------------------------------------
-
-# Whether something accepts TCP connections on 127.0.0.1:$1.
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# A port in 20000–32767 (below Linux's ephemeral range) that nothing listens on.
-free_port() {
-  local port tries
-  for ((tries = 0; tries < 100; tries++)); do
-    port=$((20000 + RANDOM % 12768))
-    listening "$port" || { echo "$port"; return; }
-  done
-  die "found no free TCP port on 127.0.0.1"
-}
 
 # The pid in DIR/run/elasticsearch.pid when that process is alive and is the node of DIR.
 running_pid() {

@@ -62,6 +62,9 @@ CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}
 
 log() { printf '[keycloak] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# listening, free_port
+# shellcheck source=scripts/lib/local-ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
 
 usage() {
   sed -n '6,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -137,20 +140,6 @@ install() {
 }
 
 # --- start -----------------------------------------------------------------------------------
-
-# Whether something accepts TCP connections on 127.0.0.1:$1.
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# A port in 20000–32767 (below Linux's ephemeral range) that nothing listens on.
-free_port() {
-  local port tries
-  for ((tries = 0; tries < 100; tries++)); do
-    port=$((20000 + RANDOM % 12768))
-    [[ $port == "${1:-}" ]] && continue
-    listening "$port" || { echo "$port"; return; }
-  done
-  die "found no free TCP port on 127.0.0.1"
-}
 
 # The pid in DIR/keycloak.pid when that process is alive and is this DIR's Keycloak (kc.sh).
 running_pid() {
