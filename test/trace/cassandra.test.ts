@@ -6,11 +6,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import cassandraDriver from 'cassandra-driver';
-import { eventually } from '../support/poll.ts';
 import {
   collectorOtlpPorts,
   hex,
-  jaegerTrace,
   type LocalStack,
   OTLP_PROTOCOLS,
   otlpRequest,
@@ -21,7 +19,7 @@ import {
 } from '../support/traces.ts';
 import { type Cassandra, startCassandra } from './cassandra.ts';
 import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
-import { oidcSecret } from './production.ts';
+import { oidcSecret, sendErrorTrace } from './production.ts';
 import { type SharedServices, sharedServices } from './services.ts';
 
 const CHART = 'tracing-production-cassandra';
@@ -63,38 +61,10 @@ describe('the production stack on Cassandra', () => {
   });
 
   test('an error trace sent to the gateway is kept, written by the collector and read back by the separate query process', async () => {
-    const traceId = hex(16);
-    const root = hex(8);
-    expect(
-      await sendOtlpJsonTls(
-        `https://127.0.0.1:${stack.port('otel-collector', 'otlp-http')}`,
-        otlpRequest('checkout', [
-          {
-            traceId,
-            spans: [
-              {
-                name: 'POST /checkout',
-                spanId: root,
-                error: true,
-                attributes: { 'http.request.method': 'POST', 'http.response.status_code': 500 },
-              },
-              { name: 'SELECT stock', parentSpanId: root, attributes: { 'db.system.name': 'postgresql' } },
-            ],
-          },
-        ]),
-        sender(),
-      ),
-    ).toBe(200);
-    // Tail sampling decides 10 s after the first span; then the collector writes it over mutual TLS.
-    // Spans are stored one by one: wait for both.
-    const trace = await eventually(
-      'both spans in Jaeger query',
-      async () => {
-        const found = await jaegerTrace(jaegerQuery(), traceId);
-        return found && found.spans.length >= 2 ? found : undefined;
-      },
-      90_000,
-    );
+    const sent = await sendErrorTrace(stack, jaegerQuery(), sender());
+    expect(sent.status).toBe(200);
+    const trace = await sent.trace();
+    const root = sent.root;
     expect(trace.spans.map((s) => s.operationName).sort()).toEqual(['POST /checkout', 'SELECT stock']);
     const child = trace.spans.find((s) => s.operationName === 'SELECT stock')!;
     expect(child.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: root })]);

@@ -11,17 +11,17 @@ import { join } from 'node:path';
 import { builtBinaries, chartManifests, planCronJob } from '../support/local-stack.ts';
 import { eventually } from '../support/poll.ts';
 import { freePort } from '../support/ports.ts';
+import { type LocalStack, startStack, testPki, wholeDispatchTrace } from '../support/traces.ts';
 import {
-  hex,
-  jaegerTrace,
-  type LocalStack,
-  otlpRequest,
-  sendOtlpJsonTls,
-  startStack,
-  testPki,
-  wholeDispatchTrace,
-} from '../support/traces.ts';
-import { CHART, dayBefore, es, esAddress, INDEX_PREFIX, productionSecrets, startHotRod } from './production.ts';
+  CHART,
+  dayBefore,
+  es,
+  esAddress,
+  INDEX_PREFIX,
+  productionSecrets,
+  sendErrorTrace,
+  startHotRod,
+} from './production.ts';
 import { type SharedServices, sharedServices } from './services.ts';
 
 const ORDER = ['jaeger-collector', 'jaeger-query', 'otel-collector'];
@@ -53,31 +53,9 @@ describe('the production stack on Elasticsearch, as dist/ ships it', () => {
   });
 
   test('an error trace sent to the gateway is kept, written to Elasticsearch by the collector as the jaeger user, and read back by the separate query process', async () => {
-    const traceId = hex(16);
-    const root = hex(8);
-    expect(
-      await sendOtlpJsonTls(
-        `https://127.0.0.1:${stack.port('otel-collector', 'otlp-http')}`,
-        otlpRequest('checkout', [
-          {
-            traceId,
-            spans: [
-              { name: 'POST /checkout', spanId: root, error: true, attributes: { 'http.response.status_code': 500 } },
-              { name: 'SELECT stock', parentSpanId: root, attributes: { 'db.system.name': 'postgresql' } },
-            ],
-          },
-        ]),
-        sender(),
-      ),
-    ).toBe(200);
-    const trace = await eventually(
-      'both spans in Jaeger query',
-      async () => {
-        const found = await jaegerTrace(jaeger, traceId);
-        return found && found.spans.length >= 2 ? found : undefined;
-      },
-      90_000,
-    );
+    const sent = await sendErrorTrace(stack, jaeger, sender());
+    expect(sent.status).toBe(200);
+    const trace = await sent.trace();
     expect(trace.spans.map((s) => s.operationName).sort()).toEqual(['POST /checkout', 'SELECT stock']);
     // Jaeger's ES 8 path: composable index templates, and today's daily indices.
     const templates = await es(services, 'GET', `/_index_template/${INDEX_PREFIX}-*`);

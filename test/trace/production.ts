@@ -6,7 +6,17 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../support/poll.ts';
 import { freePort } from '../support/ports.ts';
-import { hex, type TestPki, tracingBinaries } from '../support/traces.ts';
+import {
+  type ClientTls,
+  hex,
+  type JaegerTrace,
+  jaegerTrace,
+  type LocalStack,
+  otlpRequest,
+  sendOtlpJsonTls,
+  type TestPki,
+  tracingBinaries,
+} from '../support/traces.ts';
 import type { SharedServices } from './services.ts';
 
 export const CHART = 'tracing-production-elasticsearch';
@@ -134,4 +144,46 @@ export async function startHotRod(
       await exited;
     },
   };
+}
+
+/**
+ * Sends a failing checkout (a root span with an error and its database child) to the stack's
+ * gateway over mutual TLS, and resolves once Jaeger query at `queryBase` holds both spans: tail
+ * sampling decides 10 s after the first span, then Jaeger's collector stores them one by one.
+ */
+export async function sendErrorTrace(
+  stack: LocalStack,
+  queryBase: string,
+  sender: ClientTls,
+): Promise<{ status: number; root: string; trace: () => Promise<JaegerTrace> }> {
+  const traceId = hex(16);
+  const root = hex(8);
+  const status = await sendOtlpJsonTls(
+    `https://127.0.0.1:${stack.port('otel-collector', 'otlp-http')}`,
+    otlpRequest('checkout', [
+      {
+        traceId,
+        spans: [
+          {
+            name: 'POST /checkout',
+            spanId: root,
+            error: true,
+            attributes: { 'http.request.method': 'POST', 'http.response.status_code': 500 },
+          },
+          { name: 'SELECT stock', parentSpanId: root, attributes: { 'db.system.name': 'postgresql' } },
+        ],
+      },
+    ]),
+    sender,
+  );
+  const trace = () =>
+    eventually(
+      'both spans in Jaeger query',
+      async () => {
+        const found = await jaegerTrace(queryBase, traceId);
+        return found && found.spans.length >= 2 ? found : undefined;
+      },
+      90_000,
+    );
+  return { status, root, trace };
 }
