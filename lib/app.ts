@@ -172,6 +172,7 @@ const PRODUCTION_TRACING: Omit<ProductionTracingStackProps, 'jaeger'> & {
       cookieSecret: { secretName: 'jaeger-oidc', key: 'cookie-secret' },
       redirectUrl: { secretName: 'jaeger-oidc', key: 'redirect-url' },
       backendLogoutUrl: { secretName: 'jaeger-oidc', key: 'backend-logout-url' },
+      providerCa: { secretName: 'jaeger-oidc', key: 'provider-ca.crt' },
     },
   },
   collectorClientTlsSecret: 'otel-collector-client-tls',

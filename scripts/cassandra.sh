@@ -3,9 +3,10 @@
 # stack's tests: Jaeger v2 stores and queries traces through it.
 #
 #   scripts/cassandra.sh install               fetch Cassandra and its runtime jars (once); print their folder
-#   scripts/cassandra.sh start DIR [PORT]      start a node with all its state under DIR, CQL on
-#                                              127.0.0.1:PORT (default 9042); wait until it accepts
-#                                              clients; print "127.0.0.1:PORT"
+#   scripts/cassandra.sh start DIR [PORT] [ADDRESS]
+#                                              start a node with all its state under DIR, CQL on
+#                                              ADDRESS:PORT (default 127.0.0.1:9042); wait until it
+#                                              accepts clients; print "ADDRESS:PORT"
 #   scripts/cassandra.sh stop DIR              stop the node started in DIR (SIGTERM, then SIGKILL)
 #
 # Apache publishes no 5.x binary tarball on Maven Central, only the server jar
@@ -38,7 +39,7 @@ die() { log "error: $*"; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
 
 usage() {
-  sed -n '5,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '5,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -126,7 +127,7 @@ running_pid() {
 write_config() {
   local dir=$1 port=$2 storage_port=$3
   cat >"$dir/conf/cassandra.yaml" <<EOF
-# Written by scripts/cassandra.sh: one node on 127.0.0.1, everything under $dir.
+# Written by scripts/cassandra.sh: one node on $LISTEN_ADDRESS, everything under $dir.
 cluster_name: website-stack
 num_tokens: 1
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -134,10 +135,10 @@ endpoint_snitch: SimpleSnitch
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:$storage_port"
-listen_address: 127.0.0.1
+      - seeds: "$LISTEN_ADDRESS:$storage_port"
+listen_address: $LISTEN_ADDRESS
 storage_port: $storage_port
-rpc_address: 127.0.0.1
+rpc_address: $LISTEN_ADDRESS
 start_native_transport: true
 native_transport_port: $port
 data_file_directories: ["$dir/data/data"]
@@ -163,7 +164,8 @@ EOF
 }
 
 start() {
-  [[ $# -ge 1 && $# -le 2 ]] || usage
+  [[ $# -ge 1 && $# -le 3 ]] || usage
+  LISTEN_ADDRESS=${3:-127.0.0.1}
   local dir=$1 port=${2:-9042} timeout=${CASSANDRA_START_TIMEOUT:-120} heap=${CASSANDRA_HEAP:-1g}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"
   mkdir -p "$dir"
@@ -171,7 +173,7 @@ start() {
   local pid
   pid=$(running_pid "$dir")
   [[ -z $pid ]] || die "a Cassandra node already runs from $dir (pid $pid); stop it first: scripts/cassandra.sh stop $dir"
-  listening "$port" && die "something already listens on 127.0.0.1:$port; choose another PORT"
+  listening "$port" && die "something already listens on $LISTEN_ADDRESS:$port; choose another PORT"
   local java home storage_port
   java=$(java_bin)
   java_major >/dev/null
@@ -239,7 +241,7 @@ start() {
   opts+=(${CASSANDRA_JVM_OPTS:-})
 
   local start=$SECONDS
-  log "starting Cassandra $CASSANDRA_VERSION in $dir (CQL 127.0.0.1:$port, storage port $storage_port)"
+  log "starting Cassandra $CASSANDRA_VERSION in $dir (CQL $LISTEN_ADDRESS:$port, storage port $storage_port)"
   # Its own session, and no inherited stdout/stderr, so it outlives this script and its caller's pipes.
   setsid "$java" "${opts[@]}" -cp "$home/lib/*" org.apache.cassandra.service.CassandraDaemon \
     </dev/null >"$dir/logs/stdout.log" 2>&1 &
@@ -263,12 +265,12 @@ start() {
     if ((SECONDS - start >= timeout)); then
       show_logs "$dir"
       stop "$dir"
-      die "Cassandra did not accept CQL clients on 127.0.0.1:$port within $timeout s (logs above; all of them in $dir/logs). On a busy machine, raise CASSANDRA_START_TIMEOUT"
+      die "Cassandra did not accept CQL clients on $LISTEN_ADDRESS:$port within $timeout s (logs above; all of them in $dir/logs). On a busy machine, raise CASSANDRA_START_TIMEOUT"
     fi
     sleep 0.5
   done
   log "ready in $((SECONDS - start)) s (pid $pid)"
-  echo "127.0.0.1:$port"
+  echo "$LISTEN_ADDRESS:$port"
 }
 
 show_logs() {

@@ -3,20 +3,23 @@
 # the trace stack's tests and for trying the production trace stack (Jaeger on Elasticsearch) locally.
 #
 #   scripts/elasticsearch.sh install               fetch Elasticsearch from Maven Central (once); print its folder
-#   scripts/elasticsearch.sh start DIR [PORT]      start a node with all its state under DIR, HTTPS on
-#                                                  127.0.0.1:PORT (default 9200); wait until it answers;
-#                                                  print {"url":"https://127.0.0.1:PORT","caFile":"..."}
+#   scripts/elasticsearch.sh start DIR [PORT] [ADDRESS]
+#                                                  start a node with all its state under DIR, HTTPS on
+#                                                  ADDRESS:PORT (default 127.0.0.1:9200); wait until it
+#                                                  answers; print {"url":"https://ADDRESS:PORT","caFile":"..."}
 #   scripts/elasticsearch.sh stop DIR              stop the node started in DIR
 #
 # Security is on, as ECK sets it up in production:
-# - HTTPS only, with a certificate for 127.0.0.1 and elasticsearch-es-http.tracing.svc signed by a CA
+# - HTTPS only, with a certificate for ADDRESS, 127.0.0.1 and elasticsearch-es-http.tracing.svc
+#   (the name of ECK's Service that dist/ uses: give pods that name for ADDRESS) signed by a CA
 #   whose PEM is DIR/config/certs/ca.crt (ECK's `ca.crt`). Give your own with ES_TLS_CERT, ES_TLS_KEY
 #   and ES_TLS_CA (PEM files, all three); otherwise `start` makes a P-256 CA and certificate with
 #   openssl under DIR/pki the first time, and reuses them.
 # - Basic auth against the file realm, with two users whose passwords the caller gives, in
 #   ES_ELASTIC_PASSWORD and ES_JAEGER_PASSWORD, or in a file named by ES_PASSWORDS_FILE with
-#   "elastic:PASSWORD" and "jaeger:PASSWORD" lines. They are stored only as bcrypt hashes, and
-#   never printed or put on a command line.
+#   "elastic:PASSWORD" and "jaeger:PASSWORD" lines; given none, `start` makes random ones into
+#   DIR/passwords (that form, mode 0600) once. The node stores only their bcrypt hashes, and they
+#   are never printed or put on a command line.
 #     elastic  the superuser (role `superuser`)
 #     jaeger   role `jaeger_writer_reader`: cluster privileges monitor and manage_index_templates,
 #              and on indices jaeger-*: auto_configure, index, read, view_index_metadata,
@@ -39,7 +42,9 @@
 #
 # Needs Java 17 or newer with javac (JAVA_HOME, or java on PATH), openssl, curl, and, for `install`,
 # Maven. Environment: ES_HEAP (default 512m), ES_START_TIMEOUT (seconds, default 180), ES_JVM_OPTS
-# (extra JVM flags). On a shared machine, `nice -n 19 scripts/elasticsearch.sh ...`.
+# (extra JVM flags), ES_FAKETIME (the node's clocks offset by libfaketime, e.g. -10d: every index it
+# creates is that old, for seeing Jaeger's index cleaner delete; needs libfaketime). On a shared
+# machine, `nice -n 19 scripts/elasticsearch.sh ...`.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
 shopt -s inherit_errexit
@@ -51,6 +56,8 @@ DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 UNPRIVILEGED_UID=65534
 UNPRIVILEGED_GID=65534
 
+# libfaketime's multi-threaded library (ES_FAKETIME).
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 CONF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/elasticsearch"
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
 # Keyed by version and by the files that shape the runtime, so that changing the glue or the pom
@@ -61,12 +68,14 @@ MAIN_CLASS=org.elasticsearch.bootstrap.Elasticsearch
 
 log() { printf '[elasticsearch] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-# listening, free_port
+# listening, free_port; server_pki
 # shellcheck source=scripts/lib/local-ports.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
+# shellcheck source=scripts/lib/local-pki.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/local-pki.sh"
 
 usage() {
-  sed -n '5,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '5,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -242,6 +251,9 @@ render() {
 }
 
 # The password of user $1, from ES_<USER>_PASSWORD or the "user:password" lines of ES_PASSWORDS_FILE.
+# 32 random hex digits: a password with nothing to escape anywhere.
+random_password() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
+
 password() {
   local user=$1 var value=
   var="ES_${user^^}_PASSWORD"
@@ -273,25 +285,8 @@ tls_files() {
     cp "$ES_TLS_CA" "$certs/ca.crt"
     return
   fi
-  if ! [[ -f "$pki/ca.crt" && -f "$pki/tls.crt" && -f "$pki/tls.key" ]] ||
-    ! openssl x509 -checkend 86400 -noout -in "$pki/tls.crt" >/dev/null 2>&1; then
-    log "making a CA and a server certificate in $pki"
-    rm -rf "$pki"
-    mkdir -p "$pki"
-    chmod 700 "$pki"
-    # P-256 keys, as the tests' own PKI (testPki in test/support/traces.ts).
-    local key=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
-    (
-      cd "$pki"
-      openssl req -x509 "${key[@]}" -keyout ca.key -out ca.crt -days 3650 \
-        -subj "/CN=website-stack local Elasticsearch CA"
-      openssl req "${key[@]}" -keyout tls.key -out tls.csr -subj "/CN=elasticsearch-es-http.tracing.svc"
-      printf '%s\n' "subjectAltName=DNS:elasticsearch-es-http.tracing.svc,DNS:localhost,IP:127.0.0.1" \
-        "extendedKeyUsage=serverAuth" "keyUsage=critical,digitalSignature" >tls.ext
-      openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt -days 825 -extfile tls.ext
-      rm -f tls.csr tls.ext ca.srl
-    ) >"$pki/openssl.log" 2>&1 || { cat "$pki/openssl.log" >&2; die "openssl failed to make the certificates (output above)"; }
-  fi
+  server_pki "$pki" "website-stack local Elasticsearch CA" elasticsearch-es-http.tracing.svc \
+    "DNS:elasticsearch-es-http.tracing.svc,DNS:localhost,IP:127.0.0.1,IP:$LISTEN_ADDRESS"
   cp "$pki/ca.crt" "$certs/ca.crt"
   cp "$pki/tls.crt" "$certs/tls.crt"
   cp "$pki/tls.key" "$certs/tls.key"
@@ -305,7 +300,7 @@ curl_as() {
   pw=${pw//\"/\\\"}
   printf 'user = "%s:%s"\n' "$user" "$pw" |
     curl -sS -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$dir/config/certs/ca.crt" -K - \
-      "https://127.0.0.1:$port$path" 2>/dev/null || true
+      "https://$LISTEN_ADDRESS:$port$path" 2>/dev/null || true
 }
 
 json_string() {
@@ -314,21 +309,30 @@ json_string() {
 }
 
 start() {
-  [[ $# -ge 1 && $# -le 2 ]] || usage
+  [[ $# -ge 1 && $# -le 3 ]] || usage
+  LISTEN_ADDRESS=${3:-127.0.0.1}
   local dir=$1 port=${2:-9200} timeout=${ES_START_TIMEOUT:-180} heap=${ES_HEAP:-512m}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"
   [[ $heap =~ ^[0-9]+[mMgG]$ ]] || die "ES_HEAP must look like 512m or 1g, not '$heap'"
   need openssl "\`start\` needs it for the node's certificates (Debian: apt-get install openssl)"
   need curl "\`start\` needs it to see that the node answers (Debian: apt-get install curl)"
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  # No passwords given: random ones, made once and kept in DIR/passwords (mode 0600).
+  if [[ -z "${ES_ELASTIC_PASSWORD:-}${ES_JAEGER_PASSWORD:-}${ES_PASSWORDS_FILE:-}" ]]; then
+    ES_PASSWORDS_FILE="$dir/passwords"
+    if [[ ! -f $ES_PASSWORDS_FILE ]]; then
+      (umask 077 && printf 'elastic:%s\njaeger:%s\n' "$(random_password)" "$(random_password)" >"$ES_PASSWORDS_FILE")
+    fi
+    log "the users' passwords are in $ES_PASSWORDS_FILE (\"user:password\" lines)"
+  fi
   local elastic_pw jaeger_pw
   elastic_pw=$(password elastic)
   jaeger_pw=$(password jaeger)
-  mkdir -p "$dir"
-  dir=$(cd "$dir" && pwd)
   local pid
   pid=$(running_pid "$dir")
   [[ -z $pid ]] || die "an Elasticsearch node already runs from $dir (pid $pid); stop it first: scripts/elasticsearch.sh stop $dir"
-  listening "$port" && die "something already listens on 127.0.0.1:$port; choose another PORT"
+  listening "$port" && die "something already listens on $LISTEN_ADDRESS:$port; choose another PORT"
   local java major home transport_port
   java=$(java_bin)
   major=$(java_major)
@@ -351,7 +355,7 @@ start() {
   for f in website-stack stdout; do
     [[ -f "$dir/logs/$f.log" ]] && mv "$dir/logs/$f.log" "$dir/logs/$f.previous.log"
   done
-  local vars=("ES_DIR=$dir" "ES_HOME=$node_home" "ES_PORT=$port" "ES_TRANSPORT_PORT=$transport_port"
+  local vars=("ES_DIR=$dir" "ES_HOME=$node_home" "ES_ADDRESS=$LISTEN_ADDRESS" "ES_PORT=$port" "ES_TRANSPORT_PORT=$transport_port"
     "ES_HEAP=$heap" "ES_VERSION=$ES_VERSION")
   render "$CONF_DIR/elasticsearch.yml" "${vars[@]}" >"$dir/config/elasticsearch.yml"
   render "$CONF_DIR/jvm.options" "${vars[@]}" >"$dir/config/jvm.options"
@@ -384,12 +388,21 @@ start() {
   [[ ${#as_nobody[@]} == 0 ]] ||
     chown -R "$UNPRIVILEGED_UID:$UNPRIVILEGED_GID" "$dir/config" "$dir/data" "$dir/logs" "$dir/tmp" "$dir/run"
   local start=$SECONDS
-  log "starting Elasticsearch $ES_VERSION in $dir (HTTPS 127.0.0.1:$port, transport port $transport_port)"
+  log "starting Elasticsearch $ES_VERSION in $dir (HTTPS $LISTEN_ADDRESS:$port, transport port $transport_port)"
   # Its own session, and no inherited stdout/stderr, so it outlives this script and its caller's pipes.
   # A clean environment, so that the passwords in this one never reach the node's; LIBFFI_TMPDIR is
   # the launcher's, which the node checks.
+  local clock=()
+  if [[ -n ${ES_FAKETIME:-} ]]; then
+    [[ -r $FAKETIME_LIB ]] || die "ES_FAKETIME needs libfaketime ($FAKETIME_LIB; Debian: apt-get install libfaketime)"
+    # Both clocks offset alike: with the monotonic clock left alone, libfaketime mis-converts the
+    # JVM's timed waits and its internal threads spin. No shared memory, which the node, as nobody,
+    # could not open.
+    clock=("LD_PRELOAD=$FAKETIME_LIB" "FAKETIME=$ES_FAKETIME" FAKETIME_DISABLE_SHM=1)
+    log "the node's wall clock is offset by $ES_FAKETIME (libfaketime)"
+  fi
   (cd "$dir" && exec setsid env -i PATH="$PATH" LIBFFI_TMPDIR="$dir/tmp" "${as_nobody[@]}" \
-    "$java" "${opts[@]}" -m "org.elasticsearch.server/$MAIN_CLASS" <"$fifo" >"$dir/logs/stdout.log" 2>&1) &
+    env "${clock[@]}" "$java" "${opts[@]}" -m "org.elasticsearch.server/$MAIN_CLASS" <"$fifo" >"$dir/logs/stdout.log" 2>&1) &
   pid=$!
   echo "$pid" >"$dir/run/elasticsearch.pid"
   # The keeper opens the fifo read-write, which never blocks: it cannot hang on a node that is gone.
@@ -412,12 +425,12 @@ start() {
     if ((SECONDS - start >= timeout)); then
       show_logs "$dir"
       stop "$dir"
-      die "Elasticsearch did not answer on https://127.0.0.1:$port within $timeout s (last HTTP status: ${status:-none}; logs above, all of them in $dir/logs). On a busy machine, raise ES_START_TIMEOUT"
+      die "Elasticsearch did not answer on https://$LISTEN_ADDRESS:$port within $timeout s (last HTTP status: ${status:-none}; logs above, all of them in $dir/logs). On a busy machine, raise ES_START_TIMEOUT"
     fi
     sleep 0.5
   done
   log "ready in $((SECONDS - start)) s (pid $pid)"
-  printf '{"url":%s,"caFile":%s}\n' "$(json_string "https://127.0.0.1:$port")" "$(json_string "$dir/config/certs/ca.crt")"
+  printf '{"url":%s,"caFile":%s}\n' "$(json_string "https://$LISTEN_ADDRESS:$port")" "$(json_string "$dir/config/certs/ca.crt")"
 }
 
 show_logs() {

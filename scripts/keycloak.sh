@@ -4,9 +4,10 @@
 # does.
 #
 #   scripts/keycloak.sh install             fetch and build Keycloak (once); print its folder
-#   scripts/keycloak.sh start DIR [PORT]    start a server with all its state under DIR, HTTP on
-#                                           127.0.0.1:PORT (default 8080); wait until it is ready;
-#                                           print one line of JSON (below)
+#   scripts/keycloak.sh start DIR [PORT] [ADDRESS]
+#                                           start a server with all its state under DIR, HTTP on
+#                                           ADDRESS:PORT (default 127.0.0.1:8080); wait until it is
+#                                           ready; print one line of JSON (below)
 #   scripts/keycloak.sh stop DIR            stop the server started in DIR (SIGTERM, then SIGKILL)
 #
 # `install` fetches the distribution zip (org.keycloak:keycloak-quarkus-dist) from Maven Central
@@ -31,7 +32,11 @@
 # kept in DIR/credentials.json (mode 0600), never in the repository. `start` prints
 #   {"url":…,"issuerUrl":"http://127.0.0.1:PORT/realms/website-stack","otherIssuerUrl":…,
 #    "clientId":"jaeger","tokenClientId":"jaeger-cli","credentialsFile":"DIR/credentials.json",
-#    "adminConsoleUrl":…}
+#    "adminConsoleUrl":…,"caFile":null}
+# With KEYCLOAK_HTTPS_PORT set, it also serves HTTPS on ADDRESS:KEYCLOAK_HTTPS_PORT, as a provider
+# does in production, with a certificate for ADDRESS signed by a CA of its own (made with openssl
+# under DIR/pki once; caFile is that CA's PEM), and the issuer is https://ADDRESS[:KEYCLOAK_HTTPS_PORT]
+# (port 443, which needs root or CAP_NET_BIND_SERVICE, is left out of the URL).
 # A bearer token for alice (the access token of the password grant):
 #   curl -s -d grant_type=password -d client_id=jaeger-cli -d username=alice \
 #     --data-urlencode "password=$(jq -r .users.allowed.password DIR/credentials.json)" \
@@ -62,12 +67,16 @@ CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}
 
 log() { printf '[keycloak] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-# listening, free_port
+# listening, free_port; server_pki
 # shellcheck source=scripts/lib/local-ports.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
+# shellcheck source=scripts/lib/local-pki.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/local-pki.sh"
+# curl's options for the server's CA, when it serves HTTPS (start sets them).
+CURL_CA=()
 
 usage() {
-  sed -n '6,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -205,7 +214,7 @@ render_realms() {
 admin_curl() {
   local token=$1
   shift
-  curl -fsS --max-time 30 -H @<(printf 'Authorization: Bearer %s\n' "$token") "$@"
+  curl -fsS --max-time 30 "${CURL_CA[@]}" -H @<(printf 'Authorization: Bearer %s\n' "$token") "$@"
 }
 
 # Sets the client "jaeger"'s redirect URIs in the running server (a realm is imported only once,
@@ -213,7 +222,7 @@ admin_curl() {
 update_redirect_uris() {
   local dir=$1 url=$2 redirects=$3 token id
   token=$(jq -r '"grant_type=password&client_id=admin-cli&username=\(.admin.username|@uri)&password=\(.admin.password|@uri)"' "$dir/credentials.json" |
-    curl -fsS --max-time 30 -d @- "$url/realms/master/protocol/openid-connect/token" | jq -r .access_token) ||
+    curl -fsS --max-time 30 "${CURL_CA[@]}" -d @- "$url/realms/master/protocol/openid-connect/token" | jq -r .access_token) ||
     die "could not log in to Keycloak's admin API as the admin of $dir/credentials.json"
   id=$(admin_curl "$token" "$url/admin/realms/$REALM/clients?clientId=jaeger" | jq -er '.[0].id') ||
     die "found no client jaeger in the realm $REALM of $url"
@@ -226,9 +235,11 @@ update_redirect_uris() {
 }
 
 start() {
-  [[ $# -ge 1 && $# -le 2 ]] || usage
-  local dir=$1 port=${2:-8080} timeout=${KEYCLOAK_START_TIMEOUT:-300}
+  [[ $# -ge 1 && $# -le 3 ]] || usage
+  LISTEN_ADDRESS=${3:-127.0.0.1}
+  local dir=$1 port=${2:-8080} timeout=${KEYCLOAK_START_TIMEOUT:-300} https_port=${KEYCLOAK_HTTPS_PORT:-}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"
+  [[ $https_port =~ ^[0-9]*$ ]] || die "KEYCLOAK_HTTPS_PORT must be a port number, not '$https_port'"
   [[ $timeout =~ ^[0-9]+$ ]] || die "KEYCLOAK_START_TIMEOUT must be a number of seconds, not '$timeout'"
   require jq "scripts/keycloak.sh renders the realms with it (Debian: apt-get install jq)"
   require curl "scripts/keycloak.sh waits for Keycloak with it (Debian: apt-get install curl)"
@@ -237,7 +248,9 @@ start() {
   local pid
   pid=$(running_pid "$dir")
   [[ -z $pid ]] || die "a Keycloak already runs from $dir (pid $pid); stop it first: scripts/keycloak.sh stop $dir"
-  listening "$port" && die "something already listens on 127.0.0.1:$port; choose another PORT"
+  listening "$port" && die "something already listens on $LISTEN_ADDRESS:$port; choose another PORT"
+  [[ -n $https_port ]] && listening "$https_port" &&
+    die "something already listens on $LISTEN_ADDRESS:$https_port; choose another KEYCLOAK_HTTPS_PORT"
   local java home redirects management_port
   java=$(java_home)
   redirects=$(redirect_uris)
@@ -259,7 +272,18 @@ start() {
   # The previous run's log stays next to this one's.
   [[ -f "$dir/logs/keycloak.log" ]] && mv "$dir/logs/keycloak.log" "$dir/logs/keycloak.previous.log"
 
-  local url="http://127.0.0.1:$port" start=$SECONDS
+  local url="http://$LISTEN_ADDRESS:$port" scheme=http tls=() ca_file=
+  if [[ -n $https_port ]]; then
+    require openssl "scripts/keycloak.sh makes the server's certificate with it (Debian: apt-get install openssl)"
+    server_pki "$dir/pki" "website-stack local Keycloak CA" "$LISTEN_ADDRESS" "IP:$LISTEN_ADDRESS,IP:127.0.0.1,DNS:localhost"
+    ca_file=$dir/pki/ca.crt
+    CURL_CA=(--cacert "$ca_file")
+    tls=("--https-port=$https_port" "--https-certificate-file=$dir/pki/tls.crt" "--https-certificate-key-file=$dir/pki/tls.key")
+    scheme=https
+    url="https://$LISTEN_ADDRESS"
+    [[ $https_port == 443 ]] || url+=":$https_port"
+  fi
+  local start=$SECONDS
   log "starting Keycloak $KEYCLOAK_VERSION in $dir ($url, management 127.0.0.1:$management_port)"
   # Its own session, and no inherited stdout/stderr, so it outlives this script and its caller's
   # pipes; kc.sh stays the session's leader and forwards SIGTERM to its java. The bootstrap admin
@@ -269,21 +293,22 @@ start() {
     KC_BOOTSTRAP_ADMIN_USERNAME=$(jq -r .admin.username "$dir/credentials.json") \
     KC_BOOTSTRAP_ADMIN_PASSWORD=$(jq -r .admin.password "$dir/credentials.json") \
     setsid "$home/bin/kc.sh" "--config-file=$CONF" start --optimized "-Dkc.home.dir=$dir/home" \
-    "--http-port=$port" "--http-management-port=$management_port" "--hostname=$url" "${import[@]}" \
+    "--http-host=$LISTEN_ADDRESS" "--http-port=$port" "${tls[@]}" "--http-management-port=$management_port" \
+    "--hostname=$url" "${import[@]}" \
     </dev/null >"$dir/logs/keycloak.log" 2>&1 &
   pid=$!
   echo "$pid" >"$dir/keycloak.pid"
 
   # Ready when the management interface says so (after the realms' import, which runs before) and
-  # the realm's OIDC discovery answers.
+  # the realm's OIDC discovery answers. With HTTPS on, the management interface serves HTTPS too.
   while true; do
     if ! kill -0 "$pid" 2>/dev/null; then
       rm -f "$dir/keycloak.pid"
       show_logs "$dir"
       die "Keycloak exited during startup (its log is above; all of it in $dir/logs/keycloak.log)"
     fi
-    if curl -fsS -o /dev/null --max-time 5 "http://127.0.0.1:$management_port/health/ready" 2>/dev/null &&
-      curl -fsS -o /dev/null --max-time 5 "$url/realms/$REALM/.well-known/openid-configuration" 2>/dev/null; then
+    if curl -fsS -o /dev/null --max-time 5 "${CURL_CA[@]}" "$scheme://127.0.0.1:$management_port/health/ready" 2>/dev/null &&
+      curl -fsS -o /dev/null --max-time 5 "${CURL_CA[@]}" "$url/realms/$REALM/.well-known/openid-configuration" 2>/dev/null; then
       break
     fi
     if ((SECONDS - start >= timeout)); then
@@ -304,14 +329,16 @@ start() {
     log "set the client jaeger's redirect URIs to $redirects"
   fi
   log "ready in $((SECONDS - start)) s (pid $pid)"
-  jq -cn --arg url "$url" --arg realm "$REALM" --arg other "$OTHER_REALM" --arg credentials "$dir/credentials.json" '{
+  jq -cn --arg url "$url" --arg realm "$REALM" --arg other "$OTHER_REALM" --arg credentials "$dir/credentials.json" \
+    --arg ca "$ca_file" '{
     url: $url,
     issuerUrl: "\($url)/realms/\($realm)",
     otherIssuerUrl: "\($url)/realms/\($other)",
     clientId: "jaeger",
     tokenClientId: "jaeger-cli",
     credentialsFile: $credentials,
-    adminConsoleUrl: "\($url)/admin/master/console/"
+    adminConsoleUrl: "\($url)/admin/master/console/",
+    caFile: (if $ca == "" then null else $ca end)
   }'
 }
 

@@ -19,12 +19,13 @@ present() {
     jq) command -v jq >/dev/null 2>&1 ;;
     shellcheck) command -v shellcheck >/dev/null 2>&1 ;;
     redis-server) command -v redis-server >/dev/null 2>&1 ;;
+    libfaketime) [[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]] ;;
     *) echo "[system-deps] error: unknown package '$1'" >&2; exit 2 ;;
   esac
 }
 
 wanted=("$@")
-[[ ${#wanted[@]} -eq 0 ]] && wanted=(nginx-light chromium fonts-noto-color-emoji fonts-droid-fallback jq shellcheck redis-server)
+[[ ${#wanted[@]} -eq 0 ]] && wanted=(nginx-light chromium fonts-noto-color-emoji fonts-droid-fallback jq shellcheck redis-server libfaketime)
 missing=()
 for package in "${wanted[@]}"; do present "$package" || missing+=("$package"); done
 [[ ${#missing[@]} -eq 0 ]] && exit 0

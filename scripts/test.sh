@@ -33,7 +33,7 @@ if [[ $# -eq 0 ]]; then
   prebuild=$!
 fi
 
-echo "[test] system packages (nginx, Chromium, fonts, Redis)"
+echo "[test] system packages (nginx, Chromium, fonts, Redis, libfaketime)"
 bash scripts/system-deps.sh
 bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
 echo "[test] format and lint (biome ci; npm run format fixes what it can)"
@@ -72,7 +72,7 @@ isolated=$!
 status=0
 lane unit unit package || status=1
 lane trace trace || status=1
-lane node node 2>&1 | sed -u 's/^/[node] /' || status=1
+lane node node --runInBand 2>&1 | sed -u 's/^/[node] /' || status=1
 wait "$cluster" || status=1
 wait "$isolated" || status=1
 

@@ -145,6 +145,9 @@ export function jaegerConfig(options: JaegerConfigOptions): Record<string, unkno
       storage: { traces: STORE },
       http: { endpoint: `${host}:${JAEGER_PORTS.query}` },
       grpc: { endpoint: `${host}:${JAEGER_PORTS['query-grpc']}` },
+      // The query service traces its own requests by OTLP to localhost:4317 (Jaeger's default):
+      // only where this process receives plain OTLP there, else every export fails into the log.
+      enable_tracing: Boolean(options.ingest?.otlp && !options.ingest.tls),
     };
     serviceExtensions.push('jaeger_query');
   }

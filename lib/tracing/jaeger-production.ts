@@ -12,7 +12,7 @@ import {
   jaegerConfig,
 } from './jaeger-config.ts';
 import { JAEGER_PORTS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE, tracingLabels } from './names.ts';
-import { OAUTH2_PROXY_PORT, oauth2ProxyContainer, oidcIssuerPort, type QueryOidcProps } from './oauth2-proxy.ts';
+import { OAUTH2_PROXY_PORT, oauth2ProxySidecar, oidcIssuerPort, type QueryOidcProps } from './oauth2-proxy.ts';
 import { type SecretMount, type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
 /** A Secret with keys `username` and `password`. */
@@ -294,9 +294,7 @@ export class JaegerProduction extends Construct {
       query: { localOnly: oidc !== undefined },
       serviceName: `${name}-query`,
     });
-    const sidecars = oidc
-      ? [oauth2ProxyContainer(where, oidc, `http://127.0.0.1:${p.query}`, props.oauth2ProxyImage)]
-      : [];
+    const proxy = oidc && oauth2ProxySidecar(where, oidc, `http://127.0.0.1:${p.query}`, props.oauth2ProxyImage);
     this.query = new TracingWorkload(this, 'Query', {
       namespace,
       name: `${name}-query`,
@@ -306,7 +304,14 @@ export class JaegerProduction extends Construct {
       ports: oidc
         ? { health: p.health, metrics: p.metrics }
         : { query: p.query, 'query-grpc': p['query-grpc'], health: p.health, metrics: p.metrics },
-      ...(oidc ? { sidecars, sidecarPorts: { query: OAUTH2_PROXY_PORT }, servicePorts: ['metrics'] } : {}),
+      ...(proxy
+        ? {
+            sidecars: [proxy.container],
+            sidecarVolumes: proxy.volumes,
+            sidecarPorts: { query: OAUTH2_PROXY_PORT },
+            servicePorts: ['metrics'],
+          }
+        : {}),
       config: { fileName: JAEGER_CONFIG_FILE, document: this.queryConfig, dir: JAEGER_CONFIG_DIR },
       env: storageEnv,
       secretMounts: storageMounts,

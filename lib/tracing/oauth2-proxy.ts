@@ -43,6 +43,13 @@ export interface QueryOidcProps {
    */
   readonly trustedProxies?: readonly string[];
   /**
+   * The CA that signed the provider's certificate, when a private CA did (a company's own Keycloak):
+   * a PEM key of a Secret, which oauth2-proxy trusts besides the public CAs of its image. The key may
+   * be missing from the Secret: then the public CAs alone.
+   * @default the public CAs of the image
+   */
+  readonly providerCa?: SecretKeyRef;
+  /**
    * The issuer's port, for the query pod's NetworkPolicy, when `issuerUrl` comes from a Secret.
    * @default the port of `issuerUrl`; 443 when it comes from a Secret
    */
@@ -55,11 +62,16 @@ export const OAUTH2_PROXY_PORT = 4180;
 /** Where oauth2-proxy answers liveness and readiness. */
 const PING_PATH = '/ping';
 
+/** Where the provider's CA is mounted, one of the folders Go's TLS reads CAs from (SSL_CERT_DIR). */
+const PROVIDER_CA_DIR = '/etc/oauth2-proxy/provider-ca';
+/** Go's own list of CA folders on Linux (crypto/x509), which SSL_CERT_DIR replaces: kept first. */
+const SYSTEM_CA_DIRS = ['/etc/ssl/certs', '/etc/pki/tls/certs'];
+
 const isLiteral = (setting: OidcSetting): setting is string => typeof setting === 'string';
 
 /**
- * The oauth2-proxy container for `oidc`, in front of `upstream` (Jaeger's query on loopback).
- * Throws, naming the setting, when a literal setting cannot work.
+ * The oauth2-proxy container for `oidc`, in front of `upstream` (Jaeger's query on loopback), and
+ * the pod volumes it mounts. Throws, naming the setting, when a literal setting cannot work.
  *
  * Beyond the provider's settings, it always asks for PKCE with S256 (a provider client that
  * requires PKCE refuses logins without it, and it costs nothing where it is optional), keeps the
@@ -67,12 +79,12 @@ const isLiteral = (setting: OidcSetting): setting is string => typeof setting ==
  * redirect to the login page, accepting there a bearer token that the issuer signed for the
  * client (scripts and Grafana call the API with tokens).
  */
-export function oauth2ProxyContainer(
+export function oauth2ProxySidecar(
   where: string,
   oidc: QueryOidcProps,
   upstream: string,
   image: string = TRACING_IMAGES.oauth2Proxy,
-): k8s.Container {
+): { container: k8s.Container; volumes: k8s.Volume[] } {
   if (isLiteral(oidc.issuerUrl)) parseUrl(where, 'issuerUrl', oidc.issuerUrl);
   if (isLiteral(oidc.redirectUrl)) checkRedirectUrl(where, oidc.redirectUrl);
   if (oidc.backendLogoutUrl !== undefined && isLiteral(oidc.backendLogoutUrl))
@@ -101,7 +113,18 @@ export function oauth2ProxyContainer(
   });
   const q = k8s.Quantity.fromString;
   const probe = { httpGet: { path: PING_PATH, port: k8s.IntOrString.fromString('query') }, periodSeconds: 10 };
-  return {
+  // The provider's CA as a file in a folder Go reads CAs from: unlike --provider-ca-file, a missing
+  // key leaves the folder empty rather than failing the start, so the Secret may leave it out.
+  const ca = oidc.providerCa;
+  const volumes: k8s.Volume[] = ca
+    ? [
+        {
+          name: 'provider-ca',
+          secret: { secretName: ca.secretName, items: [{ key: ca.key, path: 'ca.crt' }], optional: true },
+        },
+      ]
+    : [];
+  const container: k8s.Container = {
     name: 'oauth2-proxy',
     image,
     imagePullPolicy: 'IfNotPresent',
@@ -124,13 +147,16 @@ export function oauth2ProxyContainer(
       ...settings.flatMap(({ flag, value, optional }) => (isLiteral(value) ? [] : [fromSecret(flag, value, optional)])),
       fromSecret('client-secret', oidc.clientSecret),
       fromSecret('cookie-secret', oidc.cookieSecret),
+      ...(ca ? [{ name: 'SSL_CERT_DIR', value: [...SYSTEM_CA_DIRS, PROVIDER_CA_DIR].join(':') }] : []),
     ],
+    ...(ca ? { volumeMounts: [{ name: 'provider-ca', mountPath: PROVIDER_CA_DIR, readOnly: true }] } : {}),
     ports: [{ name: 'query', containerPort: OAUTH2_PROXY_PORT, protocol: 'TCP' }],
     readinessProbe: probe,
     livenessProbe: { ...probe, initialDelaySeconds: 10, failureThreshold: 3 },
     resources: { requests: { cpu: q('20m'), memory: q('32Mi') }, limits: { memory: q('128Mi') } },
     securityContext: restrictedContainerSecurityContext(),
   };
+  return { container, volumes };
 }
 
 /** The issuer's port, for NetworkPolicies. */

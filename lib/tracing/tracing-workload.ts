@@ -51,6 +51,8 @@ export interface TracingWorkloadProps {
   readonly replicas?: number;
   /** Extra containers in the pod (an authenticating proxy). */
   readonly sidecars?: readonly k8s.Container[];
+  /** Volumes that the sidecars mount (each sidecar names its own mounts). */
+  readonly sidecarVolumes?: readonly k8s.Volume[];
   /** Ports of the sidecars, by name, that the Service exposes too. */
   readonly sidecarPorts?: Readonly<Record<string, number>>;
   /** Deployment strategy; Recreate for a single-writer volume. @default RollingUpdate */
@@ -116,6 +118,7 @@ export class TracingWorkload extends Construct {
       volumes.push(volume);
       mounts.push({ name: volume.name, mountPath });
     });
+    volumes.push(...(props.sidecarVolumes ?? []));
 
     const args = [
       ...(props.config ? [`--config=${props.config.dir}/${props.config.fileName}`] : []),

@@ -251,13 +251,16 @@ function planContainer(
       const values = options.secrets?.[volume.secret.secretName];
       if (!values) throw new Error(`${name} mounts Secret '${volume.secret.secretName}': pass its keys in secrets`);
       mkdirSync(local, { recursive: true, mode: 0o700 });
-      for (const key of (volume.secret.items ?? Object.keys(values).map((k) => ({ key: k, path: k }))).map(
-        (i: Manifest) => i.key,
-      )) {
+      addresses[mount.mountPath] = local;
+      const items: { key: string; path: string }[] =
+        volume.secret.items ?? Object.keys(values).map((k) => ({ key: k, path: k }));
+      for (const { key, path } of items) {
+        // As the kubelet does: an optional volume's missing key is no file, not an error.
+        if (values[key] === undefined && volume.secret.optional) continue;
         if (values[key] === undefined)
           throw new Error(`${name} mounts key '${key}' of Secret '${volume.secret.secretName}': pass it in secrets`);
-        writeFileSync(join(local, key), values[key], { mode: 0o600 });
-        addresses[`${mount.mountPath}/${key}`] = join(local, key);
+        writeFileSync(join(local, path), values[key], { mode: 0o600 });
+        addresses[`${mount.mountPath}/${path}`] = join(local, path);
       }
     } else if (volume.emptyDir || volume.persistentVolumeClaim) {
       mkdirSync(local, { recursive: true });
@@ -270,6 +273,7 @@ function planContainer(
     else if (e.valueFrom?.secretKeyRef) {
       const { name: secret, key } = e.valueFrom.secretKeyRef;
       const value = options.secrets?.[secret]?.[key];
+      if (value === undefined && e.valueFrom.secretKeyRef.optional) continue;
       if (value === undefined)
         throw new Error(`${name} reads key '${key}' of Secret '${secret}' into ${e.name}: pass it in secrets`);
       env[e.name] = value;

@@ -119,7 +119,7 @@ export async function sendOtlpJson(
 export async function sendOtlpJsonTls(
   base: string,
   request: unknown,
-  tls: { ca: string; cert?: string; key?: string },
+  tls: ClientTls,
   headers: Record<string, string> = {},
 ): Promise<number> {
   const dispatcher = new Agent({ connect: tls });
@@ -197,6 +197,8 @@ export interface ClientTls {
   readonly ca: string;
   readonly cert?: string;
   readonly key?: string;
+  /** The name the server's certificate must carry, when it is reached by address (a ClusterIP). */
+  readonly servername?: string;
 }
 
 /** An OpenTelemetry SDK exporter for `protocol` to a collector's OTLP ports; https/TLS when `tls` is given. */
@@ -247,9 +249,15 @@ export interface JaegerTrace {
 }
 
 /** Traces of `service` in Jaeger (up to `limit`, which must stay below the storage's max_traces), or [] when it has none. */
-export async function jaegerTraces(queryBase: string, service: string, limit = 20_000): Promise<JaegerTrace[]> {
+export async function jaegerTraces(
+  queryBase: string,
+  service: string,
+  limit = 20_000,
+  headers: Record<string, string> = {},
+): Promise<JaegerTrace[]> {
   const response = await fetch(
     `${queryBase}/api/traces?service=${encodeURIComponent(service)}&limit=${limit}&lookback=1h`,
+    { headers },
   );
   if (!response.ok) throw new Error(`Jaeger /api/traces answered ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { data: JaegerTrace[] | null }).data ?? [];
@@ -263,8 +271,11 @@ export const HOTROD_SERVICES = ['frontend', 'customer', 'mysql', 'driver', 'redi
  * services export their spans in batches of their own, so the tree arrives piece by piece. Whole
  * means every service of HOTROD_SERVICES and all 10 route calls.
  */
-export async function wholeDispatchTrace(queryBase: string): Promise<JaegerTrace | undefined> {
-  const traces = await jaegerTraces(queryBase, 'frontend');
+export async function wholeDispatchTrace(
+  queryBase: string,
+  headers: Record<string, string> = {},
+): Promise<JaegerTrace | undefined> {
+  const traces = await jaegerTraces(queryBase, 'frontend', 20_000, headers);
   const dispatch = traces.find((t) => t.spans.some((s) => s.operationName === '/dispatch'));
   if (!dispatch) return undefined;
   const services = new Set(dispatch.spans.map((s) => dispatch.processes[s.processID].serviceName));
@@ -273,8 +284,12 @@ export async function wholeDispatchTrace(queryBase: string): Promise<JaegerTrace
 }
 
 /** One trace by id, or undefined when Jaeger does not have it. */
-export async function jaegerTrace(queryBase: string, traceId: string): Promise<JaegerTrace | undefined> {
-  const response = await fetch(`${queryBase}/api/traces/${traceId}`);
+export async function jaegerTrace(
+  queryBase: string,
+  traceId: string,
+  headers: Record<string, string> = {},
+): Promise<JaegerTrace | undefined> {
+  const response = await fetch(`${queryBase}/api/traces/${traceId}`, { headers });
   if (response.status === 404) return undefined;
   if (!response.ok)
     throw new Error(`Jaeger /api/traces/${traceId} answered ${response.status}: ${await response.text()}`);

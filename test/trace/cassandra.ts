@@ -13,12 +13,14 @@ export interface Cassandra {
 
 /**
  * Starts Cassandra with its data, commit log and logs under `dir` (created if missing), CQL on
- * 127.0.0.1:`port` (a free port when not given), and resolves once it accepts logins. The first
+ * `address`:`port` (127.0.0.1 and a free port when not given), and resolves once it accepts logins. The first
  * call fetches Cassandra from Maven Central (cached afterwards).
  */
-export async function startCassandra(dir: string, port?: number): Promise<Cassandra> {
+export async function startCassandra(dir: string, port?: number, address?: string): Promise<Cassandra> {
   const cqlPort = port ?? (await freePort());
-  const contactPoint = (await runScript('cassandra', ['start', dir, String(cqlPort)])).trim();
+  const contactPoint = (
+    await runScript('cassandra', ['start', dir, String(cqlPort), ...(address ? [address] : [])])
+  ).trim();
   return {
     contactPoint,
     stop: async () => {

@@ -18,13 +18,20 @@ export interface ElasticsearchUsers {
 
 export interface ElasticsearchOptions {
   readonly users: ElasticsearchUsers;
-  /** The HTTPS port on 127.0.0.1; a free one when not given. */
+  /** The HTTPS port; a free one when not given. */
   readonly port?: number;
+  /** The address it listens on. @default '127.0.0.1' */
+  readonly address?: string;
+  /**
+   * The node's clocks offset by libfaketime (`-10d`): every index it creates is that old, so that
+   * Jaeger's index cleaner has something to delete. @default the real time
+   */
+  readonly clockOffset?: string;
 }
 
 /** A running node. */
 export interface Elasticsearch {
-  /** `https://127.0.0.1:PORT`, as Jaeger's `server_urls` takes it. */
+  /** `https://ADDRESS:PORT`, as Jaeger's `server_urls` takes it. */
   readonly url: string;
   /** The PEM file of the CA that signed the node's certificate (ECK's `ca.crt`). */
   readonly caFile: string;
@@ -36,7 +43,7 @@ export interface Elasticsearch {
 
 /**
  * Starts Elasticsearch with its config, data and logs under `dir` (created if missing), HTTPS on
- * 127.0.0.1:`port` (a free port when not given), and resolves once it answers the superuser. The
+ * `address`:`port` (127.0.0.1 and a free port when not given), and resolves once it answers the superuser. The
  * passwords reach the script in its environment, never on a command line. The first call fetches
  * Elasticsearch from Maven Central (cached afterwards).
  */
@@ -46,8 +53,14 @@ export async function startElasticsearch(dir: string, options: ElasticsearchOpti
     ...process.env,
     ES_ELASTIC_PASSWORD: options.users.elastic,
     ES_JAEGER_PASSWORD: options.users.jaeger,
+    ...(options.clockOffset ? { ES_FAKETIME: options.clockOffset } : {}),
   };
-  const out = (await runScript('elasticsearch', ['start', dir, String(port)], env)).trim().split('\n').pop()!;
+  const out = (
+    await runScript('elasticsearch', ['start', dir, String(port), ...(options.address ? [options.address] : [])], env)
+  )
+    .trim()
+    .split('\n')
+    .pop()!;
   const { url, caFile } = JSON.parse(out) as { url: string; caFile: string };
   return {
     url,

@@ -2,6 +2,8 @@
 // UI and query API, a local process run by scripts/keycloak.sh (no containers). Its realms are
 // scripts/keycloak/realm-*.json; the secrets are random per folder (its credentials.json).
 import { readFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { freePort } from '../support/ports.ts';
 import { runScript } from '../support/processes.ts';
 
@@ -17,8 +19,10 @@ export interface KeycloakUser {
 export interface Keycloak {
   /** What `scripts/keycloak.sh start` printed, for keycloakAt in another process. */
   readonly started: KeycloakStarted;
-  /** http://127.0.0.1:PORT */
+  /** http://ADDRESS:PORT, or https://ADDRESS[:HTTPS_PORT] when it serves HTTPS (the issuer's base). */
   readonly url: string;
+  /** The PEM of the CA that signed its HTTPS certificate, when it serves HTTPS. */
+  readonly ca?: string;
   /** The issuer oauth2-proxy is configured with (`--oidc-issuer-url`): the realm website-stack. */
   readonly issuerUrl: string;
   /** A second issuer in the same server (the realm other), for tokens oauth2-proxy must refuse. */
@@ -56,6 +60,8 @@ export interface KeycloakStarted {
   tokenClientId: string;
   credentialsFile: string;
   adminConsoleUrl: string;
+  /** The CA of its HTTPS certificate; null over plain HTTP. */
+  caFile: string | null;
 }
 
 /** DIR/credentials.json. */
@@ -71,8 +77,16 @@ export interface KeycloakOptions {
    * http://127.0.0.1/oauth2/callback, which Keycloak matches on any loopback port (RFC 8252).
    */
   readonly redirectUris?: readonly string[];
-  /** The HTTP port on 127.0.0.1; a free one when not given. */
+  /** The HTTP port; a free one when not given. */
   readonly port?: number;
+  /** The address it listens on. @default '127.0.0.1' */
+  readonly address?: string;
+  /**
+   * Serve HTTPS on this port of `address` too, with a certificate of a CA of its own, and issue
+   * tokens as https://address[:httpsPort] (as a provider in production does).
+   * @default plain HTTP only
+   */
+  readonly httpsPort?: number;
 }
 
 /**
@@ -89,7 +103,9 @@ export async function startKeycloak(dir: string, options: KeycloakOptions = {}):
       throw new Error(`redirectUris must be non-empty URIs without spaces: ${JSON.stringify(options.redirectUris)}`);
     env.KEYCLOAK_REDIRECT_URIS = options.redirectUris.join(' ');
   }
-  const started = JSON.parse(await runScript('keycloak', ['start', dir, String(port)], env)) as KeycloakStarted;
+  if (options.httpsPort !== undefined) env.KEYCLOAK_HTTPS_PORT = String(options.httpsPort);
+  const args = ['start', dir, String(port), ...(options.address ? [options.address] : [])];
+  const started = JSON.parse(await runScript('keycloak', args, env)) as KeycloakStarted;
   return {
     ...(await keycloakAt(started)),
     stop: async () => {
@@ -101,9 +117,11 @@ export async function startKeycloak(dir: string, options: KeycloakOptions = {}):
 /** The server `started` describes, started by another process (the trace project's global setup). */
 export async function keycloakAt(started: KeycloakStarted): Promise<Omit<Keycloak, 'stop'>> {
   const credentials = JSON.parse(await readFile(started.credentialsFile, 'utf8')) as Credentials;
+  const ca = started.caFile === null ? undefined : await readFile(started.caFile, 'utf8');
   return {
     started,
     url: started.url,
+    ...(ca ? { ca } : {}),
     issuerUrl: started.issuerUrl,
     otherIssuerUrl: started.otherIssuerUrl,
     clientId: started.clientId,
@@ -112,22 +130,45 @@ export async function keycloakAt(started: KeycloakStarted): Promise<Omit<Keycloa
     adminConsoleUrl: started.adminConsoleUrl,
     admin: credentials.admin,
     token: async (user) => {
-      const response = await fetch(`${started.url}/realms/${user.realm}/protocol/openid-connect/token`, {
-        method: 'POST',
-        body: new URLSearchParams({
+      const { status, text } = await postForm(
+        `${started.url}/realms/${user.realm}/protocol/openid-connect/token`,
+        {
           grant_type: 'password',
           client_id: started.tokenClientId,
           username: user.username,
           password: user.password,
           scope: 'openid',
-        }),
-      });
-      const body = (await response.json()) as { access_token?: string; error?: string; error_description?: string };
-      if (!response.ok || !body.access_token)
+        },
+        ca,
+      );
+      const body = JSON.parse(text) as { access_token?: string; error?: string; error_description?: string };
+      if (status !== 200 || !body.access_token)
         throw new Error(
-          `no token for ${user.username} from ${started.url}/realms/${user.realm} (${response.status}): ${body.error ?? ''} ${body.error_description ?? ''}`,
+          `no token for ${user.username} from ${started.url}/realms/${user.realm} (${status}): ${body.error ?? ''} ${body.error_description ?? ''}`,
         );
       return body.access_token;
     },
   };
+}
+
+/** A form POST, over HTTPS verified against `ca` when given (fetch cannot be given a CA per request). */
+function postForm(url: string, form: Record<string, string>, ca?: string): Promise<{ status: number; text: string }> {
+  const body = new URLSearchParams(form).toString();
+  const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, ...(ca ? { ca } : {}) },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }

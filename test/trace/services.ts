@@ -23,17 +23,44 @@ export interface SharedServices {
   readonly keycloak: Omit<Keycloak, 'stop'>;
 }
 
-/** Starts both servers side by side; returns a function stopping them. */
-export async function startSharedServices(): Promise<() => Promise<void>> {
-  mkdirSync(SERVICES_DIR, { recursive: true });
+/** Where and how the servers listen (the trace project's: loopback, free ports, Keycloak over HTTP). */
+export interface ServicesOptions {
+  /** @default '127.0.0.1' */
+  readonly address?: string;
+  /** @default a free port */
+  readonly elasticsearchPort?: number;
+  /** Elasticsearch's clocks offset (ElasticsearchOptions.clockOffset). @default the real time */
+  readonly elasticsearchClockOffset?: string;
+  /** Keycloak serves HTTPS on this port too, and issues as https://address[:port]. @default HTTP only */
+  readonly keycloakHttpsPort?: number;
+}
+
+/**
+ * Starts both servers side by side, their state and logs under `dir`; returns them and a function
+ * stopping them.
+ */
+export async function startServices(
+  dir: string,
+  options: ServicesOptions = {},
+): Promise<{ services: SharedServices; started: Described; stop(): Promise<void> }> {
+  mkdirSync(dir, { recursive: true });
   const password = () => randomBytes(18).toString('base64url');
   const users = { elastic: password(), jaeger: password() };
+  const { address } = options;
   // Elasticsearch starts empty (the tests count indices); Keycloak keeps its database, whose
   // realms a first start imports (tens of seconds more).
-  rmSync(join(SERVICES_DIR, 'elasticsearch'), { recursive: true, force: true });
+  rmSync(join(dir, 'elasticsearch'), { recursive: true, force: true });
   const [es, keycloak] = await Promise.allSettled([
-    startElasticsearch(join(SERVICES_DIR, 'elasticsearch'), { users }),
-    startKeycloak(join(SERVICES_DIR, 'keycloak')),
+    startElasticsearch(join(dir, 'elasticsearch'), {
+      users,
+      ...(address ? { address } : {}),
+      ...(options.elasticsearchPort ? { port: options.elasticsearchPort } : {}),
+      ...(options.elasticsearchClockOffset ? { clockOffset: options.elasticsearchClockOffset } : {}),
+    }),
+    startKeycloak(join(dir, 'keycloak'), {
+      ...(address ? { address } : {}),
+      ...(options.keycloakHttpsPort ? { httpsPort: options.keycloakHttpsPort } : {}),
+    }),
   ]);
   const stop = async () => {
     await Promise.all([es, keycloak].map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
@@ -47,11 +74,19 @@ export async function startSharedServices(): Promise<() => Promise<void>> {
         .join('\n'),
     );
   }
-  const described: Described = {
-    elasticsearch: { url: es.value.url, caFile: es.value.caFile, users },
-    keycloak: keycloak.value.started,
+  const { stop: _es, ...elasticsearch } = es.value;
+  const { stop: _keycloak, ...provider } = keycloak.value;
+  return {
+    services: { elasticsearch: { ...elasticsearch, users }, keycloak: provider },
+    started: { elasticsearch: { url: es.value.url, caFile: es.value.caFile, users }, keycloak: keycloak.value.started },
+    stop,
   };
-  process.env[ENV] = JSON.stringify(described);
+}
+
+/** Starts both servers for the trace project; returns a function stopping them. */
+export async function startSharedServices(): Promise<() => Promise<void>> {
+  const { started, stop } = await startServices(SERVICES_DIR);
+  process.env[ENV] = JSON.stringify(started);
   return stop;
 }
 

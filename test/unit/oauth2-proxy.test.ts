@@ -1,6 +1,6 @@
 import { Chart, Testing } from 'cdk8s';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
-import { oauth2ProxyContainer, oidcIssuerPort, type QueryOidcProps } from '../../lib/tracing/oauth2-proxy.ts';
+import { oauth2ProxySidecar, oidcIssuerPort, type QueryOidcProps } from '../../lib/tracing/oauth2-proxy.ts';
 
 // The flags are proven against a real oauth2-proxy and Keycloak in test/trace/oidc.test.ts; these
 // pin what the construct writes, and its errors.
@@ -12,7 +12,8 @@ const OIDC: QueryOidcProps = {
   redirectUrl: 'https://jaeger.example.com/oauth2/callback',
 };
 const UPSTREAM = 'http://127.0.0.1:16686';
-const args = (oidc: Partial<QueryOidcProps> = {}) => oauth2ProxyContainer('W', { ...OIDC, ...oidc }, UPSTREAM).args!;
+const args = (oidc: Partial<QueryOidcProps> = {}) =>
+  oauth2ProxySidecar('W', { ...OIDC, ...oidc }, UPSTREAM).container.args!;
 
 describe('oauth2-proxy in front of Jaeger query', () => {
   test('OIDC puts oauth2-proxy in front: Jaeger listens on localhost, the Service reaches only the proxy', () => {
@@ -74,7 +75,7 @@ describe('oauth2-proxy in front of Jaeger query', () => {
 
   test('settings from a Secret become the variables oauth2-proxy reads, never flags', () => {
     const ref = (key: string) => ({ secretName: 'jaeger-oidc', key });
-    const c = oauth2ProxyContainer(
+    const { container: c } = oauth2ProxySidecar(
       'W',
       {
         ...OIDC,
@@ -113,6 +114,32 @@ describe('oauth2-proxy in front of Jaeger query', () => {
     [{ trustedProxies: ['ingress.example.com'] }, "'ingress.example.com' is not a CIDR"],
   ] as [Partial<QueryOidcProps>, string][])('refuses %j', (oidc, message) => {
     expect(() => args(oidc)).toThrow(message);
+  });
+
+  test("a private provider CA from a Secret is trusted beside the image's public CAs, and its key may be missing", () => {
+    const { container, volumes } = oauth2ProxySidecar(
+      'W',
+      { ...OIDC, providerCa: { secretName: 'jaeger-oidc', key: 'provider-ca.crt' } },
+      UPSTREAM,
+    );
+    // Not --provider-ca-file: a missing file would stop oauth2-proxy; an empty CA folder does not.
+    expect(container.args!.some((a) => a.startsWith('--provider-ca-file'))).toBe(false);
+    expect(volumes).toEqual([
+      {
+        name: 'provider-ca',
+        secret: { secretName: 'jaeger-oidc', items: [{ key: 'provider-ca.crt', path: 'ca.crt' }], optional: true },
+      },
+    ]);
+    expect(container.volumeMounts).toEqual([
+      { name: 'provider-ca', mountPath: '/etc/oauth2-proxy/provider-ca', readOnly: true },
+    ]);
+    expect(container.env).toContainEqual({
+      name: 'SSL_CERT_DIR',
+      value: '/etc/ssl/certs:/etc/pki/tls/certs:/etc/oauth2-proxy/provider-ca',
+    });
+    const plain = oauth2ProxySidecar('W', OIDC, UPSTREAM);
+    expect(plain.volumes).toEqual([]);
+    expect(plain.container.env!.some((e) => e.name === 'SSL_CERT_DIR')).toBe(false);
   });
 
   test('plain http is accepted on loopback (a port-forward), where browsers keep Secure cookies', () => {

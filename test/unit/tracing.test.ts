@@ -314,6 +314,33 @@ describe('the trace-stack workloads', () => {
     expect(hotrod.spec.template.spec.containers[0].readinessProbe).toMatchObject({ tcpSocket: { port: 'frontend' } });
   });
 
+  test('HotROD sends to a gateway that requires mutual TLS with the client certificate of a Secret', () => {
+    const c = chart();
+    new HotRod(c, 'h', {
+      otlpEndpoint: 'https://otel-collector.tracing.svc:4318',
+      jaegerUiUrl: 'https://jaeger.example.com',
+      namespace: 'shop',
+      clientTls: { secretName: 'otel-client' },
+    });
+    const pod = byKind(Testing.synth(c), 'Deployment')[0].spec.template.spec;
+    const dir = pod.containers[0].volumeMounts.find((m: any) => m.name === 'secret-0').mountPath;
+    expect(pod.containers[0].env).toEqual([
+      { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'https://otel-collector.tracing.svc:4318' },
+      { name: 'OTEL_EXPORTER_OTLP_CERTIFICATE', value: `${dir}/ca.crt` },
+      { name: 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', value: `${dir}/tls.crt` },
+      { name: 'OTEL_EXPORTER_OTLP_CLIENT_KEY', value: `${dir}/tls.key` },
+    ]);
+    expect(pod.volumes.find((v: any) => v.name === 'secret-0').secret.secretName).toBe('otel-client');
+    expect(
+      () =>
+        new HotRod(chart(), 'h', {
+          otlpEndpoint: 'http://otel-collector:4318',
+          jaegerUiUrl: 'http://j',
+          clientTls: { secretName: 'otel-client' },
+        }),
+    ).toThrow(/clientTls needs an https:\/\/ otlpEndpoint/);
+  });
+
   test('Jaeger all-in-one: memory bounded by max_traces; Badger on a claim with a span TTL and one writer at a time', () => {
     const memory = new JaegerAllInOne(chart(), 'j');
     expect((memory.config as any).extensions.jaeger_storage.backends.main).toEqual({ memory: { max_traces: 50000 } });
@@ -457,6 +484,13 @@ describe('Jaeger for production', () => {
         { name: 'INDEX_PREFIX', value: 'jaeger' },
       ]),
     );
+  });
+
+  test('query traces itself only where it receives its own OTLP: all-in-one yes, the split query (no receiver) no', () => {
+    const selfTracing = (config: any) => config.extensions.jaeger_query.enable_tracing;
+    expect(selfTracing(new JaegerAllInOne(chart(), 'j').config)).toBe(true);
+    expect(selfTracing(new JaegerAllInOne(chart(), 'j', { otlpEnabled: false }).config)).toBe(false);
+    expect(selfTracing(new JaegerProduction(chart(), 'j', { storage: es }).queryConfig)).toBe(false);
   });
 
   test('Cassandra keeps traces 7 days by TTL; only the collector creates the schema', () => {
