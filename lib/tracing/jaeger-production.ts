@@ -64,7 +64,7 @@ export interface CassandraProps {
   readonly caSecretName?: string;
   /** How long traces live (Cassandra TTL, Go duration). @default '168h' (7 days) */
   readonly traceTtl?: string;
-  /** The collector creates the keyspace and tables when missing. @default true */
+  /** The collector and query create the keyspace and tables when missing. @default true */
   readonly createSchema?: boolean;
 }
 
@@ -168,7 +168,8 @@ export class JaegerProduction extends Construct {
     if (s.caSecretName)
       storageMounts.push({ secretName: s.caSecretName, mountPath: `${STORAGE_DIR}/ca`, keys: ['ca.crt'] });
     const caFile = s.caSecretName ? `${STORAGE_DIR}/ca/ca.crt` : undefined;
-    let storage: (role: 'collector' | 'query') => JaegerStorage;
+    // The same storage settings for collector and query.
+    let storage: JaegerStorage;
     if (s.type === 'elasticsearch') {
       if (s.serverUrls.length === 0) throw new Error(`${where}: storage.serverUrls needs at least one URL`);
       if (s.version !== undefined && ![7, 8, 9].includes(s.version))
@@ -185,7 +186,7 @@ export class JaegerProduction extends Construct {
           keys: ['password'],
         });
       }
-      storage = () => ({
+      storage = {
         type: 'elasticsearch',
         serverUrls: s.serverUrls,
         indexPrefix: s.indexPrefix ?? 'jaeger',
@@ -195,7 +196,7 @@ export class JaegerProduction extends Construct {
           ? { username: '${env:ES_USERNAME}', passwordFile: `${STORAGE_DIR}/credentials/password` }
           : {}),
         ...(caFile ? { caFile } : {}),
-      });
+      };
     } else {
       if (s.servers.length === 0) throw new Error(`${where}: storage.servers needs at least one contact point`);
       const traceTtl = s.traceTtl ?? '168h';
@@ -206,17 +207,19 @@ export class JaegerProduction extends Construct {
           credentialEnv('CASSANDRA_USERNAME', 'username'),
           credentialEnv('CASSANDRA_PASSWORD', 'password'),
         );
-      storage = (role) => ({
+      storage = {
         type: 'cassandra',
         servers: s.servers,
         keyspace: s.keyspace ?? 'jaeger_v1_dc1',
         traceTtl,
-        // Only the collector creates the schema, so two processes never race to.
-        createSchema: role === 'collector' && (s.createSchema ?? true),
+        // Query too: it exits when its tables are missing, so on a fresh keyspace it would restart
+        // until a collector had made them. Jaeger's statements are all IF NOT EXISTS, and the
+        // collector's replicas run them side by side already.
+        createSchema: s.createSchema ?? true,
         ...(s.datacenter ? { datacenter: s.datacenter } : {}),
         ...(s.credentials ? { username: '${env:CASSANDRA_USERNAME}', passwordEnv: 'CASSANDRA_PASSWORD' } : {}),
         ...(caFile ? { caFile } : {}),
-      });
+      };
     }
 
     // Collector: intake and writes, no UI.
@@ -236,7 +239,7 @@ export class JaegerProduction extends Construct {
       };
     }
     this.collectorConfig = jaegerConfig({
-      storage: storage('collector'),
+      storage,
       ingest: { otlp, thrift: true, ...(tls ? { tls } : {}) },
       serviceName: `${name}-collector`,
     });
@@ -290,7 +293,7 @@ export class JaegerProduction extends Construct {
     if (!Number.isInteger(queryReplicas) || queryReplicas < 1)
       throw new Error(`${where}: queryReplicas must be a whole number >= 1, got ${queryReplicas}`);
     this.queryConfig = jaegerConfig({
-      storage: storage('query'),
+      storage,
       query: { localOnly: oidc !== undefined },
       serviceName: `${name}-query`,
     });

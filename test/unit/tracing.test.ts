@@ -493,13 +493,13 @@ describe('Jaeger for production', () => {
     expect(selfTracing(new JaegerProduction(chart(), 'j', { storage: es }).queryConfig)).toBe(false);
   });
 
-  test('Cassandra keeps traces 7 days by TTL; only the collector creates the schema', () => {
+  test('Cassandra keeps traces 7 days by TTL; collector and query both create the schema when missing, whichever starts first', () => {
     const j = new JaegerProduction(chart(), 'j', {
       storage: { type: 'cassandra', servers: ['cassandra:9042'], credentials: { secretName: 'c' } },
     });
     const schema = (config: any) => config.extensions.jaeger_storage.backends.main.cassandra.schema;
     expect(schema(j.collectorConfig)).toEqual({ keyspace: 'jaeger_v1_dc1', create: true, trace_ttl: '168h' });
-    expect(schema(j.queryConfig).create).toBe(false);
+    expect(schema(j.queryConfig)).toEqual(schema(j.collectorConfig));
     expect((j.collectorConfig as any).extensions.jaeger_storage.backends.main.cassandra.connection.auth.basic).toEqual({
       username: '${env:CASSANDRA_USERNAME}',
       password: '${env:CASSANDRA_PASSWORD}',
