@@ -73,6 +73,11 @@ export interface JaegerConfigOptions {
 }
 
 const STORE = 'main';
+/**
+ * Spans Jaeger holds while its storage is slow or down, before it refuses more: a few seconds of a
+ * busy cluster's spans, some tens of MiB.
+ */
+export const JAEGER_QUEUE_SPANS = 50_000;
 
 function storageBackend(storage: JaegerStorage): Record<string, unknown> {
   switch (storage.type) {
@@ -155,7 +160,6 @@ export function jaegerConfig(options: JaegerConfigOptions): Record<string, unkno
   const receivers: Record<string, unknown> = {};
   let pipeline: Record<string, unknown>;
   const exporters: Record<string, unknown> = {};
-  const processors: Record<string, unknown> = {};
   if (options.ingest) {
     const { otlp, thrift, tls } = options.ingest;
     if (!otlp && !thrift) throw new Error('jaegerConfig: ingest needs OTLP, Thrift or both');
@@ -186,9 +190,25 @@ export function jaegerConfig(options: JaegerConfigOptions): Record<string, unkno
         },
       };
     }
-    processors.batch = { timeout: '1s', send_batch_size: 1024 };
-    exporters.jaeger_storage_exporter = { trace_storage: STORE };
-    pipeline = { receivers: Object.keys(receivers), processors: ['batch'], exporters: ['jaeger_storage_exporter'] };
+    // Batches are made in the storage exporter's queue, not by a batch processor: a batch processor
+    // answers the sender before the write and drops what then fails, while a full queue refuses
+    // (OTLP 503 / UNAVAILABLE) and the sender, the gateway, keeps the spans and retries. Writes that
+    // fail are retried (synchronous storage: Cassandra). Elasticsearch's writer is asynchronous: it
+    // holds a failed bulk request and retries it, blocking the queue's consumers while Elasticsearch
+    // is down; the queue then fills and refuses.
+    exporters.jaeger_storage_exporter = {
+      trace_storage: STORE,
+      queue: {
+        enabled: true,
+        sizer: 'items',
+        queue_size: JAEGER_QUEUE_SPANS,
+        num_consumers: 10,
+        block_on_overflow: false,
+        batch: { flush_timeout: '1s', min_size: 1024 },
+      },
+      retry_on_failure: { enabled: true },
+    };
+    pipeline = { receivers: Object.keys(receivers), exporters: ['jaeger_storage_exporter'] };
   } else {
     // A pipeline is mandatory; a query-only process has one that neither receives nor writes.
     receivers.nop = {};
@@ -211,7 +231,6 @@ export function jaegerConfig(options: JaegerConfigOptions): Record<string, unkno
     },
     extensions,
     receivers,
-    ...(Object.keys(processors).length > 0 ? { processors } : {}),
     exporters,
   };
 }

@@ -12,10 +12,11 @@ import { Chart, Testing } from 'cdk8s';
 import { RESTRICTED_NAMESPACE_LABELS } from '../../lib/security.ts';
 import { HotRod } from '../../lib/tracing/hotrod.ts';
 import { ROOT } from '../cluster/env.ts';
+import { es } from '../support/elasticsearch.ts';
 import { eventually } from '../support/poll.ts';
 import { HOTROD_SERVICES, type JaegerTrace, testPki, wholeDispatchTrace } from '../support/traces.ts';
 import { type Cassandra, startCassandra } from '../trace/cassandra.ts';
-import { es, INDEX_PREFIX, productionSecrets } from '../trace/production.ts';
+import { INDEX_PREFIX, productionSecrets } from '../trace/production.ts';
 import { type SharedServices, startServices } from '../trace/services.ts';
 import { clusterIP, connects, dist, getJson, kubectl, NODE, ok, readyPods, startClient } from './node.ts';
 

@@ -13,16 +13,26 @@
 // so each trace the gateway accepted must end up in Jaeger whole. Faults:
 // - Jaeger down (SIGTERM, an orderly stop), started again after the outage;
 // - the gateway restarted (SIGTERM, then started again at once);
-// - the gateway crashed (SIGKILL, then started again; full run only).
+// - the gateway crashed (SIGKILL, then started again; full run only);
+// - Elasticsearch unreachable: the production collector (JaegerProduction on a real Elasticsearch,
+//   test/support/elasticsearch.ts) behind the same gateway, while connections to Elasticsearch's port
+//   are reset (an iptables rule, as a network fault; needs root) for a few seconds. Longer outages
+//   are Jaeger's to bridge by reconnecting, which asks HEAD /: the local node lacks that endpoint
+//   (rest-root), so they cannot be run against it (README "Trace stack under faults").
 // Afterwards every trace id is read back from Jaeger's query API. "Lost" is spans the gateway
 // accepted (the export succeeded) that Jaeger does not hold; "refused" is spans whose export failed
 // (the sender saw it, as an application's SDK would). Last, OTLP without a client certificate is
 // sent to the gateway over every transport: each must be refused, and none of it stored.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Chart } from 'cdk8s';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
+import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
+import { type Elasticsearch, es, startElasticsearch } from './elasticsearch.ts';
 import {
   chartManifests,
   collectorOtlpPorts,
@@ -79,6 +89,10 @@ export interface FaultResult {
   /** The gateway's exporter queue at its fullest during the run, in spans, and its capacity. */
   readonly peakQueue: number;
   readonly queueCapacity: number;
+  /** Spans stored more than once (counted in Elasticsearch; the Badger runs cannot tell). */
+  readonly spansDuplicated?: number;
+  /** Packets to the storage the fault turned away (the iptables rule's counter): it reached the collector. */
+  readonly packetsRefused?: number;
 }
 
 /** One attempt to send OTLP to the gateway without a client certificate. */
@@ -95,11 +109,25 @@ interface Sizes {
   readonly tracesPerSecond: number;
   readonly beforeSeconds: number;
   readonly jaegerDownSeconds: number;
+  /** Within the retries of Jaeger's Elasticsearch writer (about 10 s), which need no reconnection. */
+  readonly elasticsearchDownSeconds: number;
   readonly afterSeconds: number;
 }
 
-const FULL: Sizes = { tracesPerSecond: 50, beforeSeconds: 10, jaegerDownSeconds: 60, afterSeconds: 20 };
-const SHORT: Sizes = { tracesPerSecond: 20, beforeSeconds: 5, jaegerDownSeconds: 10, afterSeconds: 5 };
+const FULL: Sizes = {
+  tracesPerSecond: 50,
+  beforeSeconds: 10,
+  jaegerDownSeconds: 60,
+  elasticsearchDownSeconds: 8,
+  afterSeconds: 20,
+};
+const SHORT: Sizes = {
+  tracesPerSecond: 20,
+  beforeSeconds: 5,
+  jaegerDownSeconds: 10,
+  elasticsearchDownSeconds: 5,
+  afterSeconds: 5,
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -256,15 +284,31 @@ interface Context {
   readonly log: (line: string) => void;
 }
 
+/** The gateway with the production stack's settings (tail sampling, client certificates required) in front of `jaeger`. */
+function productionGateway(chart: Chart, jaeger: string): void {
+  new OtelCollector(chart, 'Gateway', {
+    sampling: { mode: 'tail', percentage: 1 },
+    backends: [{ name: 'jaeger', endpoint: jaeger }],
+    receiverSecurity: { tls: { secretName: 'otel-collector-tls' } },
+  });
+}
+
+/** The gateway's serving certificate and the CA its senders' certificates chain to. */
+const gatewaySecrets = (pki: ReturnType<typeof testPki>) => ({
+  'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
+});
+
 /** Runs the load through `fault` (which returns after the fault is over) and counts what arrived. */
 async function underLoad(
   ctx: Context,
   name: string,
   injected: string,
   fault: () => Promise<number>,
+  named: (service: string) => void = () => {},
 ): Promise<FaultResult> {
   const { sizes, log } = ctx;
   const service = `chaos-${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${hex(3)}`;
+  named(service);
   log(
     `${name}: ${sizes.tracesPerSecond} error traces/s (${sizes.tracesPerSecond * SPANS_PER_TRACE} spans/s) as ${service}`,
   );
@@ -405,15 +449,133 @@ async function unauthenticated(ctx: Context): Promise<UnauthenticatedResult[]> {
   return results;
 }
 
+/**
+ * Resets every connection to 127.0.0.1:`port` for `holdMs` (an iptables rule); returns the seconds
+ * it lasted and the packets the rule turned away.
+ */
+async function refuseConnections(port: number, holdMs: number): Promise<{ seconds: number; packets: number }> {
+  const rule = ['-p', 'tcp', '-d', '127.0.0.1', '--dport', String(port), '-j', 'REJECT', '--reject-with', 'tcp-reset'];
+  const iptables = (...args: string[]) => execFileSync('iptables', args, { encoding: 'utf8' });
+  const start = Date.now();
+  iptables('-I', 'INPUT', '1', ...rule);
+  let packets = 0;
+  try {
+    await sleep(holdMs);
+  } finally {
+    // The rule is first in the chain: its packet counter is the first number of its line.
+    packets = Number(iptables('-L', 'INPUT', '1', '-v', '-x', '-n').trim().split(/\s+/)[0]);
+    iptables('-D', 'INPUT', ...rule);
+  }
+  return { seconds: (Date.now() - start) / 1000, packets };
+}
+
+/**
+ * The production collector on a real Elasticsearch behind the gateway, under the same load, while
+ * Elasticsearch's port refuses connections; lost and duplicated spans counted in Elasticsearch.
+ */
+async function elasticsearchDown(
+  dir: string,
+  tls: ClientTls,
+  pki: ReturnType<typeof testPki>,
+  sizes: Sizes,
+  log: (line: string) => void,
+): Promise<FaultResult> {
+  log('starting Elasticsearch, then the production collector and query on it behind the gateway');
+  const users = { elastic: randomBytes(18).toString('base64url'), jaeger: randomBytes(18).toString('base64url') };
+  let elasticsearch: Elasticsearch | undefined;
+  let pods: Pods | undefined;
+  try {
+    elasticsearch = await startElasticsearch(join(dir, 'node'), { users });
+    const esHost = new URL(elasticsearch.url).host;
+    const yaml = synthYaml((chart) => {
+      const jaeger = new JaegerProduction(chart, 'Jaeger', {
+        storage: {
+          type: 'elasticsearch',
+          serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
+          version: 8,
+          clientHealthCheck: false,
+          credentials: { secretName: 'jaeger-elasticsearch' },
+          caSecretName: 'elasticsearch-es-http-certs-public',
+        },
+        queryReplicas: 1,
+      });
+      productionGateway(chart, jaeger.otlpGrpcAddress);
+    });
+    const stack = await startLocalStack(chartManifests(yaml), {
+      dir,
+      order: ['jaeger-collector', 'jaeger-query', 'otel-collector'],
+      secrets: {
+        ...gatewaySecrets(pki),
+        'jaeger-elasticsearch': { username: 'jaeger', password: users.jaeger },
+        'elasticsearch-es-http-certs-public': { 'ca.crt': elasticsearch.ca },
+      },
+      extraAddresses: { 'elasticsearch-es-http.tracing.svc:9200': esHost },
+    });
+    pods = new Pods(stack, join(dir, 'logs'));
+    const ctx: Context = {
+      pods,
+      ports: collectorOtlpPorts(stack),
+      metricsPort: stack.port('otel-collector', 'metrics'),
+      query: () => stack.url('jaeger-query', 'query'),
+      tls,
+      sizes,
+      log,
+    };
+    const port = Number(new URL(elasticsearch.url).port);
+    const node = { elasticsearch: { ...elasticsearch, users } };
+    let service = '';
+    let packetsRefused = 0;
+    const result = await underLoad(
+      ctx,
+      'Elasticsearch unreachable',
+      `connections to Elasticsearch reset (iptables) under the production collector`,
+      async () => {
+        // The gateway holds traces for its tail-sampling decision (10 s): the fault starts once the
+        // collector is writing this run's spans, so that it lands on writes.
+        await eventually(
+          "the run's first spans in Elasticsearch",
+          async () =>
+            (await es(node, 'GET', `/jaeger-jaeger-span-*/_count?q=process.serviceName:${service}`)).body?.count > 0,
+          { timeoutMs: 60_000, intervalMs: 500 },
+        );
+        const refused = await refuseConnections(port, sizes.elasticsearchDownSeconds * 1000);
+        packetsRefused = refused.packets;
+        return refused.seconds;
+      },
+      (name) => {
+        service = name;
+      },
+    );
+    // Every span document of the run, and the distinct spans among them.
+    const counted = await es(node, 'POST', '/jaeger-jaeger-span-*/_search', {
+      body: {
+        size: 0,
+        track_total_hits: true,
+        query: { term: { 'process.serviceName': service } },
+        aggs: { spans: { cardinality: { field: 'spanID', precision_threshold: 40_000 } } },
+      },
+    });
+    const documents: number = counted.body.hits.total.value;
+    const distinct: number = counted.body.aggregations.spans.value;
+    log(
+      `  in Elasticsearch: ${documents} span documents, ${distinct} distinct spans; ${packetsRefused} packets refused`,
+    );
+    return { ...result, spansDuplicated: documents - distinct, packetsRefused };
+  } finally {
+    await pods?.stopAll();
+    await elasticsearch?.stop();
+  }
+}
+
 function markdown(sizes: Sizes, faults: readonly FaultResult[], unauth: readonly UnauthenticatedResult[]): string {
   const lines = [
-    `Load: ${sizes.tracesPerSecond} error traces/s of ${SPANS_PER_TRACE} spans (${sizes.tracesPerSecond * SPANS_PER_TRACE} spans/s), OTLP/HTTP protobuf with a client certificate, into a gateway with the production settings (tail sampling keeps every error trace); Jaeger all-in-one on Badger.`,
+    `Load: ${sizes.tracesPerSecond} error traces/s of ${SPANS_PER_TRACE} spans (${sizes.tracesPerSecond * SPANS_PER_TRACE} spans/s), OTLP/HTTP protobuf with a client certificate, into a gateway with the production settings (tail sampling keeps every error trace); Jaeger all-in-one on Badger, and for "Elasticsearch unreachable" Jaeger's production collector and query on a real Elasticsearch.`,
     '',
-    '| Fault | Injected as | Down (s) | Spans sent | Accepted | Refused (sender saw it) | Stored | Lost (accepted, not stored) | Stored within (s after the load) | Gateway queue peak / capacity (spans) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Fault | Injected as | Down (s) | Spans sent | Accepted | Refused (sender saw it) | Stored | Lost (accepted, not stored) | Duplicated | Stored within (s after the load) | Gateway queue peak / capacity (spans) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...faults.map(
       (f) =>
-        `| ${f.fault} | ${f.injected} | ${f.downSeconds} | ${f.spansSent} | ${f.spansAccepted} | ${f.spansRefused} | ${f.spansStored} | ${f.spansLost} | ${f.secondsToStore} | ${f.peakQueue} / ${f.queueCapacity} |`,
+        `| ${f.fault} | ${f.injected} | ${f.downSeconds} | ${f.spansSent} | ${f.spansAccepted} | ${f.spansRefused} | ${f.spansStored} | ${f.spansLost} | ${f.spansDuplicated ?? 'n/a'} | ${f.secondsToStore} | ${f.peakQueue} / ${f.queueCapacity} |`,
     ),
     '',
     '| OTLP to the gateway without a client certificate | Outcome | Spans stored |',
@@ -435,16 +597,12 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
   try {
     const yaml = synthYaml((chart) => {
       const jaeger = new JaegerAllInOne(chart, 'Jaeger', { storage: { type: 'badger' } });
-      new OtelCollector(chart, 'Gateway', {
-        sampling: { mode: 'tail', percentage: 1 },
-        backends: [{ name: 'jaeger', endpoint: jaeger.otlpGrpcAddress }],
-        receiverSecurity: { tls: { secretName: 'otel-collector-tls' } },
-      });
+      productionGateway(chart, jaeger.otlpGrpcAddress);
     });
     const stack = await startLocalStack(chartManifests(yaml), {
       dir,
       order: ['jaeger', 'otel-collector'],
-      secrets: { 'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca } },
+      secrets: gatewaySecrets(pki),
     });
     pods = new Pods(stack, join(dir, 'logs'));
     const ctx: Context = {
@@ -476,6 +634,8 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
       );
     log('unauthenticated OTLP to the gateway');
     const unauth = await unauthenticated(ctx);
+    await pods.stopAll();
+    faults.push(await elasticsearchDown(join(dir, 'elasticsearch'), tls, pki, sizes, log));
     return {
       markdown: markdown(sizes, faults, unauth),
       json: { sizes, spansPerTrace: SPANS_PER_TRACE, faults, unauthenticated: unauth },

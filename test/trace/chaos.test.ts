@@ -1,7 +1,8 @@
 // The short chaos run of the trace stack (bench/chaos-trace.ts --short; `npm run chaos:trace`
 // runs the full one): a gateway with the production settings, in front of Jaeger on Badger, under
 // constant load keeps every span it accepted through a Jaeger outage, and refuses OTLP without a
-// client certificate on every transport. Figures (durations, queue peaks) are reported by the run, never asserted here.
+// client certificate on every transport; in front of Jaeger's production collector on a real
+// Elasticsearch, it keeps every span through seconds of Elasticsearch refusing connections. Figures (durations, queue peaks) are reported by the run, never asserted here.
 import { type FaultResult, traceChaos, type UnauthenticatedResult } from '../support/trace-chaos.ts';
 
 describe('the trace stack under faults (short chaos run)', () => {
@@ -15,6 +16,14 @@ describe('the trace stack under faults (short chaos run)', () => {
     const outage = report.faults.find((f) => f.fault === 'Jaeger down')!;
     expect(outage.spansAccepted).toBeGreaterThan(0);
     expect({ lost: outage.spansLost, stored: outage.spansStored }).toEqual({ lost: 0, stored: outage.spansAccepted });
+  });
+
+  test("through a few seconds of Elasticsearch refusing connections under load, every span the gateway accepted is stored by Jaeger's production collector once: 0 lost, 0 duplicated", () => {
+    const outage = report.faults.find((f) => f.fault === 'Elasticsearch unreachable')!;
+    expect(outage.spansAccepted).toBeGreaterThan(0);
+    // The fault reached the collector: the rule turned its packets away while it lasted.
+    expect(outage.packetsRefused).toBeGreaterThan(0);
+    expect({ lost: outage.spansLost, duplicated: outage.spansDuplicated }).toEqual({ lost: 0, duplicated: 0 });
   });
 
   test('OTLP without a client certificate is refused by the production gateway over HTTP, HTTPS and gRPC, and none of it is stored', () => {

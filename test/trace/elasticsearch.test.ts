@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { es } from '../support/elasticsearch.ts';
 import { builtBinaries, chartManifests, planCronJob } from '../support/local-stack.ts';
 import { eventually } from '../support/poll.ts';
 import { freePort } from '../support/ports.ts';
@@ -15,7 +16,6 @@ import { type LocalStack, startStack, testPki, wholeDispatchTrace } from '../sup
 import {
   CHART,
   dayBefore,
-  es,
   esAddress,
   INDEX_PREFIX,
   productionSecrets,

@@ -1,7 +1,7 @@
 // What the tests of the production stack on Elasticsearch share: the Secrets dist/'s chart names,
 // filled as a user fills them from the trace project's shared servers, requests to Elasticsearch,
 // and HotROD sending through the gateway with a client certificate.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../support/poll.ts';
@@ -56,37 +56,6 @@ export function oidcSecret(services: SharedServices, redirectUrl: string) {
 export const esAddress = (services: SharedServices, host = new URL(services.elasticsearch.url).host) => ({
   [ES_SERVICE]: host,
 });
-
-/** A request to Elasticsearch as `user` (the superuser by default), verified against its CA. */
-export async function es(
-  services: SharedServices,
-  method: string,
-  path: string,
-  options: { user?: 'elastic' | 'jaeger'; body?: unknown } = {},
-): Promise<{ status: number; body: any }> {
-  const { url, caFile, users } = services.elasticsearch;
-  const user = options.user ?? 'elastic';
-  const body =
-    options.body === undefined
-      ? []
-      : ['-H', 'content-type: application/json', '--data-binary', JSON.stringify(options.body)];
-  // curl, not fetch: fetch cannot be told a CA per request.
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'curl',
-      ['-sS', '--cacert', caFile, '-K', '-', '-X', method, ...body, '-w', '\n%{http_code}', `${url}${path}`],
-      (error, stdout) => {
-        if (error) return reject(error);
-        const lines = stdout.trimEnd().split('\n');
-        const status = Number(lines.pop());
-        const text = lines.join('\n');
-        resolve({ status, body: text ? JSON.parse(text) : undefined });
-      },
-    );
-    // The password on curl's standard input, not its command line.
-    child.stdin!.end(`user = "${user}:${users[user]}"\n`);
-  });
-}
 
 /** yyyy-mm-dd of `days` days before today (UTC), as Jaeger's daily indices are named. */
 export const dayBefore = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString().slice(0, 10);

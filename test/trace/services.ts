@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Elasticsearch, type ElasticsearchUsers, startElasticsearch } from './elasticsearch.ts';
+import { type Elasticsearch, type ElasticsearchUsers, startElasticsearch } from '../support/elasticsearch.ts';
+import { runScript } from '../support/processes.ts';
 import { type Keycloak, type KeycloakStarted, keycloakAt, startKeycloak } from './keycloak.ts';
 
 const ENV = 'WEBSITE_STACK_TRACE_SERVICES';
@@ -47,6 +48,11 @@ export async function startServices(
   const password = () => randomBytes(18).toString('base64url');
   const users = { elastic: password(), jaeger: password() };
   const { address } = options;
+  // Servers a run that was killed left behind are stopped first (stop is a no-op without one).
+  await Promise.all([
+    runScript('elasticsearch', ['stop', join(dir, 'elasticsearch')]),
+    runScript('keycloak', ['stop', join(dir, 'keycloak')]),
+  ]);
   // Elasticsearch starts empty (the tests count indices); Keycloak keeps its database, whose
   // realms a first start imports (tens of seconds more).
   rmSync(join(dir, 'elasticsearch'), { recursive: true, force: true });

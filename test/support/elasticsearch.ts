@@ -4,9 +4,10 @@
 // role jaeger_writer_reader (scripts/elasticsearch/roles.yml). It lacks the tarball's rest-root
 // module, so `GET /` and `HEAD /` answer 405: give Jaeger's elasticsearch backend `version: 8` and
 // `disable_health_check: true` (scripts/elasticsearch/README.md).
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { freePort } from '../support/ports.ts';
-import { runScript } from '../support/processes.ts';
+import { freePort } from './ports.ts';
+import { runScript } from './processes.ts';
 
 /** The passwords of the node's two users. */
 export interface ElasticsearchUsers {
@@ -70,4 +71,42 @@ export async function startElasticsearch(dir: string, options: ElasticsearchOpti
       await runScript('elasticsearch', ['stop', dir]);
     },
   };
+}
+
+/** What a request to a node needs: its URL, its CA's PEM file and its users' passwords. */
+export interface ElasticsearchAccess {
+  readonly url: string;
+  readonly caFile: string;
+  readonly users: ElasticsearchUsers;
+}
+
+/** A request to Elasticsearch as `user` (the superuser by default), verified against its CA. */
+export async function es(
+  services: { readonly elasticsearch: ElasticsearchAccess },
+  method: string,
+  path: string,
+  options: { user?: 'elastic' | 'jaeger'; body?: unknown } = {},
+): Promise<{ status: number; body: any }> {
+  const { url, caFile, users } = services.elasticsearch;
+  const user = options.user ?? 'elastic';
+  const body =
+    options.body === undefined
+      ? []
+      : ['-H', 'content-type: application/json', '--data-binary', JSON.stringify(options.body)];
+  // curl, not fetch: fetch cannot be told a CA per request.
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'curl',
+      ['-sS', '--cacert', caFile, '-K', '-', '-X', method, ...body, '-w', '\n%{http_code}', `${url}${path}`],
+      (error, stdout) => {
+        if (error) return reject(error);
+        const lines = stdout.trimEnd().split('\n');
+        const status = Number(lines.pop());
+        const text = lines.join('\n');
+        resolve({ status, body: text ? JSON.parse(text) : undefined });
+      },
+    );
+    // The password on curl's standard input, not its command line.
+    child.stdin!.end(`user = "${user}:${users[user]}"\n`);
+  });
 }
