@@ -11,8 +11,9 @@
 #
 # Apache publishes no 5.x binary tarball on Maven Central, only the server jar
 # (org.apache.cassandra:cassandra-all) and its dependencies: `install` resolves those with Maven and
-# caches them outside the repo keyed by version, and `start` runs the daemon's main class on them with
-# a cassandra.yaml and logback.xml it writes into DIR, and the JVM flags of Cassandra's
+# caches them outside the repo keyed by version (scripts/cassandra/pom.xml), and `start` runs the
+# daemon's main class on them with scripts/cassandra/cassandra.yaml and logback.xml rendered into
+# DIR/conf, and the JVM flags of Cassandra's
 # conf/jvm-server.options and conf/jvm17-server.options. Authentication is on (PasswordAuthenticator,
 # superuser cassandra/cassandra), as in production. The storage (gossip) port is a free one, so nodes
 # in different DIRs never clash; JMX is off.
@@ -30,6 +31,7 @@ DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
 HOME_DIR="$CACHE_DIR/cassandra-$CASSANDRA_VERSION"
+CONF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/cassandra"
 LIB_DIR="$HOME_DIR/lib"
 
 log() { printf '[cassandra] %s\n' "$*" >&2; }
@@ -37,6 +39,9 @@ die() { log "error: $*"; exit 1; }
 # listening, free_port
 # shellcheck source=scripts/lib/local-ports.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
+# render
+# shellcheck source=scripts/lib/render.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/render.sh"
 
 usage() {
   sed -n '5,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -59,25 +64,9 @@ install() {
   local tmp="$HOME_DIR.tmp.$$" start=$SECONDS ok=0
   rm -rf "$tmp"
   mkdir -p "$tmp"
-  # A project whose only dependency is the server: its runtime closure is what the daemon needs.
-  cat >"$tmp/pom.xml" <<EOF
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>website-stack.local</groupId>
-  <artifactId>cassandra-runtime</artifactId>
-  <version>$CASSANDRA_VERSION</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.cassandra</groupId>
-      <artifactId>cassandra-all</artifactId>
-      <version>$CASSANDRA_VERSION</version>
-    </dependency>
-  </dependencies>
-</project>
-EOF
+  cp "$CONF_DIR/pom.xml" "$tmp/pom.xml"
   log "fetching Cassandra $CASSANDRA_VERSION and its dependencies from Maven Central (once; cached at $HOME_DIR)"
-  (cd "$tmp" && mvn -B -q -Dstyle.color=never "$DEPENDENCY_PLUGIN:copy-dependencies" -DincludeScope=runtime -DoutputDirectory="$tmp/lib" >"$tmp/mvn.log" 2>&1) || ok=$?
+  (cd "$tmp" && mvn -B -q -Dstyle.color=never "-Dcassandra.version=$CASSANDRA_VERSION" "$DEPENDENCY_PLUGIN:copy-dependencies" -DincludeScope=runtime -DoutputDirectory="$tmp/lib" >"$tmp/mvn.log" 2>&1) || ok=$?
   if [[ $ok != 0 || ! -f "$tmp/lib/cassandra-all-$CASSANDRA_VERSION.jar" ]]; then
     tail -n 30 "$tmp/mvn.log" >&2 || true
     rm -rf "$tmp"
@@ -124,45 +113,6 @@ running_pid() {
   fi
 }
 
-write_config() {
-  local dir=$1 port=$2 storage_port=$3
-  cat >"$dir/conf/cassandra.yaml" <<EOF
-# Written by scripts/cassandra.sh: one node on $LISTEN_ADDRESS, everything under $dir.
-cluster_name: website-stack
-num_tokens: 1
-partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-endpoint_snitch: SimpleSnitch
-seed_provider:
-  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
-    parameters:
-      - seeds: "$LISTEN_ADDRESS:$storage_port"
-listen_address: $LISTEN_ADDRESS
-storage_port: $storage_port
-rpc_address: $LISTEN_ADDRESS
-start_native_transport: true
-native_transport_port: $port
-data_file_directories: ["$dir/data/data"]
-commitlog_directory: "$dir/data/commitlog"
-saved_caches_directory: "$dir/data/saved_caches"
-hints_directory: "$dir/data/hints"
-cdc_raw_directory: "$dir/data/cdc_raw"
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
-authenticator: PasswordAuthenticator
-authorizer: CassandraAuthorizer
-role_manager: CassandraRoleManager
-EOF
-  cat >"$dir/conf/logback.xml" <<EOF
-<configuration scan="false">
-  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
-    <file>$dir/logs/system.log</file>
-    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
-  </appender>
-  <root level="INFO"><appender-ref ref="FILE"/></root>
-</configuration>
-EOF
-}
-
 start() {
   [[ $# -ge 1 && $# -le 3 ]] || usage
   LISTEN_ADDRESS=${3:-127.0.0.1}
@@ -180,7 +130,10 @@ start() {
   home=$(install)
   storage_port=$(free_port)
   mkdir -p "$dir/conf/triggers" "$dir/logs" "$dir/data"
-  write_config "$dir" "$port" "$storage_port"
+  local vars=("CASSANDRA_DIR=$dir" "CASSANDRA_ADDRESS=$LISTEN_ADDRESS" "CASSANDRA_PORT=$port"
+    "CASSANDRA_STORAGE_PORT=$storage_port")
+  render "$CONF_DIR/cassandra.yaml" "${vars[@]}" >"$dir/conf/cassandra.yaml"
+  render "$CONF_DIR/logback.xml" "${vars[@]}" >"$dir/conf/logback.xml"
   # The previous run's log stays next to this one's; readiness is read from this one's.
   [[ -f "$dir/logs/system.log" ]] && mv "$dir/logs/system.log" "$dir/logs/system.previous.log"
   [[ -f "$dir/logs/stdout.log" ]] && mv "$dir/logs/stdout.log" "$dir/logs/stdout.previous.log"

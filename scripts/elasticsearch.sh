@@ -73,6 +73,9 @@ die() { log "error: $*"; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-ports.sh"
 # shellcheck source=scripts/lib/local-pki.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-pki.sh"
+# render
+# shellcheck source=scripts/lib/render.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/render.sh"
 
 usage() {
   sed -n '5,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -237,17 +240,6 @@ open_path_for() {
       die "as root, the node runs as user nobody, which cannot reach $dir: $path is mode $(stat -c %a "$path"). Choose a DIR that every user can reach, or allow it: chmod o+x $path"
     fi
   done
-}
-
-# Prints file $1 with each ${NAME} of the given NAME=VALUE pairs replaced (and nothing else).
-render() {
-  local text pair
-  text=$(<"$1")
-  shift
-  for pair in "$@"; do
-    text=${text//"\${${pair%%=*}}"/${pair#*=}}
-  done
-  printf '%s\n' "$text"
 }
 
 # The password of user $1, from ES_<USER>_PASSWORD or the "user:password" lines of ES_PASSWORDS_FILE.
