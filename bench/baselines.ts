@@ -10,6 +10,7 @@ import { OperatorMetrics } from '../operator/src/observability/metrics.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
+import { rssBytes } from '../test/support/proc.ts';
 import type { WebsiteSpec } from '../test/support/website.ts';
 import {
   BENCH_SELECTOR,
@@ -21,7 +22,7 @@ import {
   inPool,
   Watcher,
 } from './cluster.ts';
-import { type ChurnTarget, rssBytes, specFor } from './phases.ts';
+import { type ChurnTarget, specFor } from './phases.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
 export const BASELINE_NS = 'bench-baseline';

@@ -9,6 +9,7 @@ import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-cl
 import { pacedChanges } from '../test/support/churn.ts';
 import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
+import { steadyRss } from '../test/support/proc.ts';
 import type { WebsiteSpec } from '../test/support/website.ts';
 import { CREATE_CONCURRENCY } from './baselines.ts';
 import { AUDIT_LOG, type BenchCluster, emptyNamespace, inPool, Watcher } from './cluster.ts';
@@ -24,7 +25,6 @@ import {
   histogramQuantile,
   type LatencySummary,
   latencySummary,
-  median,
   requestsPerWebsite,
   stepHeld,
   sustainedRate,
@@ -244,24 +244,6 @@ export async function cpuMs(pid: number): Promise<number> {
 }
 
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
-/** VmRSS of a process, bytes. */
-export async function rssBytes(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status);
-  if (!kib) throw new Error(`no VmRSS in /proc/${pid}/status (has the process exited?)`);
-  return Number(kib[1]) * 1024;
-}
-
-/** Median of three RSS readings a second apart. */
-export async function steadyRss(pid: number): Promise<number> {
-  const readings: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    if (i) await sleep(1000);
-    readings.push(await rssBytes(pid));
-  }
-  return median(readings);
-}
 
 /** The API server's audit log (bench/audit-policy.yaml), read between two offsets. */
 export const auditLog = {

@@ -30,6 +30,7 @@ import { commandsFor, website } from '../cluster/kube.ts';
 import { bytes, configureBundle, memoryLimitOf, OciContainer, PodNetwork, unpack } from '../cluster/oci-pod.ts';
 import { OPERATOR_NS as NS, operatorRbacManifests } from '../support/operator-manifests.ts';
 import { eventually } from '../support/poll.ts';
+import { steadyRss } from '../support/proc.ts';
 
 // On a cluster of its own (ISOLATED_CLUSTER): the operator runs in website-system and the API
 // server calls its container for conversions.
@@ -96,14 +97,7 @@ async function probe(kind: 'livenessProbe' | 'readinessProbe'): Promise<number> 
 }
 
 /** VmRSS of a process in bytes: the median of three readings half a second apart. */
-async function rss(pid: number): Promise<number> {
-  const readings: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    if (i > 0) await sleep(500);
-    readings.push(Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024);
-  }
-  return readings.sort((a, b) => a - b)[1];
-}
+const rss = (pid: number) => steadyRss(pid, 500);
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 

@@ -3,11 +3,11 @@
 // what ships. The cluster tests bind it to the test cluster (test/cluster/operator-process.ts); the
 // benchmark runs it as its ServiceAccount under exactly the Role dist/ ships (bench/operator.ts).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { buildOperator } from '../../scripts/build-operator.ts';
 import { reconcileWrites, sumMetric } from './metrics.ts';
 import { eventually } from './poll.ts';
+import { rssBytes } from './proc.ts';
 
 /** One line the operator logged: its JSON log entry. */
 export interface LogLine {
@@ -147,10 +147,7 @@ export class OperatorProcess {
   }
 
   /** Resident set size in bytes, as the kernel reports it (VmRSS), without asking the process. */
-  async rssBytes(): Promise<number> {
-    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
-    const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status);
-    if (!kib) throw new Error(`no VmRSS in /proc/${this.pid}/status (has the operator exited?)`);
-    return Number(kib[1]) * 1024;
+  rssBytes(): Promise<number> {
+    return rssBytes(this.pid);
   }
 }
