@@ -10,6 +10,7 @@ import { OperatorMetrics } from '../operator/src/observability/metrics.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
+import { inPool } from '../test/support/pool.ts';
 import { rssBytes } from '../test/support/proc.ts';
 import type { WebsiteSpec } from '../test/support/website.ts';
 import {
@@ -19,7 +20,6 @@ import {
   deploymentAvailable,
   emptyNamespace,
   ensureNamespace,
-  inPool,
   Watcher,
 } from './cluster.ts';
 import { type ChurnTarget, specFor } from './phases.ts';

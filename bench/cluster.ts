@@ -19,6 +19,7 @@ import {
 import { type ClusterAccess, kubectlOk } from '../test/support/kubectl.ts';
 import { operatorRbacManifests } from '../test/support/operator-manifests.ts';
 import { eventually } from '../test/support/poll.ts';
+import { inPool } from '../test/support/pool.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -183,22 +184,6 @@ export async function ensureServiceCidr(cluster: BenchCluster): Promise<void> {
     },
     { timeoutMs: 30_000, intervalMs: 100, stopOnError: true },
   );
-}
-
-/** Runs `task` for every item, at most `limit` at once. */
-export async function inPool<T>(
-  items: readonly T[],
-  limit: number,
-  task: (item: T, index: number) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      await task(items[index], index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /**

@@ -9,10 +9,11 @@ import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-cl
 import { pacedChanges } from '../test/support/churn.ts';
 import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
+import { inPool } from '../test/support/pool.ts';
 import { steadyRss } from '../test/support/proc.ts';
 import type { WebsiteSpec } from '../test/support/website.ts';
 import { CREATE_CONCURRENCY } from './baselines.ts';
-import { AUDIT_LOG, type BenchCluster, emptyNamespace, inPool, Watcher } from './cluster.ts';
+import { AUDIT_LOG, type BenchCluster, emptyNamespace, Watcher } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
   type AuditEvent,

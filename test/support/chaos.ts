@@ -30,6 +30,7 @@ import { type ClusterAccess, serviceAccountKubeconfig } from './kubectl.ts';
 import { OPERATOR_NS } from './operator-manifests.ts';
 import { type LogLine, OperatorProcess } from './operator-process.ts';
 import { eventually, TimedOut } from './poll.ts';
+import { inPool } from './pool.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WEBSITES = websitesType(DEFAULT_GROUP);
@@ -139,15 +140,6 @@ function holdsWithin(
       if (error instanceof TimedOut) return false;
       throw error;
     },
-  );
-}
-
-async function inPool<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await task(items[next++]);
-    }),
   );
 }
 
