@@ -1,7 +1,6 @@
 // The benchmark's own local cluster (scripts/cluster.sh, in .cluster/bench) and what every
 // measurement needs from it: an administrator client, the CRD and the operator's RBAC from dist/,
 // watches that timestamp what they see, and emptying a namespace between runs.
-import { execFile } from 'node:child_process';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import { type ClusterAccess, kubectlOk } from '../test/support/kubectl.ts';
 import { operatorRbacManifests } from '../test/support/operator-manifests.ts';
 import { eventually } from '../test/support/poll.ts';
 import { inPool } from '../test/support/pool.ts';
+import { runScript } from '../test/support/processes.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -69,13 +69,9 @@ export function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): N
   };
 }
 
-function clusterScript(command: 'up' | 'down', env: NodeJS.ProcessEnv): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('bash', [join(ROOT, 'scripts/cluster.sh'), command], { env }, (error) =>
-      error ? reject(new Error(`scripts/cluster.sh ${command} failed: ${error.message}`)) : resolve(),
-    );
-    child.stderr!.pipe(process.stderr);
-  });
+/** `scripts/cluster.sh up` or `down`, its progress shown as it comes. */
+async function clusterScript(command: 'up' | 'down', env: NodeJS.ProcessEnv): Promise<void> {
+  await runScript('cluster', [command], env, { progress: true });
 }
 
 function adminClient(kubeconfig: string): KubeClient {

@@ -3,11 +3,9 @@
 // (test/cluster/chaos.test.ts). Everything is observed from outside the operator: the Websites and
 // their children through an administrator client, writes and Lease holders from the API server's
 // audit log, Warning events from the Events API, error lines from the operator's own log.
-import { execFile } from 'node:child_process';
 import { open, readFile, stat, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { LEASE_NAME } from '../../lib/operator/names.ts';
 import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
@@ -31,8 +29,8 @@ import { OPERATOR_NS } from './operator-manifests.ts';
 import { type LogLine, OperatorProcess } from './operator-process.ts';
 import { eventually, TimedOut } from './poll.ts';
 import { inPool } from './pool.ts';
+import { runScript } from './processes.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WEBSITES = websitesType(DEFAULT_GROUP);
 
 /** The faults, in the order a full run injects them. */
@@ -141,14 +139,6 @@ function holdsWithin(
       throw error;
     },
   );
-}
-
-function clusterScript(cluster: ChaosCluster, command: 'restart-apiserver' | 'restart-etcd'): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile('bash', [join(ROOT, 'scripts/cluster.sh'), command], { env: cluster.env }, (error, _stdout, stderr) =>
-      error ? reject(new Error(`scripts/cluster.sh ${command} failed: ${stderr.trim()}`)) : resolve(),
-    );
-  });
 }
 
 /**
@@ -682,7 +672,11 @@ export class Chaos {
           case 'etcd-restart': {
             await moment(0.2, 0.5);
             note(`restart begins at ${at()}`);
-            await clusterScript(this.cluster, fault === 'apiserver-restart' ? 'restart-apiserver' : 'restart-etcd');
+            await runScript(
+              'cluster',
+              [fault === 'apiserver-restart' ? 'restart-apiserver' : 'restart-etcd'],
+              this.cluster.env,
+            );
             note(`the API server is ready again at ${at()}`);
             break;
           }

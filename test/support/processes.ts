@@ -35,15 +35,17 @@ export async function stopProcesses(pids: Readonly<Record<string, number>>): Pro
 /**
  * Runs one of the project's bash scripts (`scripts/<name>.sh`) with `args`; resolves with its
  * standard output, or rejects with its exit code and standard error (where the scripts say why).
+ * With `progress`, its standard error also goes to ours as it comes (a cluster taking minutes).
  */
 export function runScript(
   name: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
+  options: { progress?: boolean } = {},
 ): Promise<string> {
   const script = fileURLToPath(new URL(`../../scripts/${name}.sh`, import.meta.url));
   return new Promise((resolve, reject) => {
-    execFile('bash', [script, ...args], { env, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
+    const child = execFile('bash', [script, ...args], { env, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
       if (error)
         reject(
           new Error(
@@ -52,5 +54,6 @@ export function runScript(
         );
       else resolve(stdout);
     });
+    if (options.progress) child.stderr!.pipe(process.stderr);
   });
 }
