@@ -11,7 +11,7 @@ import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
 import { inPool } from '../test/support/pool.ts';
 import { steadyRss } from '../test/support/proc.ts';
-import type { WebsiteSpec } from '../test/support/website.ts';
+import { type WebsiteSpec, websiteColor } from '../test/support/website.ts';
 import { CREATE_CONCURRENCY } from './baselines.ts';
 import { AUDIT_LOG, type BenchCluster, emptyNamespace, Watcher } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess } from './peer.ts';
@@ -73,11 +73,9 @@ export interface ChurnTarget {
   queueWait(): Promise<Histogram>;
 }
 
-const COLORS = ['#2196F3', '#E91E63', '#4CAF50', '#FF9800', '#9C27B0'];
-
 /** The spec of the i-th Website of a run: title, replicas and colour all vary. */
 export function specFor(i: number, replicas: number): WebsiteSpec {
-  return { title: `Website ${i}`, replicas, color: COLORS[i % COLORS.length] };
+  return { title: `Website ${i}`, replicas, color: websiteColor(i) };
 }
 
 /**
@@ -116,7 +114,7 @@ export async function churn(
       return target.edit(name, {
         title: `Edited ${i}`,
         replicas: Math.min(5, replicas + ((i >> 1) % 2)),
-        color: COLORS[(i >> 1) % COLORS.length],
+        color: websiteColor(i >> 1),
       });
     });
     const sentRate = sent / seconds;

@@ -30,6 +30,7 @@ import { type LogLine, OperatorProcess } from './operator-process.ts';
 import { eventually, TimedOut } from './poll.ts';
 import { inPool } from './pool.ts';
 import { runScript } from './processes.ts';
+import { websiteColor } from './website.ts';
 
 const WEBSITES = websitesType(DEFAULT_GROUP);
 
@@ -120,7 +121,6 @@ export interface FaultResult {
   readonly errorLogLines: readonly Group[];
 }
 
-const COLORS = ['#2196F3', '#E91E63', '#4CAF50', '#FF9800', '#9C27B0'];
 const NAMESPACE = OPERATOR_NS;
 
 const chaosLabel = (prefix: string) => `website-stack/chaos=${prefix}`;
@@ -259,7 +259,7 @@ function specOf(i: number, edited: boolean): { title: string; replicas: number; 
   return {
     title: `${edited ? 'Edited' : 'Website'} ${i}`,
     replicas: 1 + (edited ? (i >> 1) % 2 : 0),
-    color: COLORS[i % COLORS.length],
+    color: websiteColor(i),
   };
 }
 

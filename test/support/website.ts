@@ -6,3 +6,9 @@ export interface WebsiteSpec {
   /** A CSS hex colour, e.g. "#2196F3". */
   readonly color: string;
 }
+
+/** The colours generated Websites cycle through (the default first), so that edits change pages. */
+const COLORS = ['#2196F3', '#E91E63', '#4CAF50', '#FF9800', '#9C27B0'];
+
+/** The colour of the i-th generated Website (or edit). */
+export const websiteColor = (i: number): string => COLORS[i % COLORS.length];
