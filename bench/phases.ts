@@ -3,9 +3,10 @@
 // the controller: latencies by watches in this process, API requests from the API server's audit
 // log, RSS and CPU time from /proc, queue wait from the controller's own Prometheus histogram.
 import { execFileSync } from 'node:child_process';
-import { open, readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
+import { auditEvents, auditLogSize } from '../test/support/audit.ts';
 import { pacedChanges } from '../test/support/churn.ts';
 import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
 import { eventually } from '../test/support/poll.ts';
@@ -16,7 +17,6 @@ import { CREATE_CONCURRENCY } from './baselines.ts';
 import { AUDIT_LOG, type BenchCluster, emptyNamespace, Watcher } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
-  type AuditEvent,
   type ChurnStep,
   countRequests,
   type FigureRecord,
@@ -243,31 +243,6 @@ export async function cpuMs(pid: number): Promise<number> {
 }
 
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
-/** The API server's audit log (bench/audit-policy.yaml), read between two offsets. */
-export const auditLog = {
-  async offset(): Promise<number> {
-    return (await stat(AUDIT_LOG).catch(() => ({ size: 0 }))).size;
-  },
-  /** Completed requests of `user` logged between the offsets. */
-  async events(user: string, from: number, to: number): Promise<AuditEvent[]> {
-    if (to <= from) return [];
-    const file = await open(AUDIT_LOG, 'r');
-    try {
-      const buffer = Buffer.alloc(to - from);
-      await file.read(buffer, 0, buffer.length, from);
-      const quoted = JSON.stringify(user);
-      return buffer
-        .toString('utf8')
-        .split('\n')
-        .filter((line) => line.includes(quoted))
-        .map((line) => JSON.parse(line) as AuditEvent & { user?: { username?: string } })
-        .filter((event) => event.user?.username === user && event.stage === 'ResponseComplete');
-    } finally {
-      await file.close();
-    }
-  },
-};
 
 async function metricsText(process: PeerProcess): Promise<string> {
   const response = await fetch(process.metricsUrl);
@@ -588,7 +563,7 @@ async function createAll(
 ): Promise<Burst> {
   const n = websites.length;
   const sentAt = new Map<string, number>();
-  const auditFrom = await auditLog.offset();
+  const auditFrom = await auditLogSize(AUDIT_LOG);
   const cpuBefore = await cpuMs(process.pid);
   const start = performance.now();
   await inPool(websites, CREATE_CONCURRENCY, async (name, i) => {
@@ -616,7 +591,10 @@ async function createAll(
   const cpu = (await cpuMs(process.pid)) - cpuBefore;
   // The API server logs a request once it has answered it: let the last ones land.
   await sleep(1000);
-  const events = await auditLog.events(peer.user, auditFrom, await auditLog.offset());
+  // Completed requests of the controller's user (bench/audit-policy.yaml logs every ServiceAccount's).
+  const events = (await auditEvents(AUDIT_LOG, JSON.stringify(peer.user), auditFrom)).filter(
+    (event) => event.user?.username === peer.user && event.stage === 'ResponseComplete',
+  );
   const requests = countRequests(events);
   const codes = new Map<string, number>();
   for (const event of events) {

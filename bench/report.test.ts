@@ -2,9 +2,9 @@
 // rate search, formatting, the markdown tables and latest.json. (Its figures are measured by
 // `npm run bench`, never asserted here.)
 
+import type { AuditEvent } from '../test/support/audit.ts';
 import { parseHistogram } from '../test/support/metrics.ts';
 import {
-  type AuditEvent,
   type ChurnStep,
   countRequests,
   type FigureRecord,

@@ -1,4 +1,5 @@
 // The benchmark's arithmetic and its markdown: pure functions, unit-tested (bench/report.test.ts).
+import type { AuditEvent } from '../test/support/audit.ts';
 import type { Histogram } from '../test/support/metrics.ts';
 
 /** Nearest-rank percentile (p in 0..100) of `values`, in any order; NaN when there are none. */
@@ -130,14 +131,6 @@ export function fractionWithin(histogram: Histogram, bound: number): number {
 }
 
 /** One API request as the API server's audit log records it (the fields the benchmark reads). */
-export interface AuditEvent {
-  readonly stage?: string;
-  readonly verb: string;
-  readonly user?: { readonly username?: string };
-  readonly objectRef?: { readonly resource?: string; readonly subresource?: string; readonly name?: string };
-  readonly responseStatus?: { readonly code?: number };
-}
-
 /** A controller's API requests, split the way the goals are stated. */
 export interface RequestCounts {
   /** Writes (create, update, patch, delete) of anything but Events and Leases: the work itself. */

@@ -3,7 +3,7 @@
 // (test/cluster/chaos.test.ts). Everything is observed from outside the operator: the Websites and
 // their children through an administrator client, writes and Lease holders from the API server's
 // audit log, Warning events from the Events API, error lines from the operator's own log.
-import { open, readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { LEASE_NAME } from '../../lib/operator/names.ts';
@@ -23,6 +23,7 @@ import {
 } from '../../operator/src/controller/kube-client.ts';
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
+import { type AuditEvent, auditEvents, auditLogSize } from './audit.ts';
 import { pacedChanges } from './churn.ts';
 import { type ClusterAccess, serviceAccountKubeconfig } from './kubectl.ts';
 import { OPERATOR_NS } from './operator-manifests.ts';
@@ -283,25 +284,6 @@ export function group(items: readonly { key: string; example: string; count?: nu
   return [...groups.values()].sort((a, b) => b.count - a.count);
 }
 
-/** One request as the audit log records it (the fields read here). */
-export interface AuditRecord {
-  readonly stage?: string;
-  readonly verb: string;
-  readonly userAgent?: string;
-  readonly objectRef?: {
-    readonly resource?: string;
-    readonly subresource?: string;
-    readonly name?: string;
-    readonly namespace?: string;
-  };
-  readonly responseStatus?: { readonly code?: number };
-  readonly requestReceivedTimestamp?: string;
-  readonly stageTimestamp?: string;
-  readonly requestObject?: {
-    readonly spec?: { readonly holderIdentity?: string; readonly leaseDurationSeconds?: number };
-  };
-}
-
 const USER_AGENT = 'website-operator/';
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 const time = (timestamp: string | undefined) => Date.parse(timestamp ?? '');
@@ -315,7 +297,7 @@ const time = (timestamp: string | undefined) => Date.parse(timestamp ?? '');
  * as long as its own Lease had not expired (client-go's guarantee: renewDeadline < leaseDuration).
  */
 export function nonLeaderWrites(
-  records: readonly AuditRecord[],
+  records: readonly AuditEvent[],
   leaseName = LEASE_NAME,
 ): { violations: Finding[]; writes: number; holders: string[] } {
   const fromOperator = records.filter((r) => r.stage === 'ResponseComplete' && r.userAgent?.startsWith(USER_AGENT));
@@ -352,33 +334,6 @@ export function nonLeaderWrites(
     }
   }
   return { violations, writes: writes.length, holders: [...new Set(leases.map((l) => l.holder).filter(Boolean))] };
-}
-
-async function auditSize(path: string): Promise<number> {
-  return (await stat(path).catch(() => ({ size: 0 }))).size;
-}
-
-async function auditRecords(path: string, from: number): Promise<AuditRecord[]> {
-  const to = await auditSize(path);
-  if (to <= from) return [];
-  const file = await open(path, 'r');
-  try {
-    const buffer = Buffer.alloc(to - from);
-    await file.read(buffer, 0, buffer.length, from);
-    return buffer
-      .toString('utf8')
-      .split('\n')
-      .filter((line) => line.includes(USER_AGENT))
-      .flatMap((line) => {
-        try {
-          return [JSON.parse(line) as AuditRecord];
-        } catch {
-          return []; // the last line, half written
-        }
-      });
-  } finally {
-    await file.close();
-  }
 }
 
 /** What the cluster holds for the run's Websites, against what each one's final spec asks for. */
@@ -623,7 +578,7 @@ export class Chaos {
     const { admin, auditLog } = this.cluster;
     const { churnSeconds, prefix } = this.plan;
     this.kubeconfig ??= await serviceAccountKubeconfig(this.cluster);
-    const auditFrom = await auditSize(auditLog);
+    const auditFrom = await auditLogSize(auditLog);
     const since = new Date();
     const replicas = new Replicas(this.plan.operatorEnv);
     const injected: string[] = [];
@@ -735,7 +690,7 @@ export class Chaos {
       );
       // The API server logs a request once it has answered it.
       await sleep(2000);
-      const audit = nonLeaderWrites(await auditRecords(auditLog, auditFrom));
+      const audit = nonLeaderWrites(await auditEvents(auditLog, USER_AGENT, auditFrom));
       return {
         fault,
         injected,

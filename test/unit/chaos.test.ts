@@ -2,10 +2,11 @@
 // holders from audit records, grouping log lines, and the black-hole proxy on loopback sockets.
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
-import { type AuditRecord, BlackHoleProxy, group, nonLeaderWrites, normalize } from '../support/chaos.ts';
+import type { AuditEvent } from '../support/audit.ts';
+import { BlackHoleProxy, group, nonLeaderWrites, normalize } from '../support/chaos.ts';
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0) + seconds * 1000).toISOString();
-const lease = (identity: string, seconds: number, holder = identity, duration = 15): AuditRecord => ({
+const lease = (identity: string, seconds: number, holder = identity, duration = 15): AuditEvent => ({
   stage: 'ResponseComplete',
   verb: 'update',
   userAgent: `website-operator/${identity}`,
@@ -15,7 +16,7 @@ const lease = (identity: string, seconds: number, holder = identity, duration = 
   stageTimestamp: at(seconds),
   requestObject: { spec: { holderIdentity: holder || undefined, leaseDurationSeconds: duration } },
 });
-const write = (identity: string, seconds: number, verb = 'patch'): AuditRecord => ({
+const write = (identity: string, seconds: number, verb = 'patch'): AuditEvent => ({
   stage: 'ResponseComplete',
   verb,
   userAgent: `website-operator/${identity}`,
