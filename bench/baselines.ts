@@ -17,6 +17,7 @@ import {
   BENCH_SELECTOR,
   type BenchCluster,
   CONFIGMAPS,
+  CREATE_CONCURRENCY,
   deploymentAvailable,
   emptyNamespace,
   ensureNamespace,
@@ -26,8 +27,6 @@ import { type ChurnTarget, specFor } from './phases.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
 export const BASELINE_NS = 'bench-baseline';
-/** Creates in flight at once, for Websites and for the baselines' objects alike. */
-export const CREATE_CONCURRENCY = 8;
 
 export interface EchoResult {
   /** Source ConfigMap create sent → child ConfigMap seen by this process's watch, per object (ms). */

@@ -23,6 +23,9 @@ import { runScript } from '../test/support/processes.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
+/** Creates in flight at once, for Websites and for the baselines' objects alike. */
+export const CREATE_CONCURRENCY = 8;
+
 export const CONFIGMAPS: ResourceType = { group: '', version: 'v1', resource: 'configmaps' };
 export const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods' };
 export const REPLICASETS: ResourceType = { group: 'apps', version: 'v1', resource: 'replicasets' };

@@ -13,8 +13,7 @@ import { eventually } from '../test/support/poll.ts';
 import { inPool } from '../test/support/pool.ts';
 import { steadyRss } from '../test/support/proc.ts';
 import { type WebsiteSpec, websiteColor } from '../test/support/website.ts';
-import { CREATE_CONCURRENCY } from './baselines.ts';
-import { AUDIT_LOG, type BenchCluster, emptyNamespace, Watcher } from './cluster.ts';
+import { AUDIT_LOG, type BenchCluster, CREATE_CONCURRENCY, emptyNamespace, Watcher } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
   type ChurnStep,

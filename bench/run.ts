@@ -11,14 +11,16 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stopTracked } from '../test/support/shell-operator.ts';
+import { BASELINE_NS, directDeploymentsBaseline, EchoController, idleNodeRss } from './baselines.ts';
 import {
-  BASELINE_NS,
+  CLUSTER_ARGS,
   CREATE_CONCURRENCY,
-  directDeploymentsBaseline,
-  EchoController,
-  idleNodeRss,
-} from './baselines.ts';
-import { CLUSTER_ARGS, clusterUp, describeMachine, ensureServiceCidr, holdCluster, ROOT } from './cluster.ts';
+  clusterUp,
+  describeMachine,
+  ensureServiceCidr,
+  holdCluster,
+  ROOT,
+} from './cluster.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';

@@ -64,6 +64,28 @@ describe('which way the imports run', () => {
     expect(violations(files, forbidden)).toEqual([]);
   });
 
+  test('no two files import each other (a dynamic import(), which loads a module lazily, aside)', () => {
+    const files = ['lib', 'operator/src', 'test', 'bench', 'scripts'].flatMap(sources);
+    const known = new Set(files);
+    const dynamic = (file: string) =>
+      [...readFileSync(join(ROOT, file), 'utf8').matchAll(/\bimport\(\s*'(\.[^']+)'\s*\)/g)].map((m) =>
+        relative(ROOT, join(ROOT, dirname(file), m[1])),
+      );
+    const importsOf = new Map(
+      files.map((file) => {
+        const lazy = new Set(dynamic(file));
+        return [file, imports(file).filter((target) => !lazy.has(target))];
+      }),
+    );
+    const mutual = files.flatMap((file) =>
+      importsOf
+        .get(file)!
+        .filter((target) => known.has(target) && file < target && importsOf.get(target)!.includes(file))
+        .map((target) => `${file} <-> ${target}`),
+    );
+    expect(mutual).toEqual([]);
+  });
+
   test('the operator imports the library in one place', () => {
     const importers = sources('operator/src').filter((file) =>
       imports(file).some((target) => target.startsWith('lib/')),
