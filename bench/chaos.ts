@@ -220,7 +220,7 @@ async function main(): Promise<void> {
     ...(faults.length === 0
       ? ['']
       : [
-          `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (bench/audit-policy.yaml).`,
+          `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (test/support/audit-policy.yaml).`,
           '',
           `- The operator: the bundle operator/build/operator.mjs as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on at its defaults (Lease 15 s, renew deadline 10 s, retry 2 s), LOG_LEVEL=info, WEBHOOK_ENABLED=false; one replica, two for the failover.`,
           `- Before the faults, ${n} Websites were created (32 at once) and converged in ${formatValue(populateMs, 'ms')}.`,

@@ -58,7 +58,7 @@ export const CLUSTER_ARGS = [
 const DIR = join(ROOT, '.cluster', 'bench');
 const NAME = 'website-stack-bench';
 const PODS_PER_NODE = 110;
-/** Where the API server logs the requests bench/audit-policy.yaml selects: every ServiceAccount's but kube-system's. */
+/** Where the API server logs the requests test/support/audit-policy.yaml selects: every ServiceAccount's but kube-system's. */
 export const AUDIT_LOG = join(DIR, 'kwok', 'clusters', NAME, 'logs', 'audit.log');
 
 export function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): NodeJS.ProcessEnv {
@@ -66,7 +66,7 @@ export function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): N
     ...process.env,
     WEBSITE_STACK_CLUSTER_DIR: DIR,
     WEBSITE_STACK_CLUSTER_NAME: NAME,
-    WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'bench', 'audit-policy.yaml'),
+    WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'test', 'support', 'audit-policy.yaml'),
     ...(nodes ? { WEBSITE_STACK_CLUSTER_NODES: String(nodes) } : {}),
     WEBSITE_STACK_CLUSTER_EXTRA_ARGS: extraArgs.map((a) => `--extra-args ${a}`).join(' '),
   };

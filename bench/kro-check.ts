@@ -209,7 +209,7 @@ test('a delete removes the Website and its Deployment and Service', async () => 
 });
 
 test('kro created the children as its ServiceAccount, and its queue metrics count the instances', async () => {
-  // The bench cluster's audit log records every ServiceAccount's requests (bench/audit-policy.yaml).
+  // The bench cluster's audit log records every ServiceAccount's requests (test/support/audit-policy.yaml).
   const events = (await readFile(AUDIT_LOG, 'utf8'))
     .split('\n')
     .filter(Boolean)

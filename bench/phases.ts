@@ -590,7 +590,7 @@ async function createAll(
   const cpu = (await cpuMs(process.pid)) - cpuBefore;
   // The API server logs a request once it has answered it: let the last ones land.
   await sleep(1000);
-  // Completed requests of the controller's user (bench/audit-policy.yaml logs every ServiceAccount's).
+  // Completed requests of the controller's user (test/support/audit-policy.yaml logs every ServiceAccount's).
   const events = (await auditEvents(AUDIT_LOG, JSON.stringify(peer.user), auditFrom)).filter(
     (event) => event.user?.username === peer.user && event.stage === 'ResponseComplete',
   );

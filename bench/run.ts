@@ -365,7 +365,7 @@ async function main(): Promise<void> {
     `# Benchmark: ${subjects.map((s) => s.title).join(', ')}`,
     '',
     `${date.slice(0, 16).replace('T', ' ')} UTC, ${minutes.toFixed(1)} min${quick ? ' (--quick)' : ''}. Machine: ${machineText}.`,
-    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}; the API server audits ServiceAccounts' requests (bench/audit-policy.yaml).`,
+    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}; the API server audits ServiceAccounts' requests (test/support/audit-policy.yaml).`,
     '',
     ...subjects.map((s) => `- ${s.description}.`),
     '',

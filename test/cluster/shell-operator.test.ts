@@ -556,7 +556,7 @@ describe("the shell operator's heartbeat, as its probes check it", () => {
   });
 });
 
-/** The API server's audit events (test/cluster/audit-policy.yaml) of `username`, in the order they were logged. */
+/** The API server's audit events (test/support/audit-policy.yaml) of `username`, in the order they were logged. */
 function auditEvents(username: string): any[] {
   const quoted = JSON.stringify(username);
   return readFileSync(AUDIT_LOG, 'utf8')

@@ -66,7 +66,7 @@ export const FAULT_TITLES: Record<Scenario, string> = {
 export interface ChaosCluster extends ClusterAccess {
   /** Administrator client; its requests must time out (a restart of etcd holds them). */
   readonly admin: KubeClient;
-  /** Written by an audit policy that logs ServiceAccounts' requests, and Lease writes with their body (bench/audit-policy.yaml). */
+  /** Written by an audit policy that logs ServiceAccounts' requests, and Lease writes with their body (test/support/audit-policy.yaml). */
   readonly auditLog: string;
   /** WEBSITE_STACK_CLUSTER_DIR and _NAME of this cluster, for `scripts/cluster.sh restart-…`. */
   readonly env: NodeJS.ProcessEnv;
