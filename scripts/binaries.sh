@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes, etcd and kwok binaries and the trace stack's Jaeger, HotROD and
 # OpenTelemetry Collector from their Go modules, once, and caches them outside the repo keyed by
-# version (DESIGN.md §4).
+# version (README "Tests": what npm test builds, and why from source).
 #
 #   scripts/binaries.sh [name|group ...]   build (if missing) and print "name=path" lines
 #
