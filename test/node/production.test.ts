@@ -216,7 +216,10 @@ describe('dist/tracing-production-elasticsearch/ applied as is', () => {
 
   beforeAll(async () => {
     await withoutTracingNamespace();
-    await ok(['apply', '-f', dist('tracing-production-elasticsearch')]);
+    // As the README's steps go: the namespace, the storage's Service and the Secrets, then the folder.
+    // (Secrets created after it would race the pods: oauth2-proxy could start before its provider's
+    // CA is in its optional volume, fail discovery and restart once.)
+    await ok(['create', 'namespace', NS]);
     await externalService('elasticsearch-es-http', 9200);
     await createSecrets({
       ...productionSecrets(services, pki, REDIRECT_URL),
@@ -226,6 +229,7 @@ describe('dist/tracing-production-elasticsearch/ applied as is', () => {
         'provider-ca.crt': services.keycloak.ca!,
       },
     });
+    await ok(['apply', '-f', dist('tracing-production-elasticsearch')]);
     pods = await productionPods();
   }, 600_000);
 
@@ -289,7 +293,7 @@ describe('dist/tracing-production-cassandra/ applied as is', () => {
   beforeAll(async () => {
     cassandra = await startCassandra(join(mkdtempSync(join(tmpdir(), 'node-cassandra-')), 'node'), 9042, HOST);
     await withoutTracingNamespace();
-    await ok(['apply', '-f', dist('tracing-production-cassandra')]);
+    await ok(['create', 'namespace', NS]);
     await externalService('cassandra', 9042);
     const {
       'jaeger-elasticsearch': _es,
@@ -302,6 +306,7 @@ describe('dist/tracing-production-cassandra/ applied as is', () => {
       // Cassandra's default superuser, as a fresh node has it.
       'jaeger-cassandra': { username: 'cassandra', password: 'cassandra' },
     });
+    await ok(['apply', '-f', dist('tracing-production-cassandra')]);
     pods = await productionPods();
   }, 600_000);
 
