@@ -298,6 +298,26 @@ const gatewaySecrets = (pki: ReturnType<typeof testPki>) => ({
   'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
 });
 
+/** The load's view of a started stack: its gateway's ports and metrics, and Jaeger's query in pod `query`. */
+function context(
+  stack: LocalStack,
+  pods: Pods,
+  query: string,
+  tls: ClientTls,
+  sizes: Sizes,
+  log: (line: string) => void,
+): Context {
+  return {
+    pods,
+    ports: collectorOtlpPorts(stack),
+    metricsPort: stack.port('otel-collector', 'metrics'),
+    query: () => stack.url(query, 'query'),
+    tls,
+    sizes,
+    log,
+  };
+}
+
 /** Runs the load through `fault` (which returns after the fault is over) and counts what arrived. */
 async function underLoad(
   ctx: Context,
@@ -512,15 +532,7 @@ async function elasticsearchDown(
       extraAddresses: { 'elasticsearch-es-http.tracing.svc:9200': esHost },
     });
     pods = new Pods(stack, join(dir, 'logs'));
-    const ctx: Context = {
-      pods,
-      ports: collectorOtlpPorts(stack),
-      metricsPort: stack.port('otel-collector', 'metrics'),
-      query: () => stack.url('jaeger-query', 'query'),
-      tls,
-      sizes,
-      log,
-    };
+    const ctx = context(stack, pods, 'jaeger-query', tls, sizes, log);
     const port = Number(new URL(elasticsearch.url).port);
     const node = { elasticsearch: { ...elasticsearch, users } };
     let service = '';
@@ -605,15 +617,7 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
       secrets: gatewaySecrets(pki),
     });
     pods = new Pods(stack, join(dir, 'logs'));
-    const ctx: Context = {
-      pods,
-      ports: collectorOtlpPorts(stack),
-      metricsPort: stack.port('otel-collector', 'metrics'),
-      query: () => stack.url('jaeger', 'query'),
-      tls,
-      sizes,
-      log,
-    };
+    const ctx = context(stack, pods, 'jaeger', tls, sizes, log);
     const p = pods;
     const faults: FaultResult[] = [];
     faults.push(
