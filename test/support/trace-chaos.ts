@@ -558,21 +558,29 @@ async function elasticsearchDown(
         service = name;
       },
     );
-    // Every span document of the run, and the distinct spans among them.
+    // Every span document of the run, and each span id held more than once. A terms aggregation
+    // whose shard size covers every span id of the run counts exactly; the cardinality aggregation
+    // is an estimate, and once counted 1,445 distinct spans among 1,446 documents that held no
+    // duplicate.
     const counted = await es(node, 'POST', '/jaeger-jaeger-span-*/_search', {
       body: {
         size: 0,
         track_total_hits: true,
         query: { term: { 'process.serviceName': service } },
-        aggs: { spans: { cardinality: { field: 'spanID', precision_threshold: 40_000 } } },
+        aggs: {
+          duplicated: {
+            terms: { field: 'spanID', min_doc_count: 2, size: 65_000, shard_size: 65_000 },
+          },
+        },
       },
     });
     const documents: number = counted.body.hits.total.value;
-    const distinct: number = counted.body.aggregations.spans.value;
+    const duplicated: { key: string; doc_count: number }[] = counted.body.aggregations.duplicated.buckets;
+    const spansDuplicated = duplicated.reduce((sum, bucket) => sum + bucket.doc_count - 1, 0);
     log(
-      `  in Elasticsearch: ${documents} span documents, ${distinct} distinct spans; ${packetsRefused} packets refused`,
+      `  in Elasticsearch: ${documents} span documents, ${spansDuplicated} duplicated${duplicated.length ? ` (span ids ${duplicated.map((b) => b.key).join(', ')})` : ''}; ${packetsRefused} packets refused`,
     );
-    return { ...result, spansDuplicated: documents - distinct, packetsRefused };
+    return { ...result, spansDuplicated, packetsRefused };
   } finally {
     await pods?.stopAll();
     await elasticsearch?.stop();
