@@ -1,6 +1,6 @@
 # The Website operator image:
 #   docker build -t ghcr.io/website-stack/website-operator:0.1.0 .
-# Multi-stage: the build stage bundles the operator with esbuild (scripts/build-operator.ts, through
+# Multi-stage: the build stage bundles the operator with esbuild (operator/bundle.ts, through
 # scripts/image-tree.sh): one ES module and its chunks holding the operator, the library constructs
 # it renders with and the code of its dependencies; the final stage holds Node 22 and that bundle,
 # nothing else, and runs as a non-root user.
@@ -19,7 +19,8 @@ COPY tsconfig.json ./
 COPY imports imports
 COPY lib lib
 COPY operator/src operator/src
-COPY scripts/build-operator.ts scripts/image-tree.sh scripts/
+COPY operator/bundle.ts operator/
+COPY scripts/image-tree.sh scripts/
 RUN PATH=/src/node_modules/.bin:$PATH bash scripts/image-tree.sh /app
 
 FROM ${NODE_IMAGE}

@@ -40,7 +40,7 @@ export default {
       globalSetup: '<rootDir>/test/isolated/global-setup.ts',
       globalTeardown: '<rootDir>/test/isolated/global-teardown.ts',
     },
-    // A real Argo CD syncing dist/ into a cluster of its own (test/support/argocd.ts).
+    // A real Argo CD syncing dist/ into a cluster of its own (harness/argocd/argocd.ts).
     {
       ...base,
       displayName: 'argocd',

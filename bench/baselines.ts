@@ -2,17 +2,18 @@
 // without the operator, measured in the same run (these machines are too noisy for absolute
 // numbers to mean much from one run to the next).
 import { spawn } from 'node:child_process';
+import type { WebsiteSpec } from '../harness/cluster/website.ts';
+import { type Histogram, parseHistogram } from '../harness/process/metrics.ts';
+import { eventually } from '../harness/process/poll.ts';
+import { inPool } from '../harness/process/pool.ts';
+import { rssBytes } from '../harness/process/proc.ts';
+import { isNotFound } from '../operator/src/controller/api-error.ts';
 import { sleep } from '../operator/src/controller/backoff.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
-import { DEPLOYMENTS, isNotFound, type KubeObject } from '../operator/src/controller/kube-client.ts';
+import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-api.ts';
 import { WorkQueue } from '../operator/src/controller/work-queue.ts';
 import { OperatorMetrics } from '../operator/src/observability/metrics.ts';
-import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
-import { eventually } from '../test/support/poll.ts';
-import { inPool } from '../test/support/pool.ts';
-import { rssBytes } from '../test/support/proc.ts';
-import type { WebsiteSpec } from '../test/support/website.ts';
+import { renderedKind, renderWorkload } from '../operator/src/reconciler/render.ts';
 import {
   BENCH_SELECTOR,
   type BenchCluster,
@@ -202,12 +203,15 @@ export async function directDeploymentsBaseline(
     const sentAt = new Map<string, number>();
     const first = performance.now();
     await inPool(names, CREATE_CONCURRENCY, async (name, i) => {
-      const { deployment } = renderWorkload({
-        apiVersion: 'web.example.com/v1',
-        kind: 'Website',
-        metadata: { name, namespace: BASELINE_NS, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}` },
-        spec: { title: `Website ${name}`, replicas },
-      });
+      const deployment = renderedKind(
+        renderWorkload({
+          apiVersion: 'web.example.com/v1',
+          kind: 'Website',
+          metadata: { name, namespace: BASELINE_NS, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}` },
+          spec: { title: `Website ${name}`, replicas },
+        }),
+        'Deployment',
+      );
       delete deployment.metadata!.ownerReferences;
       sentAt.set(`website-${name}`, performance.now());
       await admin.create(DEPLOYMENTS, deployment);

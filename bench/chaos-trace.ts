@@ -1,9 +1,9 @@
 // `npm run chaos:trace [-- --short]`: the trace stack under faults, measured (what it does:
-// test/support/trace-chaos.ts). Prints the report's markdown, then its figures as JSON.
+// harness/chaos/trace-chaos.ts). Prints the report's markdown, then its figures as JSON.
 //
 //   node --disable-warning=ExperimentalWarning bench/chaos-trace.ts [--short]
 import { parseArgs } from 'node:util';
-import { traceChaos } from '../test/support/trace-chaos.ts';
+import { traceChaos } from '../harness/chaos/trace-chaos.ts';
 
 const { values } = parseArgs({ options: { short: { type: 'boolean', default: false } } });
 const log = (line: string) => process.stderr.write(`[chaos:trace] ${new Date().toISOString().slice(11, 19)} ${line}\n`);

@@ -1,5 +1,5 @@
 // `npm run chaos`: N Websites (1000) churning on the benchmark's local cluster while each fault of
-// test/support/chaos.ts happens in turn (kill -9 of the operator, API server and etcd restarts, the
+// harness/chaos/chaos.ts happens in turn (kill -9 of the operator, API server and etcd restarts, the
 // operator's connections black-holed, a leader failover); after each, the time to converge once
 // the churn stops, orphaned and duplicate children, lost updates, writes by a replica that did not
 // hold the Lease (audit log), Warning events and error log lines. Then the trace stack under
@@ -10,7 +10,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
 import {
   Chaos,
   type ChaosPlan,
@@ -22,9 +21,10 @@ import {
   killOperators,
   NO_FAULT,
   type Scenario,
-} from '../test/support/chaos.ts';
-import { operatorBundle } from '../test/support/operator-process.ts';
-import { traceChaos } from '../test/support/trace-chaos.ts';
+} from '../harness/chaos/chaos.ts';
+import { traceChaos } from '../harness/chaos/trace-chaos.ts';
+import { operatorBundle } from '../harness/operator/operator-process.ts';
+import { DEFAULT_OPERATOR_RESOURCES, nodeOptionsFor } from '../lib/operator/operator-deployment.ts';
 import {
   AUDIT_LOG,
   CLUSTER_ARGS,
@@ -220,7 +220,7 @@ async function main(): Promise<void> {
     ...(faults.length === 0
       ? ['']
       : [
-          `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (test/support/audit-policy.yaml).`,
+          `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${clusterDescription}; the API server audits ServiceAccounts' requests, Lease writes with their body (harness/cluster/audit-policy.yaml).`,
           '',
           `- The operator: the bundle operator/build/operator.mjs as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on at its defaults (Lease 15 s, renew deadline 10 s, retry 2 s), LOG_LEVEL=info, WEBHOOK_ENABLED=false; one replica, two for the failover.`,
           `- Before the faults, ${n} Websites were created (32 at once) and converged in ${formatValue(populateMs, 'ms')}.`,

@@ -5,21 +5,21 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
+import { type ClusterAccess, kubectlOk } from '../harness/cluster/kubectl.ts';
+import { operatorRbacManifests } from '../harness/operator/operator-manifests.ts';
+import { eventually } from '../harness/process/poll.ts';
+import { inPool } from '../harness/process/pool.ts';
+import { runScript } from '../harness/process/processes.ts';
+import { isNotFound } from '../operator/src/controller/api-error.ts';
 import { Informer } from '../operator/src/controller/informer.ts';
 import {
   DEPLOYMENTS,
   EVENTS,
-  isNotFound,
-  KubeClient,
   type KubeObject,
   type ResourceType,
   SERVICES,
-} from '../operator/src/controller/kube-client.ts';
-import { type ClusterAccess, kubectlOk } from '../test/support/kubectl.ts';
-import { operatorRbacManifests } from '../test/support/operator-manifests.ts';
-import { eventually } from '../test/support/poll.ts';
-import { inPool } from '../test/support/pool.ts';
-import { runScript } from '../test/support/processes.ts';
+} from '../operator/src/controller/kube-api.ts';
+import { KubeClient } from '../operator/src/controller/kube-client.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -58,7 +58,7 @@ export const CLUSTER_ARGS = [
 const DIR = join(ROOT, '.cluster', 'bench');
 const NAME = 'website-stack-bench';
 const PODS_PER_NODE = 110;
-/** Where the API server logs the requests test/support/audit-policy.yaml selects: every ServiceAccount's but kube-system's. */
+/** Where the API server logs the requests harness/cluster/audit-policy.yaml selects: every ServiceAccount's but kube-system's. */
 export const AUDIT_LOG = join(DIR, 'kwok', 'clusters', NAME, 'logs', 'audit.log');
 
 export function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): NodeJS.ProcessEnv {

@@ -10,8 +10,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { builtBinaries, chartManifests, startLocalStack } from '../test/support/local-stack.ts';
-import { sumMetric } from '../test/support/metrics.ts';
+import { sumMetric } from '../harness/process/metrics.ts';
+import { builtBinaries, chartManifests, startLocalStack } from '../harness/trace/local-stack.ts';
 
 const log = (message: string) =>
   process.stderr.write(`[bench:collector] ${new Date().toISOString().slice(11, 19)} ${message}\n`);

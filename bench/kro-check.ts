@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { parseArgs } from 'node:util';
+import type { WebsiteSpec } from '../harness/cluster/website.ts';
+import { KRO_WEBSITES, KRO_WEBSITES_NS } from '../harness/kro/kro.ts';
+import { sumMetric } from '../harness/process/metrics.ts';
+import { eventually } from '../harness/process/poll.ts';
 import { DEFAULT_COLOR } from '../lib/website/schema.ts';
-import { DEPLOYMENTS, type KubeObject, SERVICES } from '../operator/src/controller/kube-client.ts';
-import { renderWorkload } from '../operator/src/reconciler/render.ts';
-import { KRO_WEBSITES, KRO_WEBSITES_NS } from '../test/support/kro.ts';
-import { sumMetric } from '../test/support/metrics.ts';
-import { eventually } from '../test/support/poll.ts';
-import type { WebsiteSpec } from '../test/support/website.ts';
+import { DEPLOYMENTS, type KubeObject, SERVICES } from '../operator/src/controller/kube-api.ts';
+import { renderedKind, renderWorkload } from '../operator/src/reconciler/render.ts';
 import { AUDIT_LOG, type BenchCluster, clusterDown, clusterUp, emptyNamespace } from './cluster.ts';
 import { type KroProcess, kroPeer } from './kro.ts';
 import type { PeerProcess } from './peer.ts';
@@ -66,7 +66,9 @@ function ours(name: string, spec: WebsiteSpec) {
 
 /** The Deployment's and Service's fields our renderer sets, minus the two kro sets its own way (bench/kro.ts kroTemplates). */
 function expected(name: string, spec: WebsiteSpec) {
-  const { deployment, service } = ours(name, spec);
+  const rendered = ours(name, spec);
+  const deployment = renderedKind(rendered, 'Deployment');
+  const service = renderedKind(rendered, 'Service');
   const kroLabels = (labels: Record<string, string>) => ({ ...labels, 'app.kubernetes.io/managed-by': 'kro' });
   const d = deployment.spec as { template: { metadata: { labels: Record<string, string> } } };
   return {
@@ -209,7 +211,7 @@ test('a delete removes the Website and its Deployment and Service', async () => 
 });
 
 test('kro created the children as its ServiceAccount, and its queue metrics count the instances', async () => {
-  // The bench cluster's audit log records every ServiceAccount's requests (test/support/audit-policy.yaml).
+  // The bench cluster's audit log records every ServiceAccount's requests (harness/cluster/audit-policy.yaml).
   const events = (await readFile(AUDIT_LOG, 'utf8'))
     .split('\n')
     .filter(Boolean)

@@ -1,7 +1,7 @@
 // kro (kubernetes-sigs/kro) as a same-box peer of the website operator in `npm run bench`: its
 // controller binary (scripts/binaries.sh kro) as a local process on the bench cluster, and a
 // ResourceGraphDefinition that expresses our Website → Deployment + Service in kro's terms
-// (test/support/kro.ts, which the unit tests check).
+// (harness/kro/kro.ts, which the unit tests check).
 //
 //   npm run bench                                kro is a subject by default (bench/run.ts; --no-kro leaves it out)
 //   npm run bench:kro-check                      proves it does the job (bench/kro-check.ts)
@@ -14,8 +14,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { workloadName } from '../lib/workload/website-workload.ts';
-import { type KubeObject, LEASES } from '../operator/src/controller/kube-client.ts';
+import { kubectlOk, serviceAccountKubeconfig } from '../harness/cluster/kubectl.ts';
 import {
   type Condition,
   KRO_LEASE,
@@ -32,11 +31,12 @@ import {
   RGD_NAME,
   RGD_TYPE,
   websiteRgd,
-} from '../test/support/kro.ts';
-import { kubectlOk, serviceAccountKubeconfig } from '../test/support/kubectl.ts';
-import { sumMetric } from '../test/support/metrics.ts';
-import { eventually } from '../test/support/poll.ts';
-import { freePort } from '../test/support/ports.ts';
+} from '../harness/kro/kro.ts';
+import { sumMetric } from '../harness/process/metrics.ts';
+import { eventually } from '../harness/process/poll.ts';
+import { freePort } from '../harness/process/ports.ts';
+import { workloadName } from '../lib/workload/website-workload.ts';
+import { type KubeObject, LEASES } from '../operator/src/controller/kube-api.ts';
 import { ensureNamespace, ROOT } from './cluster.ts';
 import { type Peer, type PeerContext, type PeerProcess, serviceAccountUser } from './peer.ts';
 

@@ -1,8 +1,14 @@
 // The website operator as a controller under test (bench/peer.ts): the bundle its image runs
-// (operator/build/operator.mjs, built from the working tree by scripts/build-operator.ts) with
+// (operator/build/operator.mjs, built from the working tree by operator/bundle.ts) with
 // NODE_ENV=production, as its ServiceAccount under dist/'s Role, at its defaults; and the cost of
 // rendering one Website through the construct.
 import { App, Chart } from 'cdk8s';
+import { serviceAccountKubeconfig } from '../harness/cluster/kubectl.ts';
+import { OPERATOR_NS } from '../harness/operator/operator-manifests.ts';
+import { OperatorProcess, operatorBundle } from '../harness/operator/operator-process.ts';
+import { sumMetric } from '../harness/process/metrics.ts';
+import { eventually } from '../harness/process/poll.ts';
+import { freePort } from '../harness/process/ports.ts';
 import { LEASE_NAME } from '../lib/operator/names.ts';
 import {
   DEFAULT_OPERATOR_CAPACITY,
@@ -11,15 +17,9 @@ import {
 } from '../lib/operator/operator-deployment.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
-import { type KubeObject, LEASES } from '../operator/src/controller/kube-client.ts';
+import { type KubeObject, LEASES } from '../operator/src/controller/kube-api.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { websitesType } from '../operator/src/reconciler/website.ts';
-import { serviceAccountKubeconfig } from '../test/support/kubectl.ts';
-import { sumMetric } from '../test/support/metrics.ts';
-import { OPERATOR_NS } from '../test/support/operator-manifests.ts';
-import { OperatorProcess, operatorBundle } from '../test/support/operator-process.ts';
-import { eventually } from '../test/support/poll.ts';
-import { freePort } from '../test/support/ports.ts';
 import { installOperatorObjects } from './cluster.ts';
 import { heapAfterGc } from './heap.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
@@ -54,7 +54,7 @@ export function websiteOperatorPeer({
     queueWait: { metric: 'workqueue_queue_duration_seconds', labels: { name: 'website' } },
     async install({ cluster, log }: PeerContext) {
       await installOperatorObjects(cluster);
-      log('website-operator: the bundle (scripts/build-operator.ts)');
+      log('website-operator: the bundle (operator/bundle.ts)');
       await operatorBundle();
     },
     async start({ cluster }: PeerContext) {
@@ -149,13 +149,13 @@ export function measureRender(iterations = 500, rounds = 7): RenderTiming {
     return ((performance.now() - start) * 1000) / iterations;
   };
   const render = (i: number) => {
-    sink += renderWorkload(inputs[i]).deployment.metadata!.name!.length;
+    sink += renderWorkload(inputs[i])[0].object.metadata!.name!.length;
   };
   const empty = () => {
     sink += new Chart(new App({ outdir: '/dev/null' }), 'website').toJson().length;
   };
   const json = (i: number) => {
-    sink += (JSON.parse(JSON.stringify(outputs[i])) as (typeof outputs)[number]).service.metadata!.name!.length;
+    sink += (JSON.parse(JSON.stringify(outputs[i])) as (typeof outputs)[number])[1].object.metadata!.name!.length;
   };
   // Warm up: JIT and cdk8s's lazy initialisation.
   time(render);

@@ -3,8 +3,9 @@
 // steady state, sustained churn, memory, CPU, API requests). The website operator
 // (bench/operator.ts) and kro (bench/kro.ts) are two; README "Adding a controller" says
 // how to write another.
-import type { KubeObject, ResourceType } from '../operator/src/controller/kube-client.ts';
-import type { WebsiteSpec } from '../test/support/website.ts';
+
+import type { WebsiteSpec } from '../harness/cluster/website.ts';
+import type { KubeObject, ResourceType } from '../operator/src/controller/kube-api.ts';
 import type { BenchCluster } from './cluster.ts';
 
 /** A running controller, as the benchmark observes it from outside. */

@@ -4,15 +4,15 @@
 // log, RSS and CPU time from /proc, queue wait from the controller's own Prometheus histogram.
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { auditEvents, auditLogSize } from '../harness/cluster/audit.ts';
+import { pacedChanges } from '../harness/cluster/churn.ts';
+import { type WebsiteSpec, websiteColor } from '../harness/cluster/website.ts';
+import { type Histogram, parseHistogram } from '../harness/process/metrics.ts';
+import { eventually } from '../harness/process/poll.ts';
+import { inPool } from '../harness/process/pool.ts';
+import { steadyRss } from '../harness/process/proc.ts';
 import { sleep } from '../operator/src/controller/backoff.ts';
-import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-client.ts';
-import { auditEvents, auditLogSize } from '../test/support/audit.ts';
-import { pacedChanges } from '../test/support/churn.ts';
-import { type Histogram, parseHistogram } from '../test/support/metrics.ts';
-import { eventually } from '../test/support/poll.ts';
-import { inPool } from '../test/support/pool.ts';
-import { steadyRss } from '../test/support/proc.ts';
-import { type WebsiteSpec, websiteColor } from '../test/support/website.ts';
+import { DEPLOYMENTS, type KubeObject } from '../operator/src/controller/kube-api.ts';
 import { AUDIT_LOG, type BenchCluster, CREATE_CONCURRENCY, emptyNamespace, Watcher } from './cluster.ts';
 import type { Peer, PeerContext, PeerProcess } from './peer.ts';
 import {
@@ -590,7 +590,7 @@ async function createAll(
   const cpu = (await cpuMs(process.pid)) - cpuBefore;
   // The API server logs a request once it has answered it: let the last ones land.
   await sleep(1000);
-  // Completed requests of the controller's user (test/support/audit-policy.yaml logs every ServiceAccount's).
+  // Completed requests of the controller's user (harness/cluster/audit-policy.yaml logs every ServiceAccount's).
   const events = (await auditEvents(AUDIT_LOG, JSON.stringify(peer.user), auditFrom)).filter(
     (event) => event.user?.username === peer.user && event.stage === 'ResponseComplete',
   );

@@ -2,8 +2,8 @@
 // rate search, formatting, the markdown tables and latest.json. (Its figures are measured by
 // `npm run bench`, never asserted here.)
 
-import type { AuditEvent } from '../test/support/audit.ts';
-import { parseHistogram } from '../test/support/metrics.ts';
+import type { AuditEvent } from '../harness/cluster/audit.ts';
+import { parseHistogram } from '../harness/process/metrics.ts';
 import {
   type ChurnStep,
   countRequests,

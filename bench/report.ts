@@ -1,6 +1,6 @@
 // The benchmark's arithmetic and its markdown: pure functions, unit-tested (bench/report.test.ts).
-import type { AuditEvent } from '../test/support/audit.ts';
-import type { Histogram } from '../test/support/metrics.ts';
+import type { AuditEvent } from '../harness/cluster/audit.ts';
+import type { Histogram } from '../harness/process/metrics.ts';
 
 /** Nearest-rank percentile (p in 0..100) of `values`, in any order; NaN when there are none. */
 export function percentile(values: readonly number[], p: number): number {

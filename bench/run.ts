@@ -10,7 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { stopTracked } from '../test/support/shell-operator.ts';
+import { stopTracked } from '../harness/operator/shell-operator.ts';
 import { BASELINE_NS, directDeploymentsBaseline, EchoController, idleNodeRss } from './baselines.ts';
 import {
   CLUSTER_ARGS,
@@ -365,7 +365,7 @@ async function main(): Promise<void> {
     `# Benchmark: ${subjects.map((s) => s.title).join(', ')}`,
     '',
     `${date.slice(0, 16).replace('T', ' ')} UTC, ${minutes.toFixed(1)} min${quick ? ' (--quick)' : ''}. Machine: ${machineText}.`,
-    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}; the API server audits ServiceAccounts' requests (test/support/audit-policy.yaml).`,
+    `Cluster: the local kwok cluster of scripts/cluster.sh (kube-apiserver, etcd, controller manager, scheduler, kwok: all on this machine), ${cluster.description}; the API server audits ServiceAccounts' requests (harness/cluster/audit-policy.yaml).`,
     '',
     ...subjects.map((s) => `- ${s.description}.`),
     '',

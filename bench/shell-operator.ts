@@ -1,5 +1,5 @@
 // Baseline figures for the operator benchmark: the shell operator (lib/shell-operator/) on a real
-// cluster, run by scripts/shell-operator.sh exactly as a user runs it (test/support/shell-operator.ts).
+// cluster, run by scripts/shell-operator.sh exactly as a user runs it (harness/operator/shell-operator.ts).
 //
 //   node bench/shell-operator.ts --n 10,100,1000      against the local cluster (npm run cluster:up)
 //   ... --interval 2 --cycles 2 --json               the results as JSON on stdout, the table on stderr
@@ -22,12 +22,12 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { App, Chart } from 'cdk8s';
+import { type ClusterAccess, kubectl, kubectlOk } from '../harness/cluster/kubectl.ts';
+import { localCluster, startShellOperator, tracked } from '../harness/operator/shell-operator.ts';
+import { samples } from '../harness/process/metrics.ts';
+import { eventually } from '../harness/process/poll.ts';
 import { ShellOperator } from '../lib/shell-operator/shell-operator.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
-import { type ClusterAccess, kubectl, kubectlOk } from '../test/support/kubectl.ts';
-import { samples } from '../test/support/metrics.ts';
-import { eventually } from '../test/support/poll.ts';
-import { localCluster, startShellOperator, tracked } from '../test/support/shell-operator.ts';
 import { percentile } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

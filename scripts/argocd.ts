@@ -1,4 +1,4 @@
-// `npm run argocd:up` / `npm run argocd:down`: Argo CD Core (test/support/argocd.ts) against the
+// `npm run argocd:up` / `npm run argocd:down`: Argo CD Core (harness/argocd/argocd.ts) against the
 // local cluster of `npm run cluster:up`, serving this checkout's git repository (its committed
 // branches) on loopback, with the Website health check in argocd-cm. Writes .argocd/env:
 // ARGOCD_REPO_URL (the repoURL of an Application) and ARGOCD_NAMESPACE.
@@ -6,10 +6,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ARGOCD_NAMESPACE, startArgoCd } from '../harness/argocd/argocd.ts';
+import { kubectlOk } from '../harness/cluster/kubectl.ts';
+import { stopProcesses } from '../harness/process/processes.ts';
 import { websiteHealthCheck } from '../lib/argocd.ts';
-import { ARGOCD_NAMESPACE, startArgoCd } from '../test/support/argocd.ts';
-import { kubectlOk } from '../test/support/kubectl.ts';
-import { stopProcesses } from '../test/support/processes.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STATE = process.env.WEBSITE_STACK_ARGOCD_DIR ?? join(ROOT, '.argocd');

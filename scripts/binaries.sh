@@ -13,7 +13,7 @@
 # tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
 # same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
 # argocd (Argo CD's multi-call binary: its application controller, repo server and ApplicationSet
-# controller, started through links of those names by test/support/argocd.ts), and oauth2-proxy
+# controller, started through links of those names by harness/argocd/argocd.ts), and oauth2-proxy
 # (the OIDC proxy the production Jaeger query pod puts in front of the UI, run by the trace tests
 # against scripts/keycloak.sh; in no group, since the development stack of `npm run tracing:up` has
 # no OIDC: scripts/test.sh names it). Group node = what a real node runs (scripts/real-node.sh):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The operator image's file tree, assembled into <dir>: the operator bundle (scripts/build-operator.ts:
+# The operator image's file tree, assembled into <dir>: the operator bundle (operator/bundle.ts:
 # operator.mjs and its chunks/, with the library constructs it renders with and every dependency it
 # uses inside), and nothing else: no node_modules, no package.json, no sources. The Dockerfile runs
 # this script in its build stage.
@@ -17,7 +17,7 @@ OUT=$(cd "$OUT" && pwd)
 # Built apart and copied, so the build's metafile (meta.json: for tests, not for running) stays out.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-node --disable-warning=ExperimentalWarning "$ROOT/scripts/build-operator.ts" "$work"
+node --disable-warning=ExperimentalWarning "$ROOT/operator/bundle.ts" "$work"
 rm -rf "$OUT/operator.mjs" "$OUT/chunks"
 cp -R "$work/operator.mjs" "$work/chunks" "$OUT/"
 echo "image-tree: $OUT ($(du -sh "$OUT" | cut -f1))" >&2

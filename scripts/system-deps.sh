@@ -3,7 +3,7 @@
 # the page locally), Chromium (to look at that page as a person would), fonts for emoji and CJK
 # titles, so the screenshots show them as a person's browser would, jq (the shell operator
 # renders every object with it), shellcheck (actionlint runs it on the workflows' run: scripts
-# when it is on PATH), and Redis (Argo CD's cache, test/support/argocd.ts). Installs what is missing.
+# when it is on PATH), and Redis (Argo CD's cache, harness/argocd/argocd.ts). Installs what is missing.
 #
 #   scripts/system-deps.sh [package ...]   only these (Debian names), e.g. redis-server; default all
 set -euo pipefail

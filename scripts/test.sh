@@ -44,8 +44,8 @@ echo "[test] format and lint (biome ci; npm run format fixes what it can)"
 biome ci --error-on-warnings .
 echo "[test] type-check (tsc --noEmit)"
 tsc --noEmit
-echo "[test] operator bundle (scripts/build-operator.ts: what the image, the cluster tests and the benchmark run)"
-node --disable-warning=ExperimentalWarning scripts/build-operator.ts
+echo "[test] operator bundle (operator/bundle.ts: what the image, the cluster tests and the benchmark run)"
+node --disable-warning=ExperimentalWarning operator/bundle.ts
 export NODE_OPTIONS="${NODE_OPTIONS:-} --experimental-vm-modules --disable-warning=ExperimentalWarning"
 
 if [[ $# -gt 0 ]]; then

@@ -1,11 +1,11 @@
 // `npm run tracing:up` / `npm run tracing:down`: the development trace stack (dist/tracing-dev/tracing-dev.yaml:
 // Jaeger all-in-one, the OpenTelemetry Collector, HotROD) as local processes, with exactly the
-// synthesized configuration (test/support/local-stack.ts). Endpoints go to .tracing/endpoints.env.
+// synthesized configuration (harness/trace/local-stack.ts). Endpoints go to .tracing/endpoints.env.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chartManifests, startLocalStack } from '../test/support/local-stack.ts';
-import { alive, stopProcesses } from '../test/support/processes.ts';
+import { alive, stopProcesses } from '../harness/process/processes.ts';
+import { chartManifests, startLocalStack } from '../harness/trace/local-stack.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where pids, logs, localized configs and endpoints.env go (the tests point it elsewhere). */

@@ -1,6 +1,7 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { DEFAULT_GROUP } from '../website/schema.ts';
+import { WEBSITE_OWNS } from '../workload/website-workload.ts';
 import {
   LEASE_NAME,
   OPERATOR_NAME,
@@ -55,8 +56,8 @@ export interface OperatorRbacProps {
 }
 
 /**
- * The Role rules of spec §5, for `group`, plus `patch` on deployments and services: the operator
- * ensures its children by server-side apply, which is an HTTP PATCH (creating through apply needs
+ * The Role rules of spec §5, for `group`, plus `patch` on deployments and services (every kind of
+ * WEBSITE_OWNS): the operator ensures its children by server-side apply, which is an HTTP PATCH (creating through apply needs
  * `create` too, which the spec grants). Granted in every namespace the operator watches.
  */
 export function websiteRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {
@@ -66,16 +67,11 @@ export function websiteRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {
       resources: ['websites', 'websites/status'],
       verbs: ['get', 'list', 'watch', 'update', 'patch'],
     },
-    {
-      apiGroups: ['apps'],
-      resources: ['deployments'],
+    ...WEBSITE_OWNS.map((owned) => ({
+      apiGroups: [owned.group],
+      resources: [owned.resource],
       verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-    },
-    {
-      apiGroups: [''],
-      resources: ['services'],
-      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-    },
+    })),
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
 }

@@ -67,6 +67,47 @@ export interface WebsiteWorkloadProps {
   readonly resources?: WebsiteWorkloadResources;
 }
 
+/**
+ * A kind of object a Website owns: its API group ('' for the core group), version and plural
+ * resource name, as RBAC rules and API paths name it.
+ */
+export interface OwnedKind {
+  readonly kind: string;
+  readonly group: string;
+  readonly version: string;
+  readonly resource: string;
+  /**
+   * The fields of its `status` the operator reads, so that its cache of these objects keeps them
+   * (and drops the rest of the status). None: the operator reads none of it.
+   */
+  readonly statusRead?: readonly string[];
+}
+
+/**
+ * What a Website owns, declared once, as controller-runtime's builder declares `Owns(...)`: every
+ * kind WebsiteWorkload renders, in the order events name them. The operator watches each (one
+ * informer), caches what it renders of each (the projection mask), ensures each on every reconcile
+ * and deletes each in its finalizer; the Roles of both operators grant each (websiteRules,
+ * shellOperatorRoleRules). A kind rendered but not declared here fails the unit tests
+ * (test/unit/website-owns.test.ts), and the operator at run time.
+ */
+export const WEBSITE_OWNS: readonly OwnedKind[] = [
+  {
+    kind: 'Deployment',
+    group: 'apps',
+    version: 'v1',
+    resource: 'deployments',
+    // The Website's Ready condition and status.availableReplicas (the operator's status.ts).
+    statusRead: ['observedGeneration', 'replicas', 'availableReplicas', 'updatedReplicas'],
+  },
+  { kind: 'Service', group: '', version: 'v1', resource: 'services' },
+];
+
+/** The `apiVersion` of objects of an owned kind: `apps/v1`, or `v1` for the core group. */
+export function ownedApiVersion(owned: OwnedKind): string {
+  return owned.group === '' ? owned.version : `${owned.group}/${owned.version}`;
+}
+
 /** Labels of a Website's children; the selector uses name and instance, so Websites never share pods. */
 export function workloadLabels(websiteName: string): Record<string, string> {
   return {

@@ -3,7 +3,7 @@
 # their log() and die().
 
 # server_pki DIR CA_NAME CN SANS: makes DIR/ca.crt, DIR/tls.crt and DIR/tls.key (P-256 keys, as the
-# tests' own PKI, testPki in test/support/traces.ts) for subjectAltName SANS
+# tests' own PKI, testPki in harness/trace/traces.ts) for subjectAltName SANS
 # ("DNS:…,IP:…"), unless DIR holds them already for those SANS and the certificate is valid for
 # another day; then it reuses them.
 server_pki() {

@@ -1,4 +1,4 @@
-// dist/ synced by a real Argo CD (test/support/argocd.ts: the release scripts/binaries.sh builds,
+// dist/ synced by a real Argo CD (harness/argocd/argocd.ts: the release scripts/binaries.sh builds,
 // started against a cluster of this project's own), exactly as the README tells users: its
 // ApplicationSet with only repoURL (and, here, the revision under test) changed, its health check
 // in argocd-cm, its way of switching alternatives. The operator runs as a process beside the
@@ -8,17 +8,17 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { type ArgoCd, serveGitRepository, startArgoCd } from '../../harness/argocd/argocd.ts';
+import { ARGOCD_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
+import { TestHostAddress } from '../../harness/cluster/host-address.ts';
+import { commandsFor } from '../../harness/cluster/kube.ts';
+import { serviceAccountKubeconfig } from '../../harness/cluster/kubectl.ts';
+import { localEndpointRbacManifests, OPERATOR_NS } from '../../harness/operator/operator-manifests.ts';
+import { OperatorProcess } from '../../harness/operator/operator-process.ts';
+import { type ShellOperatorProcess, startShellOperator } from '../../harness/operator/shell-operator.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { freePort } from '../../harness/process/ports.ts';
 import { SYNC_WAVE_ANNOTATION, websiteHealthCheck } from '../../lib/argocd.ts';
-import { ARGOCD_CLUSTER, ROOT } from '../cluster/env.ts';
-import { TestHostAddress } from '../cluster/host-address.ts';
-import { commandsFor } from '../cluster/kube.ts';
-import { type ArgoCd, serveGitRepository, startArgoCd } from '../support/argocd.ts';
-import { serviceAccountKubeconfig } from '../support/kubectl.ts';
-import { localEndpointRbacManifests, OPERATOR_NS } from '../support/operator-manifests.ts';
-import { OperatorProcess } from '../support/operator-process.ts';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
-import { type ShellOperatorProcess, startShellOperator } from '../support/shell-operator.ts';
 
 type Manifest = Record<string, any>;
 const { kubectl, ok, getJson } = commandsFor(ARGOCD_CLUSTER);

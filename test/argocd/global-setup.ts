@@ -2,7 +2,7 @@
 // nothing of dist/ in it, as a new cluster it is pointed at.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { ARGOCD_CLUSTER, ROOT } from '../cluster/env.ts';
+import { ARGOCD_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
 
 export default function globalSetup(): void {
   const cluster = (command: string) =>

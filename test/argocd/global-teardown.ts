@@ -1,5 +1,5 @@
-import { ARGOCD_CLUSTER } from '../cluster/env.ts';
-import { stopTestCluster } from '../cluster/global-teardown.ts';
+import { ARGOCD_CLUSTER } from '../../harness/cluster/env.ts';
+import { stopTestCluster } from '../../harness/cluster/test-cluster.ts';
 
 export default function globalTeardown(): void {
   stopTestCluster(ARGOCD_CLUSTER);

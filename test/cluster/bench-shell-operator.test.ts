@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { KUBECONFIG, KUBECTL, ROOT } from './env.ts';
+import { KUBECONFIG, KUBECTL, ROOT } from '../../harness/cluster/env.ts';
 
 describe('the shell operator benchmark', () => {
   test('measures every Website within one interval and cycle, and counts one list plus two applies per Website per cycle', async () => {

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { ROOT } from './env.ts';
-import { createNamespace, deleteNamespace, kubectl, ok } from './kube.ts';
+import { ROOT } from '../../harness/cluster/env.ts';
+import { createNamespace, deleteNamespace, kubectl, ok } from '../../harness/cluster/kube.ts';
 
 type Manifest = Record<string, any>;
 const dist = join(ROOT, 'dist');

@@ -4,10 +4,10 @@
 // X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID headers.
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
+import { createNamespace, deleteNamespace, getJson, kubectl, loadClusterInfo, ok } from '../../harness/cluster/kube.ts';
+import { type Manifest, only, synth } from '../../harness/manifests.ts';
+import { eventually } from '../../harness/process/poll.ts';
 import { WebsiteOperator } from '../../lib/operator/website-operator.ts';
-import { type Manifest, only, synth } from '../helpers.ts';
-import { eventually } from '../support/poll.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
 
 const FLOW_SCHEMA_UID = 'x-kubernetes-pf-flowschema-uid';
 const PRIORITY_LEVEL_UID = 'x-kubernetes-pf-prioritylevel-uid';

@@ -1,5 +1,13 @@
-import { eventually } from '../support/poll.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, ok, testDeployment, website } from './kube.ts';
+import {
+  createNamespace,
+  deleteNamespace,
+  getJson,
+  kubectl,
+  ok,
+  testDeployment,
+  website,
+} from '../../harness/cluster/kube.ts';
+import { eventually } from '../../harness/process/poll.ts';
 
 let ns: string;
 beforeAll(async () => {

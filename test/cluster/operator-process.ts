@@ -1,10 +1,10 @@
-// The operator process of test/support/operator-process.ts, bound to the test cluster, with the short
+// The operator process of harness/operator/operator-process.ts, bound to the test cluster, with the short
 // leader-election timings and debug logs the tests rely on.
 
-import { serviceAccountKubeconfig as serviceAccountKubeconfigOf } from '../support/kubectl.ts';
-import { OPERATOR_NS } from '../support/operator-manifests.ts';
-import { OperatorProcess as SharedOperatorProcess } from '../support/operator-process.ts';
-import { TEST_CLUSTER } from './kube.ts';
+import { TEST_CLUSTER } from '../../harness/cluster/kube.ts';
+import { serviceAccountKubeconfig as serviceAccountKubeconfigOf } from '../../harness/cluster/kubectl.ts';
+import { OPERATOR_NS } from '../../harness/operator/operator-manifests.ts';
+import { OperatorProcess as SharedOperatorProcess } from '../../harness/operator/operator-process.ts';
 
 /** A kubeconfig holding only the test cluster's address and CA and a ServiceAccount token. */
 export function serviceAccountKubeconfig(

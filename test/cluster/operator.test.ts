@@ -5,20 +5,20 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
-import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
+import { KUBECONFIG as ADMIN_KUBECONFIG, CLUSTER_ENV, ROOT } from '../../harness/cluster/env.ts';
+import { TestHostAddress } from '../../harness/cluster/host-address.ts';
+import { getJson, kubectl, ok, website } from '../../harness/cluster/kube.ts';
 import {
   localEndpointRbacManifests,
   OPERATOR_NS as NS,
   operatorRbacManifests,
   webhookServiceManifest,
-} from '../support/operator-manifests.ts';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
-import { jaegerTraces, startStack, synthYaml } from '../support/traces.ts';
-import { KUBECONFIG as ADMIN_KUBECONFIG, CLUSTER_ENV, ROOT } from './env.ts';
-import { TestHostAddress } from './host-address.ts';
-import { getJson, kubectl, ok, website } from './kube.ts';
+} from '../../harness/operator/operator-manifests.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { freePort } from '../../harness/process/ports.ts';
+import { jaegerTraces, startStack, synthYaml } from '../../harness/trace/traces.ts';
+import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
+import { escapeHtml, renderPage } from '../../lib/workload/page.ts';
 import { OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
 
 const rbac = operatorRbacManifests();

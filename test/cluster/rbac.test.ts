@@ -1,6 +1,14 @@
+import {
+  createNamespace,
+  deleteNamespace,
+  kubectl,
+  loadClusterInfo,
+  ok,
+  testDeployment,
+  website,
+} from '../../harness/cluster/kube.ts';
+import { operatorRbacManifests } from '../../harness/operator/operator-manifests.ts';
 import { createCertificateAuthority } from '../../operator/src/webhook/certificates.ts';
-import { operatorRbacManifests } from '../support/operator-manifests.ts';
-import { createNamespace, deleteNamespace, kubectl, loadClusterInfo, ok, testDeployment, website } from './kube.ts';
 
 // The operator's ServiceAccount, Role, ClusterRole and their bindings exactly as dist/ ships them.
 const rbac = operatorRbacManifests();

@@ -4,19 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import {
-  heartbeatMaxAgeSeconds,
-  SHELL_OPERATOR_FIELD_MANAGER,
-  ShellOperator,
-  shellOperatorRoleRules,
-} from '../../lib/shell-operator/shell-operator.ts';
-import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
-import { renderPage } from '../../lib/workload/page.ts';
-import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import { hostileTitles, synth } from '../helpers.ts';
-import { eventually } from '../support/poll.ts';
-import { type ShellOperatorProcess, startShellOperator } from '../support/shell-operator.ts';
-import { AUDIT_LOG, ROOT } from './env.ts';
+import { AUDIT_LOG, ROOT } from '../../harness/cluster/env.ts';
 import {
   create,
   createNamespace,
@@ -27,7 +15,19 @@ import {
   TEST_CLUSTER,
   testDeployment,
   website,
-} from './kube.ts';
+} from '../../harness/cluster/kube.ts';
+import { hostileTitles, synth } from '../../harness/manifests.ts';
+import { type ShellOperatorProcess, startShellOperator } from '../../harness/operator/shell-operator.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import {
+  heartbeatMaxAgeSeconds,
+  SHELL_OPERATOR_FIELD_MANAGER,
+  ShellOperator,
+  shellOperatorRoleRules,
+} from '../../lib/shell-operator/shell-operator.ts';
+import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
+import { renderPage } from '../../lib/workload/page.ts';
+import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
 
 const cluster = TEST_CLUSTER;
 const RESTRICTED = {
@@ -556,7 +556,7 @@ describe("the shell operator's heartbeat, as its probes check it", () => {
   });
 });
 
-/** The API server's audit events (test/support/audit-policy.yaml) of `username`, in the order they were logged. */
+/** The API server's audit events (harness/cluster/audit-policy.yaml) of `username`, in the order they were logged. */
 function auditEvents(username: string): any[] {
   const quoted = JSON.stringify(username);
   return readFileSync(AUDIT_LOG, 'utf8')

@@ -1,4 +1,4 @@
-import { createNamespace, deleteNamespace, getJson, kubectl, ok, website } from './kube.ts';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok, website } from '../../harness/cluster/kube.ts';
 
 let ns: string;
 beforeAll(async () => {

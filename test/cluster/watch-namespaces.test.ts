@@ -2,13 +2,14 @@
 // ServiceAccount under exactly the RBAC the WebsiteOperator construct synthesizes for its
 // watchNamespaces, against the real local cluster. Each test installs the operator's ServiceAccount
 // in a namespace of its own, so no other test's operator or Role is touched.
+
+import { createNamespace, deleteNamespace, getJson, kubectl, ok } from '../../harness/cluster/kube.ts';
+import { type Manifest, synth } from '../../harness/manifests.ts';
+import type { LogLine } from '../../harness/operator/operator-process.ts';
+import { eventually } from '../../harness/process/poll.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd } from '../../lib/website/website-crd.ts';
-import { type Manifest, synth } from '../helpers.ts';
-import type { LogLine } from '../support/operator-process.ts';
-import { eventually } from '../support/poll.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, ok } from './kube.ts';
 import { OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
 
 const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { eventually } from '../support/poll.ts';
-import { KUBECONFIG, KUBECTL } from './env.ts';
-import { createNamespace, deleteNamespace, ok, website } from './kube.ts';
+import { KUBECONFIG, KUBECTL } from '../../harness/cluster/env.ts';
+import { createNamespace, deleteNamespace, ok, website } from '../../harness/cluster/kube.ts';
+import { eventually } from '../../harness/process/poll.ts';
 
 let ns: string;
 beforeAll(async () => {

@@ -4,6 +4,17 @@ import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { ROOT } from '../../harness/cluster/env.ts';
+import { TestHostAddress } from '../../harness/cluster/host-address.ts';
+import { getJson, kubectl, loadClusterInfo, ok } from '../../harness/cluster/kube.ts';
+import {
+  localEndpointRbacManifests,
+  OPERATOR_NS as ns,
+  operatorRbacManifests,
+  webhookServiceManifest,
+} from '../../harness/operator/operator-manifests.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { freePort } from '../../harness/process/ports.ts';
 import { webhookDnsNames } from '../../lib/operator/names.ts';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
@@ -16,17 +27,6 @@ import {
 import { ConversionWebhookServer } from '../../operator/src/webhook/conversion-server.ts';
 import { LocalServiceEndpoint } from '../../operator/src/webhook/local-service-endpoint.ts';
 import { OperatorManagedCertificates } from '../../operator/src/webhook/operator-managed-certificates.ts';
-import {
-  localEndpointRbacManifests,
-  OPERATOR_NS as ns,
-  operatorRbacManifests,
-  webhookServiceManifest,
-} from '../support/operator-manifests.ts';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
-import { ROOT } from './env.ts';
-import { TestHostAddress } from './host-address.ts';
-import { getJson, kubectl, loadClusterInfo, ok } from './kube.ts';
 
 /*
  * The conversion webhook end to end: OperatorManagedCertificates, ConversionWebhookServer and

@@ -1,7 +1,7 @@
 import { App, Chart } from 'cdk8s';
+import { createNamespace, deleteNamespace, getJson, kubectl, ok, website } from '../../harness/cluster/kube.ts';
+import { eventually } from '../../harness/process/poll.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import { eventually } from '../support/poll.ts';
-import { createNamespace, deleteNamespace, getJson, kubectl, ok, website } from './kube.ts';
 
 let ns: string;
 beforeAll(async () => {

@@ -1,14 +1,14 @@
-// The short version of `npm run chaos` (test/support/chaos.ts): 30 Websites churning while each fault
+// The short version of `npm run chaos` (harness/chaos/chaos.ts): 30 Websites churning while each fault
 // happens once, on a test cluster of its own (ISOLATED_CLUSTER), with the operator bundle as its ServiceAccount. After each
 // fault the Websites must converge (within a bound that only detects a hang) with no orphan, no
 // duplicate, no lost update, and no write by a replica that did not hold the Lease.
 import { KubeConfig } from '@kubernetes/client-node';
+import { Chaos, FAULTS, type FaultResult } from '../../harness/chaos/chaos.ts';
+import { ISOLATED_CLUSTER } from '../../harness/cluster/env.ts';
+import { kubectlOk } from '../../harness/cluster/kubectl.ts';
+import { operatorRbacManifests } from '../../harness/operator/operator-manifests.ts';
+import { operatorBundle } from '../../harness/operator/operator-process.ts';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
-import { ISOLATED_CLUSTER } from '../cluster/env.ts';
-import { Chaos, FAULTS, type FaultResult } from '../support/chaos.ts';
-import { kubectlOk } from '../support/kubectl.ts';
-import { operatorRbacManifests } from '../support/operator-manifests.ts';
-import { operatorBundle } from '../support/operator-process.ts';
 
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromFile(ISOLATED_CLUSTER.kubeconfig);

@@ -1,5 +1,5 @@
-import { ISOLATED_CLUSTER } from '../cluster/env.ts';
-import { stopTestCluster } from '../cluster/global-teardown.ts';
+import { ISOLATED_CLUSTER } from '../../harness/cluster/env.ts';
+import { stopTestCluster } from '../../harness/cluster/test-cluster.ts';
 
 export default function globalTeardown(): void {
   stopTestCluster(ISOLATED_CLUSTER);

@@ -24,13 +24,20 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { buildOperator } from '../../scripts/build-operator.ts';
-import { ISOLATED_CLUSTER, ROOT } from '../cluster/env.ts';
-import { commandsFor, website } from '../cluster/kube.ts';
-import { bytes, configureBundle, memoryLimitOf, OciContainer, PodNetwork, unpack } from '../cluster/oci-pod.ts';
-import { OPERATOR_NS as NS, operatorRbacManifests } from '../support/operator-manifests.ts';
-import { eventually } from '../support/poll.ts';
-import { steadyRss } from '../support/proc.ts';
+import { ISOLATED_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
+import { commandsFor, website } from '../../harness/cluster/kube.ts';
+import {
+  bytes,
+  configureBundle,
+  memoryLimitOf,
+  OciContainer,
+  PodNetwork,
+  unpack,
+} from '../../harness/operator/oci-pod.ts';
+import { OPERATOR_NS as NS, operatorRbacManifests } from '../../harness/operator/operator-manifests.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { steadyRss } from '../../harness/process/proc.ts';
+import { buildOperator } from '../../operator/bundle.ts';
 
 // On a cluster of its own (ISOLATED_CLUSTER): the operator runs in website-system and the API
 // server calls its container for conversions.

@@ -2,7 +2,7 @@
 // node's binaries and images are built first when not cached.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { NODE_CLUSTER, ROOT } from '../cluster/env.ts';
+import { NODE_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
 
 export default function globalSetup(): void {
   const cluster = (...args: string[]) =>

@@ -1,7 +1,7 @@
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { NODE_CLUSTER, ROOT } from '../cluster/env.ts';
-import { stopTestCluster } from '../cluster/global-teardown.ts';
+import { NODE_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
+import { stopTestCluster } from '../../harness/cluster/test-cluster.ts';
 
 /** The node's component and container logs go to test-results/node/ before the cluster goes. */
 export default function globalTeardown(): void {

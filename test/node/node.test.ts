@@ -7,9 +7,6 @@
 // stack, then the shell operator in the operator's place.
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchBrowser } from '../support/browser.ts';
-import { eventually } from '../support/poll.ts';
-import { HOTROD_SERVICES, type JaegerTrace, wholeDispatchTrace } from '../support/traces.ts';
 import {
   CLIENT_IMAGE,
   clusterIP,
@@ -23,7 +20,10 @@ import {
   ok,
   readyPods,
   startClient,
-} from './node.ts';
+} from '../../harness/node/node.ts';
+import { launchBrowser } from '../../harness/process/browser.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { HOTROD_SERVICES, type JaegerTrace, wholeDispatchTrace } from '../../harness/trace/traces.ts';
 
 const OPERATOR_NS = 'website-system';
 

@@ -9,16 +9,26 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Chart, Testing } from 'cdk8s';
+import { ROOT } from '../../harness/cluster/env.ts';
+import {
+  clusterIP,
+  connects,
+  dist,
+  getJson,
+  kubectl,
+  NODE,
+  ok,
+  readyPods,
+  startClient,
+} from '../../harness/node/node.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { type Cassandra, startCassandra } from '../../harness/trace/cassandra.ts';
+import { es } from '../../harness/trace/elasticsearch.ts';
+import { INDEX_PREFIX, productionSecrets } from '../../harness/trace/production.ts';
+import { type SharedServices, startServices } from '../../harness/trace/services.ts';
+import { HOTROD_SERVICES, type JaegerTrace, testPki, wholeDispatchTrace } from '../../harness/trace/traces.ts';
 import { RESTRICTED_NAMESPACE_LABELS } from '../../lib/security.ts';
 import { HotRod } from '../../lib/tracing/hotrod.ts';
-import { ROOT } from '../cluster/env.ts';
-import { es } from '../support/elasticsearch.ts';
-import { eventually } from '../support/poll.ts';
-import { HOTROD_SERVICES, type JaegerTrace, testPki, wholeDispatchTrace } from '../support/traces.ts';
-import { type Cassandra, startCassandra } from '../trace/cassandra.ts';
-import { INDEX_PREFIX, productionSecrets } from '../trace/production.ts';
-import { type SharedServices, startServices } from '../trace/services.ts';
-import { clusterIP, connects, dist, getJson, kubectl, NODE, ok, readyPods, startClient } from './node.ts';
 
 const NS = 'tracing';
 /** The host as the node's pods reach it (scripts/real-node.sh): the servers listen there. */

@@ -9,9 +9,9 @@
 import { execFile } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { NODE_CLUSTER, ROOT } from '../cluster/env.ts';
-import { commandsFor } from '../cluster/kube.ts';
-import { eventually } from '../support/poll.ts';
+import { NODE_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
+import { commandsFor } from '../../harness/cluster/kube.ts';
+import { eventually } from '../../harness/process/poll.ts';
 
 const { ok, getJson } = commandsFor(NODE_CLUSTER);
 const NODE = 'real-node';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { type Manifest, only } from '../helpers.ts';
+import { type Manifest, only } from '../../harness/manifests.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');

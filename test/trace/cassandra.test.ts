@@ -6,6 +6,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import cassandraDriver from 'cassandra-driver';
+import { type Cassandra, startCassandra } from '../../harness/trace/cassandra.ts';
+import { oidcSecret, sendErrorTrace } from '../../harness/trace/production.ts';
+import { type SharedServices, sharedServices } from '../../harness/trace/services.ts';
 import {
   collectorOtlpPorts,
   hex,
@@ -16,11 +19,8 @@ import {
   startStack,
   type TestPki,
   testPki,
-} from '../support/traces.ts';
-import { type Cassandra, startCassandra } from './cassandra.ts';
+} from '../../harness/trace/traces.ts';
 import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
-import { oidcSecret, sendErrorTrace } from './production.ts';
-import { type SharedServices, sharedServices } from './services.ts';
 
 const CHART = 'tracing-production-cassandra';
 const ORDER = ['jaeger-collector', 'jaeger-query', 'otel-collector'];

@@ -3,7 +3,7 @@
 // constant load keeps every span it accepted through a Jaeger outage, and refuses OTLP without a
 // client certificate on every transport; in front of Jaeger's production collector on a real
 // Elasticsearch, it keeps every span through seconds of Elasticsearch refusing connections. Figures (durations, queue peaks) are reported by the run, never asserted here.
-import { type FaultResult, traceChaos, type UnauthenticatedResult } from '../support/trace-chaos.ts';
+import { type FaultResult, traceChaos, type UnauthenticatedResult } from '../../harness/chaos/trace-chaos.ts';
 
 describe('the trace stack under faults (short chaos run)', () => {
   let report: { faults: FaultResult[]; unauthenticated: UnauthenticatedResult[] };

@@ -3,9 +3,9 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { chartManifests } from '../../harness/trace/local-stack.ts';
+import { tracingBinaries } from '../../harness/trace/traces.ts';
 import { COLLECTOR_COMPONENT_TYPES, componentType } from '../../lib/tracing/collector-config.ts';
-import { chartManifests } from '../support/local-stack.ts';
-import { tracingBinaries } from '../support/traces.ts';
 
 const binaries = tracingBinaries();
 const dir = mkdtempSync(join(tmpdir(), 'dist-configs-'));

@@ -8,11 +8,10 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { es } from '../support/elasticsearch.ts';
-import { builtBinaries, chartManifests, planCronJob } from '../support/local-stack.ts';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
-import { type LocalStack, startStack, testPki, wholeDispatchTrace } from '../support/traces.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { freePort } from '../../harness/process/ports.ts';
+import { es } from '../../harness/trace/elasticsearch.ts';
+import { builtBinaries, chartManifests, planCronJob } from '../../harness/trace/local-stack.ts';
 import {
   CHART,
   dayBefore,
@@ -21,8 +20,9 @@ import {
   productionSecrets,
   sendErrorTrace,
   startHotRod,
-} from './production.ts';
-import { type SharedServices, sharedServices } from './services.ts';
+} from '../../harness/trace/production.ts';
+import { type SharedServices, sharedServices } from '../../harness/trace/services.ts';
+import { type LocalStack, startStack, testPki, wholeDispatchTrace } from '../../harness/trace/traces.ts';
 
 const ORDER = ['jaeger-collector', 'jaeger-query', 'otel-collector'];
 

@@ -1,8 +1,8 @@
 // Builds the trace stack's binaries once (cached by version: minutes cold, instant warm), before
 // any trace test starts them, and starts the servers the production stack's tests share
-// (test/trace/services.ts): Elasticsearch and Keycloak, once per run.
-import { builtBinaries, tracingBinaries } from '../support/local-stack.ts';
-import { startSharedServices } from './services.ts';
+// (harness/trace/services.ts): Elasticsearch and Keycloak, once per run.
+import { builtBinaries, tracingBinaries } from '../../harness/trace/local-stack.ts';
+import { startSharedServices } from '../../harness/trace/services.ts';
 
 export default async function globalSetup(): Promise<void> {
   tracingBinaries();

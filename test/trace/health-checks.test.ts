@@ -2,7 +2,7 @@
 // root span and every span under it, whichever OTLP transport they come over and in whatever order
 // their spans arrive, while ordinary traces beside them arrive whole. (The production gateway:
 // cassandra.test.ts.)
-import { collectorOtlpPorts, type LocalStack, OTLP_PROTOCOLS, startStack } from '../support/traces.ts';
+import { collectorOtlpPorts, type LocalStack, OTLP_PROTOCOLS, startStack } from '../../harness/trace/traces.ts';
 import { sendHealthAndOrdinaryTraces, storedHealthSpans } from './health-traces.ts';
 
 describe('health-check traces in dist/tracing-dev/tracing-dev.yaml (every other trace kept)', () => {

@@ -4,7 +4,7 @@
 // arrives whole. Shared by the development and production stack tests.
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
-import { eventually } from '../support/poll.ts';
+import { eventually } from '../../harness/process/poll.ts';
 import {
   type ClientTls,
   exportSpans,
@@ -13,7 +13,7 @@ import {
   otlpExporter,
   type SpanTree,
   sdkTraces,
-} from '../support/traces.ts';
+} from '../../harness/trace/traces.ts';
 
 const db = (statement: string): SpanTree => ({
   name: statement,

@@ -1,13 +1,13 @@
 // HotROD → Collector → Jaeger, all three from dist/tracing-dev/tracing-dev.yaml, as synthesized.
 
-import { eventually } from '../support/poll.ts';
+import { eventually } from '../../harness/process/poll.ts';
 import {
   HOTROD_SERVICES,
   type JaegerTrace,
   type LocalStack,
   startStack,
   wholeDispatchTrace,
-} from '../support/traces.ts';
+} from '../../harness/trace/traces.ts';
 
 let stack: LocalStack;
 let trace: JaegerTrace;

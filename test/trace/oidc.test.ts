@@ -4,15 +4,15 @@
 // S256), and Chromium logging in as a person does.
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchBrowser } from '../../harness/process/browser.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { freePort } from '../../harness/process/ports.ts';
+import type { KeycloakUser } from '../../harness/trace/keycloak.ts';
+import { chartManifests } from '../../harness/trace/local-stack.ts';
+import { CHART, esAddress, productionSecrets } from '../../harness/trace/production.ts';
+import { type SharedServices, sharedServices } from '../../harness/trace/services.ts';
+import { type LocalStack, startStack, synthYaml, testPki } from '../../harness/trace/traces.ts';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
-import { launchBrowser } from '../support/browser.ts';
-import { chartManifests } from '../support/local-stack.ts';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
-import { type LocalStack, startStack, synthYaml, testPki } from '../support/traces.ts';
-import type { KeycloakUser } from './keycloak.ts';
-import { CHART, esAddress, productionSecrets } from './production.ts';
-import { type SharedServices, sharedServices } from './services.ts';
 
 const QUERY_PODS = ['jaeger-query', 'jaeger-query-oauth2-proxy'];
 

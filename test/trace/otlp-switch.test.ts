@@ -2,9 +2,9 @@
 // Thrift receivers accept spans (spec §7.1). Sent with the real legacy client, jaeger-client.
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { eventually } from '../../harness/process/poll.ts';
+import { hex, jaegerTraces, type LocalStack, otlpRequest, startStack, synthYaml } from '../../harness/trace/traces.ts';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
-import { eventually } from '../support/poll.ts';
-import { hex, jaegerTraces, type LocalStack, otlpRequest, startStack, synthYaml } from '../support/traces.ts';
 
 const require = createRequire(import.meta.url);
 const { initTracer } = require('jaeger-client') as {

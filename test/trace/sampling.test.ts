@@ -1,11 +1,8 @@
 // Sampling, measured on the real Collector in front of the real Jaeger (health checks: health-checks.test.ts).
 // Bounds are binomial: n traces kept with probability p give n·p ± 5·sqrt(n·p·(1-p)); a correct
 // sampler falls outside with probability below 1e-6.
-import {
-  DevelopmentTracingStack,
-  type DevelopmentTracingStackProps,
-} from '../../lib/tracing/development-tracing-stack.ts';
-import { eventually } from '../support/poll.ts';
+
+import { eventually } from '../../harness/process/poll.ts';
 import {
   hex,
   jaegerTraces,
@@ -14,7 +11,11 @@ import {
   sendOtlpJson,
   startStack,
   synthYaml,
-} from '../support/traces.ts';
+} from '../../harness/trace/traces.ts';
+import {
+  DevelopmentTracingStack,
+  type DevelopmentTracingStackProps,
+} from '../../lib/tracing/development-tracing-stack.ts';
 
 const ORDER = ['jaeger', 'otel-collector'];
 

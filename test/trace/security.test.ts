@@ -1,9 +1,7 @@
 // Who may send spans, and how the collector proves itself downstream: mutual TLS on the receivers,
 // bearer-token forwarding between two collectors over TLS, routing; every credential from a Secret.
 import { readFileSync } from 'node:fs';
-import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
-import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
-import { eventually } from '../support/poll.ts';
+import { eventually } from '../../harness/process/poll.ts';
 import {
   hex,
   jaegerTrace,
@@ -14,7 +12,9 @@ import {
   startStack,
   synthYaml,
   testPki,
-} from '../support/traces.ts';
+} from '../../harness/trace/traces.ts';
+import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
+import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
 
 const pki = testPki(['otel-collector.tracing.svc', 'gateway.tracing.svc']);
 

@@ -5,8 +5,8 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually } from '../support/poll.ts';
-import { hex, jaegerTrace, jaegerTraces, otlpRequest, sendOtlpJson } from '../support/traces.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { hex, jaegerTrace, jaegerTraces, otlpRequest, sendOtlpJson } from '../../harness/trace/traces.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const state = mkdtempSync(join(tmpdir(), 'tracing-up-'));

@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { App, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-34';
 import { parseAllDocuments } from 'yaml';
+import type { Manifest } from '../../harness/manifests.ts';
 import { buildDist, DIST_ALTERNATIVES, SYNC_WAVES, TRACING_SYNC_WAVES } from '../../lib/app.ts';
 import { argoSync, requireSyncWaves } from '../../lib/argocd.ts';
-import type { Manifest } from '../helpers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -13,7 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually } from '../support/poll.ts';
+import { eventually } from '../../harness/process/poll.ts';
 
 const script = fileURLToPath(new URL('../../scripts/binaries.sh', import.meta.url));
 const manifest = fileURLToPath(new URL('../../scripts/otelcol-builder.yaml', import.meta.url));

@@ -1,14 +1,14 @@
 // WEBSITE_CAPACITY: the operator states the number of Websites its memory limit was sized for, and
 // warns when it holds more, on the in-memory API.
 import { PassThrough } from 'node:stream';
+import { sumMetric } from '../../harness/process/metrics.ts';
+import { eventually } from '../../harness/process/poll.ts';
 import { ConfigError, loadConfig } from '../../operator/src/bin/config.ts';
-import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
-import type { KubeObject } from '../../operator/src/controller/kube-client.ts';
+import type { KubeObject } from '../../operator/src/controller/kube-api.ts';
+import { FakeKubeApi } from '../../operator/src/fake/fake-kube-api.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
-import { sumMetric } from '../support/metrics.ts';
-import { eventually } from '../support/poll.ts';
 import { testOperatorConfig, type WebsiteOperator, websiteOperator } from './operator-config.ts';
 
 const NS = 'team-a';

@@ -1,9 +1,9 @@
-// The chaos run's own parts that need no cluster (test/support/chaos.ts): judging writes against Lease
+// The chaos run's own parts that need no cluster (harness/chaos/chaos.ts): judging writes against Lease
 // holders from audit records, grouping log lines, and the black-hole proxy on loopback sockets.
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
-import type { AuditEvent } from '../support/audit.ts';
-import { BlackHoleProxy, group, nonLeaderWrites, normalize } from '../support/chaos.ts';
+import { BlackHoleProxy, group, nonLeaderWrites, normalize } from '../../harness/chaos/chaos.ts';
+import type { AuditEvent } from '../../harness/cluster/audit.ts';
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0) + seconds * 1000).toISOString();
 const lease = (identity: string, seconds: number, holder = identity, duration = 15): AuditEvent => ({

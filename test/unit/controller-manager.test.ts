@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { Controller, ownerKey } from '../../operator/src/controller/controller.ts';
-import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
-import { DEPLOYMENTS, type KubeObject, type ResourceType } from '../../operator/src/controller/kube-client.ts';
+import { DEPLOYMENTS, type KubeObject, type ResourceType } from '../../operator/src/controller/kube-api.ts';
 import { Manager } from '../../operator/src/controller/manager.ts';
+import { FakeKubeApi } from '../../operator/src/fake/fake-kube-api.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { testOperatorConfig } from './operator-config.ts';

@@ -11,7 +11,7 @@ import {
 } from '../../operator/src/controller/apply.ts';
 import { backoffDelay, sleep } from '../../operator/src/controller/backoff.ts';
 import { objectKey } from '../../operator/src/controller/informer.ts';
-import { resourcePath } from '../../operator/src/controller/kube-client.ts';
+import { resourcePath } from '../../operator/src/controller/kube-api.ts';
 import { TokenBucket } from '../../operator/src/controller/rate-limiter.ts';
 import { TerminalError } from '../../operator/src/controller/terminal-error.ts';
 import { WorkQueue } from '../../operator/src/controller/work-queue.ts';

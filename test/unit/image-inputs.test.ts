@@ -18,7 +18,7 @@ const COPIED = [
   'imports',
   'lib',
   'operator/src',
-  'scripts/build-operator.ts',
+  'operator/bundle.ts',
   'scripts/image-tree.sh',
   'README.md',
 ];

@@ -1,7 +1,7 @@
 // bench/kro.ts's pure parts: the ResourceGraphDefinition derived from renderWorkload, the static
 // ClusterRole read from kro's chart, and the readiness predicate. (That kro runs them as meant is
 // `npm run bench:kro-check`, on a real cluster with the real kro.)
-import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+
 import {
   celTextColor,
   KRO_VERSION,
@@ -11,7 +11,8 @@ import {
   kroWebsite,
   kroWebsiteReady,
   websiteRgd,
-} from '../support/kro.ts';
+} from '../../harness/kro/kro.ts';
+import { renderedKind, renderWorkload } from '../../operator/src/reconciler/render.ts';
 
 describe('kro ResourceGraphDefinition', () => {
   test("its templates are renderWorkload's output with expressions for name, namespace, replicas and page; no owner references, managed by kro", () => {
@@ -40,7 +41,7 @@ describe('kro ResourceGraphDefinition', () => {
       'body { background: ${schema.spec.color}; color: ${cel.bind(c, schema.spec.color.lowerAscii()',
     );
     // Everything else is ours verbatim: the image, probes, security context, volumes, the Service's ports.
-    const oursContainer = (ours.deployment.spec as any).template.spec.containers[0];
+    const oursContainer = (renderedKind(ours, 'Deployment').spec as any).template.spec.containers[0];
     const kroContainer = (deployment.spec as any).template.spec.containers[0];
     expect({ ...kroContainer, env: kroContainer.env.map((e: { name: string }) => e.name) }).toEqual({
       ...oursContainer,
@@ -49,7 +50,7 @@ describe('kro ResourceGraphDefinition', () => {
     expect(kroContainer.env.find((e: { name: string }) => e.name === 'NGINX_CONF')).toEqual(
       oursContainer.env.find((e: { name: string }) => e.name === 'NGINX_CONF'),
     );
-    expect((service.spec as any).ports).toEqual((ours.service.spec as any).ports);
+    expect((service.spec as any).ports).toEqual((renderedKind(ours, 'Service').spec as any).ports);
   });
 
   test('the text colour expression carries all 256 linear channel values as CEL doubles', () => {

@@ -5,11 +5,12 @@ import { once } from 'node:events';
 import { createSecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { DEPLOYMENTS, KubeClient } from '../../operator/src/controller/kube-client.ts';
+import { BlackHoleProxy } from '../../harness/chaos/chaos.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { DEPLOYMENTS } from '../../operator/src/controller/kube-api.ts';
+import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { createCertificateAuthority, issueServingCertificate } from '../../operator/src/webhook/certificates.ts';
-import { BlackHoleProxy } from '../support/chaos.ts';
-import { eventually } from '../support/poll.ts';
 
 /** A TLS HTTP/2 server on loopback (as kube-apiserver), its CA, and the number of connections it took. */
 async function apiServer(handler: Parameters<typeof createSecureServer>[1]) {

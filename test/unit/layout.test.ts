@@ -1,5 +1,6 @@
-// The direction of the imports between folders (README "Layout"): the framework never reaches into the
-// domain, the published library into the operator or the tests, and nothing outside bench/ into bench/.
+// The direction of the imports between folders (docs/contribute/layout.md): tests, the benchmark and
+// the scripts use the harness, which uses the library and the operator; the framework never reaches
+// into the domain, the published library into anything else, nor a test project into another.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +33,11 @@ function violations(from: string[], forbidden: string[]): string[] {
   );
 }
 
+/** Every jest project (jest.config.js), each the name of its folder under test/. */
+const PROJECTS = [...readFileSync(join(ROOT, 'jest.config.js'), 'utf8').matchAll(/displayName: '([a-z]+)'/g)].map(
+  (m) => m[1],
+);
+
 describe('which way the imports run', () => {
   test.each([
     [
@@ -52,20 +58,31 @@ describe('which way the imports run', () => {
     ['the published library stands alone', 'lib', ['operator', 'test', 'bench', 'scripts']],
     ['the operator does not import tests, measurement or scripts', 'operator/src', ['test', 'bench', 'scripts']],
     [
-      'test support serves tests and measurement, and depends on neither',
-      'test/support',
-      ['test/unit', 'test/cluster', 'test/isolated', 'test/trace', 'test/package', 'bench'],
+      'the harness serves tests, measurement and scripts, and depends on none of them',
+      'harness',
+      ['test', 'bench', 'scripts'],
     ],
-    ['tests do not import measurement', 'test', ['bench']],
-    ['scripts do not import measurement', 'scripts', ['bench']],
+    ['tests do not import measurement or scripts', 'test', ['bench', 'scripts']],
+    ['the benchmark does not import tests or scripts', 'bench', ['test', 'scripts']],
+    ['scripts do not import tests or measurement', 'scripts', ['test', 'bench']],
+    ...PROJECTS.map((project): [string, string, string[]] => [
+      `the ${project} test project imports no other test project: what they share is the harness`,
+      `test/${project}`,
+      PROJECTS.filter((other) => other !== project).map((other) => `test/${other}`),
+    ]),
   ])('%s', (_, folder, forbidden) => {
     const files = sources(folder);
     expect(files.length).toBeGreaterThan(0);
     expect(violations(files, forbidden)).toEqual([]);
   });
 
+  test('no operator source imports the fake API, which is for tests', () => {
+    const production = sources('operator/src').filter((file) => !file.startsWith('operator/src/fake/'));
+    expect(violations(production, ['operator/src/fake'])).toEqual([]);
+  });
+
   test('no two files import each other (a dynamic import(), which loads a module lazily, aside)', () => {
-    const files = ['lib', 'operator/src', 'test', 'bench', 'scripts'].flatMap(sources);
+    const files = ['lib', 'operator/src', 'harness', 'test', 'bench', 'scripts'].flatMap(sources);
     const known = new Set(files);
     const dynamic = (file: string) =>
       [...readFileSync(join(ROOT, file), 'utf8').matchAll(/\bimport\(\s*'(\.[^']+)'\s*\)/g)].map((m) =>
@@ -92,4 +109,14 @@ describe('which way the imports run', () => {
     );
     expect(importers).toEqual(['operator/src/library.ts']);
   });
+});
+
+test('every jest project has a folder of its own under test/, and a lane in scripts/test.sh', () => {
+  expect(PROJECTS.length).toBeGreaterThan(5);
+  const lanes = readFileSync(join(ROOT, 'scripts/test.sh'), 'utf8');
+  for (const project of PROJECTS) {
+    expect(sources(`test/${project}`).length).toBeGreaterThan(0);
+    // `lane <results name> <projects...>`: a project no lane names would never run in `npm test`.
+    expect(lanes).toMatch(new RegExp(`^\\s*\\(?lane \\w+ (\\w+ )*${project}\\b`, 'm'));
+  }
 });

@@ -1,3 +1,4 @@
+import { type Manifest, only, synth } from '../../harness/manifests.ts';
 import { addressPort, urlPort } from '../../lib/network-policy.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
@@ -6,7 +7,6 @@ import {
   type ProductionTracingStackProps,
 } from '../../lib/tracing/production-tracing-stack.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import { type Manifest, only, synth } from '../helpers.ts';
 
 /** A pod somewhere: its namespace and labels. */
 interface Pod {

@@ -1,4 +1,4 @@
-// The operator bundle (scripts/build-operator.ts), which the image, `npm run operator`, the cluster
+// The operator bundle (operator/bundle.ts), which the image, `npm run operator`, the cluster
 // tests and the benchmark run: what its entry chunk holds (from esbuild's metafile), and which of its
 // files a real process opens. The process runs without a cluster (its API server address refuses
 // connections, so it keeps retrying): loading modules happens before it talks to the API.
@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
-import { buildOperator, OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild } from '../../scripts/build-operator.ts';
-import { type LogLine, OperatorProcess } from '../support/operator-process.ts';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
-import { exitedOrBlockedOnStdout, SlowPipe } from '../support/slow-pipe.ts';
+import { type LogLine, OperatorProcess } from '../../harness/operator/operator-process.ts';
+import { eventually } from '../../harness/process/poll.ts';
+import { freePort } from '../../harness/process/ports.ts';
+import { exitedOrBlockedOnStdout, SlowPipe } from '../../harness/process/slow-pipe.ts';
+import { buildOperator, OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild } from '../../operator/bundle.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let build: OperatorBuild;

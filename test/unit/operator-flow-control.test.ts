@@ -1,9 +1,9 @@
 import { App, Chart } from 'cdk8s';
+import { type Manifest, only, synth } from '../../harness/manifests.ts';
 import { buildDist } from '../../lib/app.ts';
 import { argoSync, requireSyncWaves, SYNC_WAVE_ANNOTATION } from '../../lib/argocd.ts';
 import { OperatorFlowControl, type OperatorFlowControlProps } from '../../lib/operator/operator-flow-control.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
-import { type Manifest, only, synth } from '../helpers.ts';
 
 const FLOW_CONTROL = 'flowcontrol.apiserver.k8s.io/v1';
 const operator = (props?: WebsiteOperatorProps) => synth((chart) => new WebsiteOperator(chart, 'op', props));

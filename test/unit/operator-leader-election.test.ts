@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
-import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
-import { ApiError, DEPLOYMENTS, type KubeApi, type KubeObject } from '../../operator/src/controller/kube-client.ts';
+import { ApiError } from '../../operator/src/controller/api-error.ts';
+import { DEPLOYMENTS, type KubeApi, type KubeObject } from '../../operator/src/controller/kube-api.ts';
+import { FakeKubeApi } from '../../operator/src/fake/fake-kube-api.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';

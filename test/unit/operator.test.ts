@@ -4,6 +4,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, Chart } from 'cdk8s';
 import {
+  expectPodRunsAsBoundServiceAccount,
+  expectPodSecurityRestricted,
+  type Manifest,
+  only,
+  synth,
+} from '../../harness/manifests.ts';
+import {
   capacityFor,
   DEFAULT_OPERATOR_IMAGE,
   nodeOptionsFor,
@@ -14,13 +21,6 @@ import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
 import { tracingSettings } from '../../operator/src/observability/tracing.ts';
-import {
-  expectPodRunsAsBoundServiceAccount,
-  expectPodSecurityRestricted,
-  type Manifest,
-  only,
-  synth,
-} from '../helpers.ts';
 
 function operator(props?: WebsiteOperatorProps): Manifest[] {
   return synth((chart) => new WebsiteOperator(chart, 'op', props));

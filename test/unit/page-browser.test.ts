@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
+import { launchBrowser } from '../../harness/process/browser.ts';
+import { freePort } from '../../harness/process/ports.ts';
 import { renderNginxConfig, renderPage, START_SCRIPT } from '../../lib/workload/page.ts';
-import { launchBrowser } from '../support/browser.ts';
-import { freePort } from '../support/ports.ts';
 
 // The page as a person sees it: the pod's start script and nginx configuration, run by Debian's
 // nginx (scripts/system-deps.sh), loaded in Debian's headless Chromium.

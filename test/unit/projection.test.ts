@@ -3,7 +3,7 @@
 // returns. The request budgets in reconcile-budget.test.ts prove the operator behaves the same with it.
 import { isSubset } from '../../operator/src/controller/apply.ts';
 import { fieldMask, maskOf, project, projection } from '../../operator/src/controller/projection.ts';
-import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+import { renderedKind, renderWorkload } from '../../operator/src/reconciler/render.ts';
 import { childMasks } from '../../operator/src/reconciler/website-controller.ts';
 import { testOperatorConfig } from './operator-config.ts';
 
@@ -45,8 +45,11 @@ function asStored(rendered: any): any {
 
 describe('the child caches keep what the operator reads', () => {
   const masks = childMasks(config);
-  const rendered = renderWorkload(website('Shop <b>', 2, '#123456'), { group: config.group }).deployment;
-  const cached = projection(masks.deployment)(asStored(rendered)) as any;
+  const rendered = renderedKind(
+    renderWorkload(website('Shop <b>', 2, '#123456'), { group: config.group }),
+    'Deployment',
+  );
+  const cached = projection(masks.get('Deployment')!)(asStored(rendered)) as any;
 
   test('every field the operator renders, for any title, replica count and colour', () => {
     for (const [title, replicas, color] of [
@@ -54,9 +57,12 @@ describe('the child caches keep what the operator reads', () => {
       ['x'.repeat(4096), 5, '#fff'],
       ['$(id) `id`', 1, '#2196F3'],
     ] as const) {
-      const desired = renderWorkload(website(title, replicas, color), { group: config.group }).deployment;
+      const desired = renderedKind(
+        renderWorkload(website(title, replicas, color), { group: config.group }),
+        'Deployment',
+      );
       const stored = asStored(desired);
-      expect(isSubset(desired, projection(masks.deployment)(stored))).toBe(true);
+      expect(isSubset(desired, projection(masks.get('Deployment')!)(stored))).toBe(true);
     }
   });
 
@@ -75,7 +81,7 @@ describe('the child caches keep what the operator reads', () => {
   test('a list keeps every element, so an element someone added is still a difference', () => {
     const stored = asStored(rendered);
     stored.spec.template.spec.containers.push({ name: 'sidecar', image: 'busybox', terminationMessagePath: '/x' });
-    const projected = projection(masks.deployment)(stored) as any;
+    const projected = projection(masks.get('Deployment')!)(stored) as any;
     expect(projected.spec.template.spec.containers.map((c: { name: string }) => c.name)).toEqual(['web', 'sidecar']);
     expect(isSubset(rendered, projected)).toBe(false);
   });
@@ -90,10 +96,10 @@ describe('the child caches keep what the operator reads', () => {
   });
 
   test('the Service keeps its rendered fields, not the addresses the API server assigns', () => {
-    const service = renderWorkload(website('Shop', 1, '#fff'), { group: config.group }).service as any;
+    const service = renderedKind(renderWorkload(website('Shop', 1, '#fff'), { group: config.group }), 'Service') as any;
     const stored = structuredClone(service);
     Object.assign(stored.spec, { clusterIP: '10.0.0.7', clusterIPs: ['10.0.0.7'], ipFamilies: ['IPv4'] });
-    const projected = projection(masks.service)(stored) as any;
+    const projected = projection(masks.get('Service')!)(stored) as any;
     expect(isSubset(service, projected)).toBe(true);
     expect(projected.spec.clusterIP).toBeUndefined();
   });

@@ -1,5 +1,5 @@
-// The Prometheus text reader the tests and the benchmark share (test/support/metrics.ts).
-import { reconcileWrites, seriesLabels, sumMetric } from '../support/metrics.ts';
+// The Prometheus text reader the tests and the benchmark share (harness/process/metrics.ts).
+import { reconcileWrites, seriesLabels, sumMetric } from '../../harness/process/metrics.ts';
 
 describe('Prometheus text', () => {
   const text = [

@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { workloadLabels } from '../../lib/workload/website-workload.ts';
-import { FakeKubeApi, type InjectedFailure } from '../../operator/src/controller/fake-kube-api.ts';
-import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
+import { ApiError } from '../../operator/src/controller/api-error.ts';
+import { DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-api.ts';
+import { FakeKubeApi, type InjectedFailure } from '../../operator/src/fake/fake-kube-api.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
@@ -371,7 +372,7 @@ test('a Website deleted between its writes (the status patch answers NotFound) i
   // as another client would, while the reconcile's other writes are out.
   class DeletingApi extends FakeKubeApi {
     override async create<T extends KubeObject>(type: Parameters<FakeKubeApi['create']>[0], object: T): Promise<T> {
-      if (type === DEPLOYMENTS && this.peek(WEBSITES, NS, 'a')) {
+      if (type.resource === DEPLOYMENTS.resource && this.peek(WEBSITES, NS, 'a')) {
         this.modify(WEBSITES, NS, 'a', (w) => {
           w.metadata!.finalizers = [];
         });

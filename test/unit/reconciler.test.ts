@@ -1,3 +1,4 @@
+import { synth } from '../../harness/manifests.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { WebsiteWorkload, workloadLabels } from '../../lib/workload/website-workload.ts';
 import { ConfigError, loadConfig } from '../../operator/src/bin/config.ts';
@@ -5,7 +6,6 @@ import { renderWorkload } from '../../operator/src/reconciler/render.ts';
 import { failedCondition, nextStatus, readyCondition } from '../../operator/src/reconciler/status.ts';
 import { adoptable, finalizerName, websitesType } from '../../operator/src/reconciler/website.ts';
 import { onlyOwnWrites } from '../../operator/src/reconciler/website-controller.ts';
-import { synth } from '../helpers.ts';
 
 const website = (status?: WebsiteV1['status']): WebsiteV1 => ({
   apiVersion: 'web.example.com/v1',
@@ -163,8 +163,7 @@ describe('render', () => {
   test('the reconciler renders exactly what the WebsiteWorkload construct synthesizes', () => {
     const site = website();
     const manifests = synth((chart) => new WebsiteWorkload(chart, 'w', { website: site }));
-    const { deployment, service } = renderWorkload(site);
-    expect([deployment, service]).toEqual(manifests);
+    expect(renderWorkload(site).map((child) => child.object)).toEqual(manifests);
   });
 
   test('names', () => {

@@ -3,19 +3,14 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { jest } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
+import { ApiError } from '../../operator/src/controller/api-error.ts';
 import { EventRecorder } from '../../operator/src/controller/event-recorder.ts';
-import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
 import { Informer } from '../../operator/src/controller/informer.ts';
-import {
-  ApiError,
-  DEPLOYMENTS,
-  EVENTS,
-  KubeClient,
-  type KubeObject,
-  LEASES,
-} from '../../operator/src/controller/kube-client.ts';
+import { DEPLOYMENTS, EVENTS, type KubeObject, LEASES } from '../../operator/src/controller/kube-api.ts';
+import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { LeaderElector } from '../../operator/src/controller/leader-election.ts';
 import { ObjectWatches } from '../../operator/src/controller/object-watch.ts';
+import { FakeKubeApi } from '../../operator/src/fake/fake-kube-api.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 
 // Parts of the operator's runtime on an in-memory API (FakeKubeApi) or a local HTTP server: what

@@ -5,6 +5,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import {
+  expectPodRunsAsBoundServiceAccount,
+  expectPodSecurityRestricted,
+  hostileTitles,
+  type Manifest,
+  only,
+  synth,
+} from '../../harness/manifests.ts';
+import {
   DEFAULT_SHELL_OPERATOR_IMAGE,
   HEARTBEAT_CHECK,
   SHELL_OPERATOR_FILES,
@@ -15,14 +23,6 @@ import {
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { renderPage, textColorOn } from '../../lib/workload/page.ts';
 import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
-import {
-  expectPodRunsAsBoundServiceAccount,
-  expectPodSecurityRestricted,
-  hostileTitles,
-  type Manifest,
-  only,
-  synth,
-} from '../helpers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = join(root, 'lib/shell-operator', SHELL_OPERATOR_FILES.script);

@@ -1,4 +1,6 @@
 import { Chart, Testing } from 'cdk8s';
+import { expectPodSecurityRestricted } from '../../harness/manifests.ts';
+import { localize } from '../../harness/trace/local-stack.ts';
 import { type CollectorConfig, collectorConfigProblems } from '../../lib/tracing/collector-config.ts';
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
 import { HotRod } from '../../lib/tracing/hotrod.ts';
@@ -6,8 +8,6 @@ import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { collectorConfig, OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import { ProductionTracingStack } from '../../lib/tracing/production-tracing-stack.ts';
-import { expectPodSecurityRestricted } from '../helpers.ts';
-import { localize } from '../support/local-stack.ts';
 
 const chart = () => new Chart(Testing.app(), 'test');
 const byKind = (objects: any[], kind: string) => objects.filter((o) => o.kind === kind);

@@ -1,14 +1,15 @@
 import { PassThrough } from 'node:stream';
+import { sumMetric } from '../../harness/process/metrics.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { ConfigError, loadConfig } from '../../operator/src/bin/config.ts';
-import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
-import { ApiError, DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
+import { ApiError } from '../../operator/src/controller/api-error.ts';
+import { DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-api.ts';
 import { MultiNamespaceInformer } from '../../operator/src/controller/multi-namespace-informer.ts';
+import { FakeKubeApi } from '../../operator/src/fake/fake-kube-api.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
 import type { OperatorConfig } from '../../operator/src/reconciler/website-controller.ts';
-import { sumMetric } from '../support/metrics.ts';
 import { testOperatorConfig, type WebsiteOperator, websiteOperator } from './operator-config.ts';
 
 // WATCH_NAMESPACE: what the operator accepts, and the operator over several namespaces on an

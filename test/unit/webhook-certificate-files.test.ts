@@ -1,13 +1,13 @@
 import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { captureLogs } from '../../harness/operator/logs.ts';
 import { CertificateFiles } from '../../operator/src/webhook/certificate-files.ts';
 import {
   createCertificateAuthority,
   issueServingCertificate,
   type TlsCertificate,
 } from '../../operator/src/webhook/certificates.ts';
-import { captureLogs } from '../support/logs.ts';
 
 const DAY_MS = 24 * 3600_000;
 

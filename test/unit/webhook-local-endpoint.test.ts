@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
-import { FakeKubeApi } from '../../operator/src/controller/fake-kube-api.ts';
-import { ApiError, ENDPOINT_SLICES, type KubeObject, SERVICES } from '../../operator/src/controller/kube-client.ts';
+import { ApiError } from '../../operator/src/controller/api-error.ts';
+import { ENDPOINT_SLICES, type KubeObject, SERVICES } from '../../operator/src/controller/kube-api.ts';
+import { FakeKubeApi } from '../../operator/src/fake/fake-kube-api.ts';
 import { createLogger } from '../../operator/src/observability/logger.ts';
 import {
   endpointSliceName,

@@ -1,12 +1,13 @@
 import { X509Certificate } from 'node:crypto';
+import { captureLogs } from '../../harness/operator/logs.ts';
+import { ApiError } from '../../operator/src/controller/api-error.ts';
 import {
-  ApiError,
   CRDS,
   type KubeObject,
   type ObjectRef,
   type ResourceType,
   SECRETS,
-} from '../../operator/src/controller/kube-client.ts';
+} from '../../operator/src/controller/kube-api.ts';
 import {
   createCertificateAuthority,
   issueServingCertificate,
@@ -17,7 +18,6 @@ import {
   OperatorManagedCertificates,
   type OperatorManagedCertificatesOptions,
 } from '../../operator/src/webhook/operator-managed-certificates.ts';
-import { captureLogs } from '../support/logs.ts';
 
 const NS = 'website-system';
 const CRD = 'websites.web.example.com';

@@ -1,6 +1,6 @@
+import { type Manifest, only, synth } from '../../harness/manifests.ts';
 import { COLOR_PATTERN, DEFAULT_COLOR, MAX_WEBSITE_NAME_LENGTH } from '../../lib/website/schema.ts';
 import { WebsiteCrd, type WebsiteCrdProps } from '../../lib/website/website-crd.ts';
-import { type Manifest, only, synth } from '../helpers.ts';
 
 function crd(props?: WebsiteCrdProps): Manifest {
   return only(

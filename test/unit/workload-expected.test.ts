@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { synth } from '../../harness/manifests.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { WebsiteWorkload, type WebsiteWorkloadProps } from '../../lib/workload/website-workload.ts';
 import { renderWorkload } from '../../operator/src/reconciler/render.ts';
-import { synth } from '../helpers.ts';
 
 interface ExpectedCase {
   readonly name: string;
@@ -30,6 +30,6 @@ describe.each(cases)('WebsiteWorkload for $name', ({ website, options, deploymen
 
   test("the operator's renderWorkload renders exactly the same", () => {
     const rendered = renderWorkload(website, options);
-    expect(JSON.stringify([rendered.deployment, rendered.service])).toBe(expected);
+    expect(JSON.stringify(rendered.map((child) => child.object))).toBe(expected);
   });
 });

@@ -3,10 +3,10 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
+import { expectPodSecurityRestricted, type Manifest, only, synth } from '../../harness/manifests.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { escapeHtml, renderNginxConfig, renderPage, START_SCRIPT, textColorOn } from '../../lib/workload/page.ts';
 import { WebsiteWorkload, type WebsiteWorkloadProps, websiteUrl } from '../../lib/workload/website-workload.ts';
-import { expectPodSecurityRestricted, type Manifest, only, synth } from '../helpers.ts';
 
 function site(name: string, spec: Partial<WebsiteV1['spec']> = {}, uid = `uid-${name}`): WebsiteV1 {
   return {

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const components: Component[] = [];
   if (config.webhook) {
     // Loaded only when enabled: the webhook's X.509 and HTTPS server code is a chunk of its own in
-    // the bundle (scripts/build-operator.ts), which a process with WEBHOOK_ENABLED=false never reads.
+    // the bundle (operator/bundle.ts), which a process with WEBHOOK_ENABLED=false never reads.
     const { conversionWebhook } = await import('../webhook/webhook-component.ts');
     components.push(
       conversionWebhook(config.webhook, {

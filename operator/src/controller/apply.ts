@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { KubeObject } from './kube-client.ts';
+import type { KubeObject } from './kube-api.ts';
 
 /**
  * Deciding whether a server-side apply would change anything, without sending it. `desired` is

@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
 import { objectKey } from './informer.ts';
-import type { KubeObject, ResourceType } from './kube-client.ts';
+import type { KubeObject, ResourceType } from './kube-api.ts';
 import type { Manager, Runnable } from './manager.ts';
 import type { MultiNamespaceInformer } from './multi-namespace-informer.ts';
 import { ObjectWatches } from './object-watch.ts';

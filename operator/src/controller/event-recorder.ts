@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.ts';
-import { EVENTS, type KubeApi, type KubeObject } from './kube-client.ts';
+import { EVENTS, type KubeApi, type KubeObject } from './kube-api.ts';
 import { metaTime } from './time.ts';
 
 /**

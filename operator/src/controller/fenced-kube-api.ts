@@ -7,7 +7,7 @@ import type {
   ObjectRef,
   PatchType,
   ResourceType,
-} from './kube-client.ts';
+} from './kube-api.ts';
 
 /**
  * A KubeApi whose writes first pass `fence`, which throws to refuse them; reads and watches go

@@ -1,7 +1,8 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
+import { ApiError, isForbidden, isGone } from './api-error.ts';
 import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
-import { ApiError, isForbidden, isGone, type KubeApi, type KubeObject, type ResourceType } from './kube-client.ts';
+import type { KubeApi, KubeObject, ResourceType } from './kube-api.ts';
 
 /**
  * A client-side cache of one resource type: list, then watch from the list's resourceVersion,

@@ -1,7 +1,8 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
+import { isConflict, isNotFound } from './api-error.ts';
 import { sleep } from './backoff.ts';
-import { isConflict, isNotFound, type KubeApi, type KubeObject, LEASES } from './kube-client.ts';
+import { type KubeApi, type KubeObject, LEASES } from './kube-api.ts';
 import { microTime } from './time.ts';
 
 /**

@@ -4,7 +4,7 @@ import type { OperatorMetrics } from '../observability/metrics.ts';
 import { sleep } from './backoff.ts';
 import { EventRecorder } from './event-recorder.ts';
 import { FencedKubeApi } from './fenced-kube-api.ts';
-import type { KubeApi, KubeObject, ResourceType } from './kube-client.ts';
+import type { KubeApi, KubeObject, ResourceType } from './kube-api.ts';
 import { LeaderElector } from './leader-election.ts';
 import { MultiNamespaceInformer } from './multi-namespace-informer.ts';
 

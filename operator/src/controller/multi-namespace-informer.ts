@@ -1,5 +1,5 @@
 import { type Cache, Informer, type InformerHandler, type InformerOptions } from './informer.ts';
-import type { KubeObject } from './kube-client.ts';
+import type { KubeObject } from './kube-api.ts';
 
 /**
  * One Informer per namespace behind the surface of a single one, as controller-runtime's

@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
 import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
-import { type KubeApi, type KubeObject, type ResourceType, resourcePath } from './kube-client.ts';
+import { type KubeApi, type KubeObject, type ResourceType, resourcePath } from './kube-api.ts';
 
 /**
  * Watches of single objects that no informer caches, each until the object changes once: the

@@ -1,4 +1,4 @@
-import type { KubeObject } from './kube-client.ts';
+import type { KubeObject } from './kube-api.ts';
 
 /**
  * Cached objects cut down to the fields the operator reads: client-go's TransformFunc,

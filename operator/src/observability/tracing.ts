@@ -3,7 +3,7 @@
 // nothing is installed and @opentelemetry/api's no-op tracer costs nothing. This module holds only
 // what every process needs (the settings and the API calls); the SDK lives in tracing-sdk.ts, which
 // startTracing loads on demand, so a process without an endpoint never loads it (nor its exporter,
-// protobuf encoder and semantic conventions: see scripts/build-operator.ts).
+// protobuf encoder and semantic conventions: see operator/bundle.ts).
 import { type Attributes, context, propagation, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 const TRACER = 'website-operator';

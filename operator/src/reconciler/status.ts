@@ -1,4 +1,4 @@
-import type { KubeObject } from '../controller/kube-client.ts';
+import type { KubeObject } from '../controller/kube-api.ts';
 import { metaTime } from '../controller/time.ts';
 import type { WebsiteCondition, WebsiteStatus, WebsiteV1 } from '../library.ts';
 

@@ -1,14 +1,14 @@
 import { jsonEqual } from '../controller/apply.ts';
 import { Controller } from '../controller/controller.ts';
 import { type InformerHandler, objectKey } from '../controller/informer.ts';
-import { DEPLOYMENTS, type KubeObject, SERVICES } from '../controller/kube-client.ts';
+import type { KubeObject } from '../controller/kube-api.ts';
 import type { Manager, ManagerConfig } from '../controller/manager.ts';
 import { type FieldMask, fieldMask, METADATA_MASK, projection } from '../controller/projection.ts';
-import { MANAGED_BY, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
+import { MANAGED_BY, WEBSITE_OWNS, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
 import { renderWorkload } from './render.ts';
 import { finalizerName, WebsiteReconciler, websitesType } from './website.ts';
 
-/** The Website controller: for Websites, owning the Deployments and Services the reconciler renders. */
+/** The Website controller: for Websites, owning every kind of WEBSITE_OWNS (Deployments and Services). */
 
 export interface OperatorConfig extends ManagerConfig {
   /** API group of the Website resource. */
@@ -31,14 +31,17 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
   // Only the children the operator labels: a watch of every Deployment would cache the cluster's.
   const owned = { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}`, resync: false, forbiddenFix };
   const masks = childMasks(config);
-  const deployments = manager.informer(DEPLOYMENTS, { ...owned, transform: projection(masks.deployment) });
-  const services = manager.informer(SERVICES, { ...owned, transform: projection(masks.service) });
+  const children = new Map(
+    WEBSITE_OWNS.map((type) => [
+      type.kind,
+      manager.informer(type, { ...owned, transform: projection(masks.get(type.kind)!) }),
+    ]),
+  );
   const reconciler = new WebsiteReconciler({
     client: manager.writer,
     group: config.group,
     websites,
-    deployments,
-    services,
+    children,
     recorder: manager.eventRecorder(MANAGED_BY),
     fieldManager: config.fieldManager,
     clusterDomain: config.clusterDomain,
@@ -60,7 +63,7 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
       informer: websites,
       update: (previous, current) => !onlyOwnWrites(previous, current, finalizer),
     },
-    owns: [deployments, services],
+    owns: [...children.values()],
     reconciler,
     concurrency: config.concurrency,
   });
@@ -93,34 +96,35 @@ function watchCapacity(
 }
 
 /**
- * What the child caches keep of each Deployment and Service: every path the operator renders
- * (drift detection compares them all; the render's shape is the same for every Website, only its
- * values differ), the metadata it reads, and of a Deployment's status the fields the Ready
- * condition and `status.availableReplicas` come from (status.ts). The rest of what the API server
- * returns (defaults, other managers' fields, rollout conditions) is not cached.
+ * What the child caches keep of each object, by kind: every path the operator renders (drift
+ * detection compares them all; the render's shape is the same for every Website, only its values
+ * differ), the metadata it reads, and the status fields the kind's declaration says it reads (of a
+ * Deployment, those the Ready condition and `status.availableReplicas` come from: status.ts). The
+ * rest of what the API server returns (defaults, other managers' fields, rollout conditions) is not
+ * cached.
  */
-export function childMasks(config: Pick<OperatorConfig, 'group' | 'webImage' | 'webResources'>): {
-  deployment: FieldMask;
-  service: FieldMask;
-} {
+export function childMasks(
+  config: Pick<OperatorConfig, 'group' | 'webImage' | 'webResources'>,
+): ReadonlyMap<string, FieldMask> {
   const sample: WebsiteV1 & KubeObject = {
     apiVersion: `${config.group}/v1`,
     kind: 'Website',
     metadata: { name: 'sample', namespace: 'sample', uid: '00000000-0000-0000-0000-000000000000' },
     spec: { title: 'Sample', replicas: 1, color: '#2196F3' },
   };
-  const { deployment, service } = renderWorkload(sample, {
+  const rendered = renderWorkload(sample, {
     image: config.webImage,
     resources: config.webResources,
     group: config.group,
   });
-  const status: FieldMask = {
-    status: { observedGeneration: true, replicas: true, availableReplicas: true, updatedReplicas: true },
-  };
-  return {
-    deployment: fieldMask([deployment], METADATA_MASK, status),
-    service: fieldMask([service], METADATA_MASK),
-  };
+  return new Map(
+    rendered.map(({ owned, object }): [string, FieldMask] => {
+      const status: FieldMask[] = owned.statusRead
+        ? [{ status: Object.fromEntries(owned.statusRead.map((field) => [field, true])) }]
+        : [];
+      return [owned.kind, fieldMask([object], METADATA_MASK, ...status)];
+    }),
+  );
 }
 
 /** What to do when the Website rules are missing where the operator watches. */

@@ -1,22 +1,21 @@
+import { isAlreadyExists, isConflict, isNotFound } from '../controller/api-error.ts';
 import { firstDifference, jsonEqual, needsApply, withHash } from '../controller/apply.ts';
 import type { EventRecorder } from '../controller/event-recorder.ts';
 import { type Cache, objectKey } from '../controller/informer.ts';
-import {
-  type CallOptions,
-  DEPLOYMENTS,
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  type KubeApi,
-  type KubeObject,
-  type ResourceType,
-  SERVICES,
-} from '../controller/kube-client.ts';
+import type { CallOptions, KubeApi, KubeObject, ResourceType } from '../controller/kube-api.ts';
 import { TerminalError } from '../controller/terminal-error.ts';
 import type { HandlerResult } from '../controller/work-queue.ts';
-import { MANAGED_BY, type WebsiteStatus, type WebsiteV1, websiteUrl, workloadName } from '../library.ts';
+import {
+  MANAGED_BY,
+  type OwnedKind,
+  WEBSITE_OWNS,
+  type WebsiteStatus,
+  type WebsiteV1,
+  websiteUrl,
+  workloadName,
+} from '../library.ts';
 import type { Logger } from '../observability/logger.ts';
-import { type RenderOptions, renderWorkload } from './render.ts';
+import { type RenderedChild, type RenderOptions, renderWorkload } from './render.ts';
 import { failedCondition, nextStatus, readyCondition } from './status.ts';
 
 /**
@@ -39,9 +38,11 @@ export interface WebsiteReconcilerOptions {
   readonly client: KubeApi;
   readonly group: string;
   readonly websites: Cache<WebsiteV1 & KubeObject>;
-  /** Hold only children with the managed-by label: anything else of their names is not seen. */
-  readonly deployments: Cache<KubeObject>;
-  readonly services: Cache<KubeObject>;
+  /**
+   * One cache per kind of WEBSITE_OWNS, by kind. They hold only children with the managed-by
+   * label: anything else of their names is not seen.
+   */
+  readonly children: ReadonlyMap<string, Cache<KubeObject>>;
   readonly recorder: EventRecorder;
   /** Server-side apply field manager of the children. */
   readonly fieldManager: string;
@@ -105,25 +106,20 @@ export class WebsiteReconciler {
     const call = { signal };
     if (website.metadata.deletionTimestamp) return this.finalize(website, call);
     try {
-      // 2. and 3. Create or update the Deployment and the Service; add the finalizer. The three
-      // writes do not depend on each other, so they go out together.
-      const { deployment, service } = renderWorkload(website, { ...this.options.render, group: this.options.group });
+      // 2. and 3. Create or update every child (the Deployment and the Service); add the
+      // finalizer. These writes do not depend on each other, so they go out together.
+      const rendered = renderWorkload(website, { ...this.options.render, group: this.options.group });
       // Every write is waited for, so none is left running when the reconcile fails, and the
       // children that were written get their event either way.
-      const results = await Promise.allSettled([
+      const [finalizerResult, ...childResults] = await Promise.allSettled([
         this.ensureFinalizer(website, call),
-        this.ensureChild(website, DEPLOYMENTS, 'Deployment', deployment, this.options.deployments, call),
-        this.ensureChild(website, SERVICES, 'Service', service, this.options.services, call),
+        ...rendered.map((child) => this.ensureChild(website, child, call)),
       ]);
-      const [, deploymentResult, serviceResult] = results;
-      recordChanges(
-        website,
-        this.options.recorder,
-        [deploymentResult, serviceResult].flatMap((r) => (r.status === 'fulfilled' ? [r.value as ChildOutcome] : [])),
-      );
-      for (const result of results) if (result.status === 'rejected') throw result.reason;
-      // 4. Update the Website status.
-      const currentDeployment = (deploymentResult as PromiseFulfilledResult<ChildOutcome>).value.object;
+      const outcomes = childResults.flatMap((r) => (r.status === 'fulfilled' ? [r.value as ChildOutcome] : []));
+      recordChanges(website, this.options.recorder, outcomes);
+      for (const result of [finalizerResult, ...childResults]) if (result.status === 'rejected') throw result.reason;
+      // 4. Update the Website status, from its Deployment.
+      const currentDeployment = outcomes.find((o) => o.kind === 'Deployment')!.object;
       const availableReplicas =
         (currentDeployment.status as { availableReplicas?: number } | undefined)?.availableReplicas ?? 0;
       await this.writeStatus(
@@ -167,13 +163,9 @@ export class WebsiteReconciler {
     // orphan finalizer frees them, so deleting them here would defeat the request.
     const orphan = finalizers.includes('orphan');
     if (!orphan) {
-      const children: Array<[ResourceType, Cache<KubeObject>]> = [
-        [DEPLOYMENTS, this.options.deployments],
-        [SERVICES, this.options.services],
-      ];
       await Promise.all(
-        children.map(async ([type, cache]) => {
-          const child = await this.read(type, cache, website.metadata.namespace!, name, call);
+        WEBSITE_OWNS.map(async (type) => {
+          const child = await this.read(type, this.cache(type), website.metadata.namespace!, name, call);
           if (!child || !controlledBy(child, website)) return;
           // The uid precondition spares an object of the same name created since the cache saw ours.
           await this.options.client
@@ -189,9 +181,8 @@ export class WebsiteReconciler {
         }),
       );
     }
-    const done = orphan
-      ? `Kept Deployment and Service ${name} (deleted with --cascade=orphan)`
-      : `Deleted Deployment and Service ${name}`;
+    const kinds = WEBSITE_OWNS.map((owned) => owned.kind).join(' and ');
+    const done = orphan ? `Kept ${kinds} ${name} (deleted with --cascade=orphan)` : `Deleted ${kinds} ${name}`;
     this.options.recorder.record(website, 'Normal', 'Deleted', `${done}; removing finalizer ${this.finalizer}`);
     try {
       await this.setFinalizers(
@@ -244,6 +235,13 @@ export class WebsiteReconciler {
     return this.options.client.get(type, { namespace, name }, call);
   }
 
+  /** The cache of one owned kind (the controller starts one informer per kind of WEBSITE_OWNS). */
+  private cache(owned: OwnedKind): Cache<KubeObject> {
+    const cache = this.options.children.get(owned.kind);
+    if (!cache) throw new Error(`no cache of ${owned.kind}: the controller watches every kind of WEBSITE_OWNS`);
+    return cache;
+  }
+
   /**
    * Makes the child match `rendered`. Absent from a synced cache: created at once, without a GET
    * (the create carries the field manager, so later applies own the same fields). An
@@ -253,13 +251,12 @@ export class WebsiteReconciler {
    */
   private async ensureChild(
     website: WebsiteV1 & KubeObject,
-    type: ResourceType,
-    kind: string,
-    rendered: KubeObject,
-    cache: Cache<KubeObject>,
+    { owned: type, object: rendered }: RenderedChild,
     call: CallOptions,
   ): Promise<ChildOutcome> {
     const { client, fieldManager } = this.options;
+    const { kind } = type;
+    const cache = this.cache(type);
     const desired = withHash(rendered, this.hashAnnotation);
     const { namespace, name } = desired.metadata as { namespace: string; name: string };
     const unreadable = (error: Error): never => {

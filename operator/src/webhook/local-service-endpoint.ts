@@ -1,15 +1,9 @@
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { ApiError, isNotFound } from '../controller/api-error.ts';
 import { isSubset } from '../controller/apply.ts';
 import { backoffDelay, sleep } from '../controller/backoff.ts';
-import {
-  ApiError,
-  ENDPOINT_SLICES,
-  isNotFound,
-  type KubeApi,
-  type KubeObject,
-  SERVICES,
-} from '../controller/kube-client.ts';
+import { ENDPOINT_SLICES, type KubeApi, type KubeObject, SERVICES } from '../controller/kube-api.ts';
 import { OPERATOR_NAME, operatorLabels, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT } from '../library.ts';
 import type { Logger } from '../observability/logger.ts';
 

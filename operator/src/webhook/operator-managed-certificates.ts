@@ -1,5 +1,6 @@
+import { isConflict } from '../controller/api-error.ts';
 import { backoffDelay, sleep } from '../controller/backoff.ts';
-import { CRDS, isConflict, type KubeApi, type KubeObject, SECRETS } from '../controller/kube-client.ts';
+import { CRDS, type KubeApi, type KubeObject, SECRETS } from '../controller/kube-api.ts';
 import {
   OPERATOR_NAME,
   operatorLabels,

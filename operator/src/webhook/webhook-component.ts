@@ -1,4 +1,4 @@
-import type { KubeApi } from '../controller/kube-client.ts';
+import type { KubeApi } from '../controller/kube-api.ts';
 import type { Component } from '../controller/manager.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';

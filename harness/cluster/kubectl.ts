@@ -5,7 +5,7 @@ import { statSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OPERATOR_NS } from './operator-manifests.ts';
+import { OPERATOR_NS } from '../operator/operator-manifests.ts';
 
 /** Where a cluster is and how to reach it as an administrator. */
 export interface ClusterAccess {

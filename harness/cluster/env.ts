@@ -12,7 +12,7 @@ export interface TestCluster {
   readonly kubeconfig: string;
   /** kubectl, with a discovery cache of this cluster's own. */
   readonly kubectl: string;
-  /** The API server's audit log: ServiceAccounts' requests (test/support/audit-policy.yaml), one JSON event per line. */
+  /** The API server's audit log: ServiceAccounts' requests (harness/cluster/audit-policy.yaml), one JSON event per line. */
   readonly auditLog: string;
 }
 
@@ -28,7 +28,7 @@ export function testCluster(suffix = ''): TestCluster {
       ...process.env,
       WEBSITE_STACK_CLUSTER_DIR: dir,
       WEBSITE_STACK_CLUSTER_NAME: name,
-      WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'test/support/audit-policy.yaml'),
+      WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'harness/cluster/audit-policy.yaml'),
     },
     kubeconfig: join(dir, 'kubeconfig'),
     kubectl: join(dir, 'bin', 'kubectl'),

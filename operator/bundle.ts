@@ -1,10 +1,10 @@
 // The operator as it ships: operator/src/bin/operator.ts and everything it imports bundled by esbuild
 // into operator/build/ (git-ignored), an ES module for Node 22 plus chunks (.mjs: the image holds no
 // package.json to say so). What runs it: the image
-// (the Dockerfile's build stage runs this script), `npm run operator`, and test/support/operator-process.ts
+// (the Dockerfile's build stage runs this script), `npm run operator`, and harness/operator/operator-process.ts
 // (the cluster tests and the benchmark), so all three exercise the same files.
 //
-//   node scripts/build-operator.ts [outdir]    then: node operator/build/operator.mjs
+//   node operator/bundle.ts [outdir]    then: node operator/build/operator.mjs
 //
 // Why a bundle: Node loading the sources (type stripping) or tsc's output keeps every module of the
 // import graph in memory, most of which the operator never calls; bundling with tree shaking halves

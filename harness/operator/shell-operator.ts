@@ -5,8 +5,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { ClusterAccess } from './kubectl.ts';
-import { eventually } from './poll.ts';
+import type { ClusterAccess } from '../cluster/kubectl.ts';
+import { eventually } from '../process/poll.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

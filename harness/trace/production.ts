@@ -4,8 +4,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
+import { eventually } from '../process/poll.ts';
+import { freePort } from '../process/ports.ts';
+import type { SharedServices } from './services.ts';
 import {
   type ClientTls,
   hex,
@@ -16,8 +17,7 @@ import {
   sendOtlpJsonTls,
   type TestPki,
   tracingBinaries,
-} from '../support/traces.ts';
-import type { SharedServices } from './services.ts';
+} from './traces.ts';
 
 export const CHART = 'tracing-production-elasticsearch';
 const ES_SERVICE = 'elasticsearch-es-http.tracing.svc:9200';

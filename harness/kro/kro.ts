@@ -8,9 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { COLOR_PATTERN, DEFAULT_COLOR, DEFAULT_REPLICA_BOUNDS, MAX_TITLE_LENGTH } from '../../lib/website/schema.ts';
 import { escapeHtml, linearChannel, pageHtml, textColorOn } from '../../lib/workload/page.ts';
-import type { KubeObject, ResourceType } from '../../operator/src/controller/kube-client.ts';
-import { renderWorkload } from '../../operator/src/reconciler/render.ts';
-import type { WebsiteSpec } from './website.ts';
+import type { KubeObject, ResourceType } from '../../operator/src/controller/kube-api.ts';
+import { renderedKind, renderWorkload } from '../../operator/src/reconciler/render.ts';
+import type { WebsiteSpec } from '../cluster/website.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -190,14 +190,14 @@ export function kroTemplates(): { deployment: KubeObject; service: KubeObject } 
     out = replaceStrings(out, 'website-operator', 'kro');
     return out as KubeObject;
   };
-  const deployment = convert(rendered.deployment);
+  const deployment = convert(renderedKind(rendered, 'Deployment'));
   const spec = deployment.spec as { replicas: unknown };
   if (spec.replicas !== p.replicas)
     throw new Error(
       `renderWorkload's Deployment has no spec.replicas ${p.replicas}: update kroTemplates for its new shape`,
     );
   spec.replicas = '${schema.spec.replicas}';
-  const service = convert(rendered.service);
+  const service = convert(renderedKind(rendered, 'Service'));
   const leftover = JSON.stringify({ deployment, service }).match(/kro-placeholder-\w+/);
   if (leftover)
     throw new Error(

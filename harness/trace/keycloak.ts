@@ -4,8 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { freePort } from '../support/ports.ts';
-import { runScript } from '../support/processes.ts';
+import { freePort } from '../process/ports.ts';
+import { runScript } from '../process/processes.ts';
 
 /** A user who can log in, and the realm (issuer) that knows them. */
 export interface KeycloakUser {

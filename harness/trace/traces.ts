@@ -1,5 +1,5 @@
 // What the trace tests and the trace chaos run share: run a chart's pods as local processes
-// (test/support/local-stack.ts), build OTLP/JSON traces or make spans with the OpenTelemetry SDK
+// (harness/trace/local-stack.ts), build OTLP/JSON traces or make spans with the OpenTelemetry SDK
 // and send them with its OTLP exporters (HTTP JSON, HTTP protobuf, gRPC), and read traces back from
 // Jaeger's HTTP API.
 import { execFileSync } from 'node:child_process';

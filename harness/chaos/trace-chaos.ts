@@ -2,7 +2,7 @@
 // test/trace/chaos.test.ts. A Collector gateway with the production stack's settings (ProductionTracingStack's: tail sampling, errors kept, mutual
 // TLS required of senders, the export queue and retries every collector has) in front of Jaeger
 // all-in-one on Badger, synthesized by the constructs and run as local processes with the real
-// binaries (test/support/local-stack.ts). Badger, not memory: Jaeger itself is restarted, and only
+// binaries (harness/trace/local-stack.ts). Badger, not memory: Jaeger itself is restarted, and only
 // storage that survives the restart keeps what was written before the outage, so every span sent
 // can be looked for afterwards. Not Cassandra: on a small shared machine Jaeger's Cassandra writes (the
 // span and each of its indexes) set the pace after an outage, and the run would measure Cassandra's write rate
@@ -15,7 +15,7 @@
 // - the gateway restarted (SIGTERM, then started again at once);
 // - the gateway crashed (SIGKILL, then started again; full run only);
 // - Elasticsearch unreachable: the production collector (JaegerProduction on a real Elasticsearch,
-//   test/support/elasticsearch.ts) behind the same gateway, while connections to Elasticsearch's port
+//   harness/trace/elasticsearch.ts) behind the same gateway, while connections to Elasticsearch's port
 //   are reset (an iptables rule, as a network fault; needs root) for a few seconds. Longer outages
 //   are Jaeger's to bridge by reconnecting, which asks HEAD /: the local node lacks that endpoint
 //   (rest-root), so they cannot be run against it (README "Trace stack under faults").
@@ -32,7 +32,9 @@ import type { Chart } from 'cdk8s';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
-import { type Elasticsearch, es, startElasticsearch } from './elasticsearch.ts';
+import { sumMetric } from '../process/metrics.ts';
+import { eventually } from '../process/poll.ts';
+import { type Elasticsearch, es, startElasticsearch } from '../trace/elasticsearch.ts';
 import {
   chartManifests,
   collectorOtlpPorts,
@@ -43,9 +45,7 @@ import {
   startPod,
   tracingBinaries,
   waitHealthy,
-} from './local-stack.ts';
-import { sumMetric } from './metrics.ts';
-import { eventually } from './poll.ts';
+} from '../trace/local-stack.ts';
 import {
   type ClientTls,
   exportSpans,
@@ -59,7 +59,7 @@ import {
   sendOtlpJsonTls,
   synthYaml,
   testPki,
-} from './traces.ts';
+} from '../trace/traces.ts';
 
 /** Spans per trace the sender makes: a failing request, its database query and a cache call. */
 const SPANS_PER_TRACE = 3;

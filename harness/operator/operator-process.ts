@@ -1,13 +1,13 @@
 // The real operator as a child process: the bundle the image runs (operator/build/operator.mjs,
-// built from the sources first by scripts/build-operator.ts), so the tests and the benchmark exercise
+// built from the sources first by operator/bundle.ts), so the tests and the benchmark exercise
 // what ships. The cluster tests bind it to the test cluster (test/cluster/operator-process.ts); the
 // benchmark runs it as its ServiceAccount under exactly the Role dist/ ships (bench/operator.ts).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { buildOperator } from '../../scripts/build-operator.ts';
-import { reconcileWrites, sumMetric } from './metrics.ts';
-import { eventually } from './poll.ts';
-import { rssBytes } from './proc.ts';
+import { buildOperator } from '../../operator/bundle.ts';
+import { reconcileWrites, sumMetric } from '../process/metrics.ts';
+import { eventually } from '../process/poll.ts';
+import { rssBytes } from '../process/proc.ts';
 
 /** One line the operator logged: its JSON log entry. */
 export interface LogLine {

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { jsonEqual } from './apply.ts';
-import {
-  ApiError,
-  type DeleteOptions,
-  type KubeApi,
-  type KubeList,
-  type KubeObject,
-  type ObjectRef,
-  type PatchType,
-  type ResourceType,
-} from './kube-client.ts';
+import { ApiError } from '../controller/api-error.ts';
+import { jsonEqual } from '../controller/apply.ts';
+import type {
+  DeleteOptions,
+  KubeApi,
+  KubeList,
+  KubeObject,
+  ObjectRef,
+  PatchType,
+  ResourceType,
+} from '../controller/kube-api.ts';
 
 /**
  * An in-memory API server for unit tests of the runtime (reconciler, informer, leader elector,

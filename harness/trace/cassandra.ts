@@ -1,7 +1,7 @@
 // A real single-node Apache Cassandra for the trace tests: a local process run by
 // scripts/cassandra.sh (no containers), with authentication on (superuser cassandra/cassandra).
-import { freePort } from '../support/ports.ts';
-import { runScript } from '../support/processes.ts';
+import { freePort } from '../process/ports.ts';
+import { runScript } from '../process/processes.ts';
 
 /** A running node. */
 export interface Cassandra {

@@ -10,28 +10,22 @@ import { LEASE_NAME } from '../../lib/operator/names.ts';
 import { DEFAULT_GROUP } from '../../lib/website/schema.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
 import { MANAGED_BY } from '../../lib/workload/website-workload.ts';
+import { isNotFound } from '../../operator/src/controller/api-error.ts';
 import { firstDifference } from '../../operator/src/controller/apply.ts';
 import { sleep } from '../../operator/src/controller/backoff.ts';
-import {
-  DEPLOYMENTS,
-  EVENTS,
-  isNotFound,
-  type KubeClient,
-  type KubeObject,
-  LEASES,
-  SERVICES,
-} from '../../operator/src/controller/kube-client.ts';
-import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+import { DEPLOYMENTS, EVENTS, type KubeObject, LEASES, SERVICES } from '../../operator/src/controller/kube-api.ts';
+import type { KubeClient } from '../../operator/src/controller/kube-client.ts';
+import { renderedKind, renderWorkload } from '../../operator/src/reconciler/render.ts';
 import { websitesType } from '../../operator/src/reconciler/website.ts';
-import { type AuditEvent, auditEvents, auditLogSize } from './audit.ts';
-import { pacedChanges } from './churn.ts';
-import { type ClusterAccess, serviceAccountKubeconfig } from './kubectl.ts';
-import { OPERATOR_NS } from './operator-manifests.ts';
-import { type LogLine, OperatorProcess } from './operator-process.ts';
-import { eventually, TimedOut } from './poll.ts';
-import { inPool } from './pool.ts';
-import { runScript } from './processes.ts';
-import { websiteColor } from './website.ts';
+import { type AuditEvent, auditEvents, auditLogSize } from '../cluster/audit.ts';
+import { pacedChanges } from '../cluster/churn.ts';
+import { type ClusterAccess, serviceAccountKubeconfig } from '../cluster/kubectl.ts';
+import { websiteColor } from '../cluster/website.ts';
+import { OPERATOR_NS } from '../operator/operator-manifests.ts';
+import { type LogLine, OperatorProcess } from '../operator/operator-process.ts';
+import { eventually, TimedOut } from '../process/poll.ts';
+import { inPool } from '../process/pool.ts';
+import { runScript } from '../process/processes.ts';
 
 const WEBSITES = websitesType(DEFAULT_GROUP);
 
@@ -66,7 +60,7 @@ export const FAULT_TITLES: Record<Scenario, string> = {
 export interface ChaosCluster extends ClusterAccess {
   /** Administrator client; its requests must time out (a restart of etcd holds them). */
   readonly admin: KubeClient;
-  /** Written by an audit policy that logs ServiceAccounts' requests, and Lease writes with their body (test/support/audit-policy.yaml). */
+  /** Written by an audit policy that logs ServiceAccounts' requests, and Lease writes with their body (harness/cluster/audit-policy.yaml). */
   readonly auditLog: string;
   /** WEBSITE_STACK_CLUSTER_DIR and _NAME of this cluster, for `scripts/cluster.sh restart-…`. */
   readonly env: NodeJS.ProcessEnv;
@@ -406,8 +400,8 @@ async function inspect(admin: KubeClient, prefix: string): Promise<Inspection> {
     }
     const rendered = renderWorkload(website);
     // List items carry no apiVersion and kind (the list does): compare the rest.
-    const { apiVersion: _d, kind: _dk, ...renderedDeployment } = rendered.deployment;
-    const { apiVersion: _s, kind: _sk, ...renderedService } = rendered.service;
+    const { apiVersion: _d, kind: _dk, ...renderedDeployment } = renderedKind(rendered, 'Deployment');
+    const { apiVersion: _s, kind: _sk, ...renderedService } = renderedKind(rendered, 'Service');
     const deployment = deploymentsByName.get(renderedDeployment.metadata!.name!);
     const service = servicesByName.get(renderedService.metadata!.name!);
     const spec = `spec ${JSON.stringify(website.spec)}, generation ${website.metadata.generation}`;

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Elasticsearch, type ElasticsearchUsers, startElasticsearch } from '../support/elasticsearch.ts';
-import { runScript } from '../support/processes.ts';
+import { runScript } from '../process/processes.ts';
+import { type Elasticsearch, type ElasticsearchUsers, startElasticsearch } from './elasticsearch.ts';
 import { type Keycloak, type KeycloakStarted, keycloakAt, startKeycloak } from './keycloak.ts';
 
 const ENV = 'WEBSITE_STACK_TRACE_SERVICES';

@@ -6,8 +6,8 @@
 // `disable_health_check: true` (scripts/elasticsearch/README.md).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { freePort } from './ports.ts';
-import { runScript } from './processes.ts';
+import { freePort } from '../process/ports.ts';
+import { runScript } from '../process/processes.ts';
 
 /** The passwords of the node's two users. */
 export interface ElasticsearchUsers {

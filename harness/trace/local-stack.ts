@@ -9,8 +9,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
-import { eventually } from './poll.ts';
-import { freePort } from './ports.ts';
+import { eventually } from '../process/poll.ts';
+import { freePort } from '../process/ports.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -17,11 +17,11 @@ import { connect } from 'node:net';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { type ClusterAccess, clusterEndpoint, kubectlOk } from './kubectl.ts';
-import { builtBinaries } from './local-stack.ts';
-import { eventually } from './poll.ts';
-import { freePort } from './ports.ts';
-import { stopProcesses } from './processes.ts';
+import { type ClusterAccess, clusterEndpoint, kubectlOk } from '../cluster/kubectl.ts';
+import { eventually } from '../process/poll.ts';
+import { freePort } from '../process/ports.ts';
+import { stopProcesses } from '../process/processes.ts';
+import { builtBinaries } from '../trace/local-stack.ts';
 
 const execFileAsync = promisify(execFile);
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../../lib/security.ts';
 import { NODE_CLUSTER, ROOT } from '../cluster/env.ts';
 import { commandsFor } from '../cluster/kube.ts';
-import { eventually } from '../support/poll.ts';
+import { eventually } from '../process/poll.ts';
 
 export const { kubectl, ok, getJson } = commandsFor(NODE_CLUSTER);
 /** The real node's name. */

@@ -1,6 +1,7 @@
-// The test cluster through test/support/kubectl.ts, and the objects the cluster tests create.
+// The test cluster through harness/cluster/kubectl.ts, and the objects the cluster tests create.
 import { randomBytes } from 'node:crypto';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../../lib/security.ts';
+import { KUBECONFIG, KUBECTL } from './env.ts';
 import {
   type ClusterAccess,
   clusterEndpoint,
@@ -8,8 +9,7 @@ import {
   type KubectlResult,
   kubectlOk,
   kubectl as run,
-} from '../support/kubectl.ts';
-import { KUBECONFIG, KUBECTL } from './env.ts';
+} from './kubectl.ts';
 
 /** The test cluster, as an administrator. */
 export const TEST_CLUSTER: ClusterAccess = { kubeconfig: KUBECONFIG, kubectl: KUBECTL };

@@ -1,0 +1,81 @@
+// What a Website owns is declared once, in WEBSITE_OWNS (lib/workload/website-workload.ts), as
+// controller-runtime's builder declares Owns(...). Everything else follows from it; these tests fail
+// when a kind WebsiteWorkload renders lacks an informer, a cache mask or a Role rule.
+import { PassThrough } from 'node:stream';
+import { websiteRules } from '../../lib/operator/operator-rbac.ts';
+import { shellOperatorRoleRules } from '../../lib/shell-operator/shell-operator.ts';
+import type { WebsiteV1 } from '../../lib/website/types.ts';
+import { ownedApiVersion, WEBSITE_OWNS } from '../../lib/workload/website-workload.ts';
+import { FakeKubeApi } from '../../operator/src/fake/fake-kube-api.ts';
+import { createLogger } from '../../operator/src/observability/logger.ts';
+import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
+import { renderWorkload } from '../../operator/src/reconciler/render.ts';
+import { childMasks } from '../../operator/src/reconciler/website-controller.ts';
+import { testOperatorConfig, websiteOperator } from './operator-config.ts';
+
+const GROUP = 'web.example.com';
+const website = (replicas: number, color?: string): WebsiteV1 => ({
+  apiVersion: `${GROUP}/v1`,
+  kind: 'Website',
+  metadata: { name: 'shop', namespace: 'team-a', uid: '00000000-0000-0000-0000-000000000001' },
+  spec: { title: 'Shop', replicas, ...(color ? { color } : {}) },
+});
+const declared = WEBSITE_OWNS.map((owned) => `${ownedApiVersion(owned)} ${owned.kind}`);
+
+test('WebsiteWorkload renders exactly the kinds WEBSITE_OWNS declares, one object each, whatever the Website', () => {
+  for (const w of [website(1), website(5, '#000000')]) {
+    const rendered = renderWorkload(w, { group: GROUP }).map(({ object }) => `${object.apiVersion} ${object.kind}`);
+    expect(rendered).toEqual(declared);
+  }
+});
+
+test('the operator caches every owned kind through a mask of its own, keeping the status fields it reads', () => {
+  const masks = childMasks(testOperatorConfig());
+  expect([...masks.keys()]).toEqual(WEBSITE_OWNS.map((owned) => owned.kind));
+  for (const owned of WEBSITE_OWNS) {
+    const mask = masks.get(owned.kind) as Record<string, unknown>;
+    expect(mask).toHaveProperty('spec');
+    if (owned.statusRead) expect(Object.keys(mask.status as object).sort()).toEqual([...owned.statusRead].sort());
+    else expect(mask).not.toHaveProperty('status');
+  }
+});
+
+test('the operator watches every owned kind: one informer each, listing and watching it', async () => {
+  const api = new FakeKubeApi();
+  const operator = websiteOperator(testOperatorConfig(), {
+    client: api,
+    logger: createLogger('error', new PassThrough()),
+    metrics: new OperatorMetrics({ processMetrics: false }),
+  });
+  await operator.manager.start();
+  try {
+    // Each informer lists, then watches from the list's resourceVersion: its watch starts a few
+    // turns of the event loop after the start, all answered at once by the in-memory API.
+    const watching = (resource: string) => api.since(0).includes(`WATCH ${resource} 200`);
+    for (let turn = 0; turn < 100 && !WEBSITE_OWNS.every((o) => watching(o.resource)); turn++)
+      await new Promise((resolve) => setImmediate(resolve));
+    const requests = api.since(0);
+    for (const owned of WEBSITE_OWNS) {
+      expect(requests).toContain(`LIST ${owned.resource} 200`);
+      expect(requests).toContain(`WATCH ${owned.resource} 200`);
+    }
+  } finally {
+    await operator.manager.stop();
+  }
+});
+
+test("both operators' Roles grant every owned kind what each writes it with", () => {
+  const grants = (rules: ReturnType<typeof websiteRules>, owned: (typeof WEBSITE_OWNS)[number]) =>
+    rules
+      .filter((r) => r.apiGroups?.includes(owned.group) && r.resources?.includes(owned.resource))
+      .flatMap((r) => r.verbs);
+  for (const owned of WEBSITE_OWNS) {
+    // The operator: its informer (get, list, watch), create and server-side apply (patch), update,
+    // and delete in its finalizer.
+    expect(grants(websiteRules(GROUP), owned).sort()).toEqual(
+      ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'].sort(),
+    );
+    // The shell operator applies each child server-side, and only that.
+    expect(grants(shellOperatorRoleRules(GROUP), owned).sort()).toEqual(['create', 'patch']);
+  }
+});
