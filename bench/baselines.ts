@@ -24,7 +24,8 @@ import {
   ensureNamespace,
   Watcher,
 } from './cluster.ts';
-import { type ChurnTarget, specFor } from './phases.ts';
+import type { ChurnTarget } from './phases/churn.ts';
+import { specFor } from './phases/plan.ts';
 
 /** Where the baselines run: not the operator's namespace, which it watches. */
 export const BASELINE_NS = 'bench-baseline';

@@ -1,7 +1,7 @@
 // A controller under test, described by a small adapter: everything `npm run bench` needs to know to
 // give any controller that turns a Website into a Deployment the same phases and figures (burst,
 // steady state, sustained churn, memory, CPU, API requests). The website operator
-// (bench/operator.ts) and kro (bench/kro.ts) are two; README "Adding a controller" says
+// (bench/operator.ts) and kro (bench/kro.ts) are two; docs/measure/benchmarks.md ("Adding a controller") says
 // how to write another.
 
 import type { WebsiteSpec } from '../harness/cluster/website.ts';

@@ -289,7 +289,7 @@ const PHASE_TITLES: Record<Phase, string> = {
   memory: 'Memory: holding N Websites and their children',
 };
 
-/** What bench/results/latest.json holds (README "Benchmarks" documents it). */
+/** What bench/results/latest.json holds (docs/measure/benchmarks.md, "latest.json", documents it). */
 export interface ResultsJson {
   /** Bumped only if a field changes meaning or goes away. */
   readonly schemaVersion: 1;

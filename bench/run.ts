@@ -1,7 +1,7 @@
 // `npm run bench`: every controller under test through the same phases (idle, burst at N = 10, 100
 // and 1000, steady state, sustained churn, memory at 5000) on a local cluster of its own, every
 // figure against a baseline measured in the same run. Writes bench/results/latest.md and
-// latest.json. See README "Benchmarks"; a controller joins through a bench/peer.ts adapter.
+// latest.json. See docs/measure/benchmarks.md; a controller joins through a bench/peer.ts adapter.
 //
 //   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--memory-for website-operator] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
 //                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
@@ -24,18 +24,12 @@ import {
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
-import {
-  burstFigure,
-  churn,
-  type EchoBurst,
-  oneAtATime,
-  type Plan,
-  type RunBaselines,
-  runPeer,
-  type SubjectOutput,
-  specFor,
-  stopPeers,
-} from './phases.ts';
+import { burstFigure } from './phases/burst.ts';
+import { churn } from './phases/churn.ts';
+import { stopPeers } from './phases/peer-process.ts';
+import { type EchoBurst, type Plan, type RunBaselines, type SubjectOutput, specFor } from './phases/plan.ts';
+import { runPeer } from './phases/run-peer.ts';
+import { oneAtATime } from './phases/steady.ts';
 import {
   type FigureRecord,
   formatRatio,
@@ -200,7 +194,7 @@ async function main(): Promise<void> {
   const shellNs = quick ? ns.filter((n) => n <= 10) : ns;
   const websiteOperator = websiteOperatorPeer();
   // Each --operator-env adds the website operator once more with those settings, beside its
-  // defaults: how its CONCURRENCY default was chosen (README "Benchmarks").
+  // defaults: how its CONCURRENCY default was chosen (docs/measure/benchmarks.md, "Results").
   const variants = values['operator-env'].map((list) => {
     const env = Object.fromEntries(
       list.split(',').map((pair) => {
