@@ -8,7 +8,7 @@
 //
 //   npm run chaos -- [--n 1000] [--short] [--only operator-kill,leader-failover,trace] [--rate 20] [--seconds 60] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   Chaos,
@@ -36,7 +36,7 @@ import {
   installOperatorObjects,
   ROOT,
 } from './cluster.ts';
-import { formatRatio, formatValue, markdownTable } from './report.ts';
+import { formatRatio, formatValue, markdownTable, npmCommand, writeResultsPage } from './report.ts';
 
 const TRACE = 'trace';
 
@@ -254,7 +254,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${report}\n`);
   const dir = join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'chaos-latest.md'), `${report}\n`);
+  const page = await writeResultsPage('chaos', npmCommand('chaos'), report);
   const json = {
     schemaVersion: 1,
     date,
@@ -266,7 +266,7 @@ async function main(): Promise<void> {
     trace: trace?.json,
   };
   await writeFile(join(dir, 'chaos-latest.json'), `${JSON.stringify(json, null, 2)}\n`);
-  log(`written to bench/results/chaos-latest.md and chaos-latest.json (${minutes.toFixed(1)} min)`);
+  log(`written to ${relative(ROOT, page)} and bench/results/chaos-latest.json (${minutes.toFixed(1)} min)`);
   const bad = results
     .filter(
       (r) =>

@@ -1,4 +1,7 @@
 // The benchmark's arithmetic and its markdown: pure functions, unit-tested (bench/report.test.ts).
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AuditEvent } from '../harness/cluster/audit.ts';
 import type { Histogram } from '../harness/process/metrics.ts';
 
@@ -307,4 +310,25 @@ export function resultsJson(
 ): string {
   const json: ResultsJson = { schemaVersion: 1, ...meta, figures: records.map((r) => ({ ...r, ratio: ratio(r) })) };
   return `${JSON.stringify(json, (_key, value) => (typeof value === 'number' && !Number.isFinite(value) ? null : value), 2)}\n`;
+}
+
+/** Where `npm run bench` and `npm run chaos` write their reports: pages of docs/measure, committed. */
+export const RESULTS_PAGES = fileURLToPath(new URL('../docs/measure/results/', import.meta.url));
+
+/**
+ * Writes a report as the page `docs/measure/results/<page>.md`, headed by the command that wrote
+ * it, so that the figures docs/ shows are a run's own output and never pasted by hand.
+ */
+export async function writeResultsPage(page: string, command: string, report: string): Promise<string> {
+  await mkdir(RESULTS_PAGES, { recursive: true });
+  const file = join(RESULTS_PAGES, `${page}.md`);
+  const header = `<!-- Written by \`${command}\`; run it again to update this page, never edit it by hand. -->`;
+  await writeFile(file, `${header}\n\n${report}\n`);
+  return file;
+}
+
+/** How this process was started, as a reader would type it: `npm run bench -- --quick`. */
+export function npmCommand(script: string): string {
+  const args = process.argv.slice(2);
+  return `npm run ${script}${args.length ? ` -- ${args.join(' ')}` : ''}`;
 }

@@ -7,7 +7,7 @@
 //                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stopTracked } from '../harness/operator/shell-operator.ts';
@@ -36,9 +36,11 @@ import {
   formatValue,
   latencySummary,
   markdownTable,
+  npmCommand,
   phaseTables,
   resultsJson,
   sustainedRate,
+  writeResultsPage,
 } from './report.ts';
 import { benchShellOperator } from './shell-operator.ts';
 
@@ -405,12 +407,12 @@ async function main(): Promise<void> {
   process.stdout.write(`${report}\n`);
   const dir = join(ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'latest.md'), `${report}\n`);
+  const page = await writeResultsPage('benchmark', npmCommand('bench'), report);
   await writeFile(
     join(dir, 'latest.json'),
     resultsJson({ date, durationMinutes: Number(minutes.toFixed(2)), machine, settings }, records),
   );
-  log(`written to bench/results/latest.md and latest.json (${minutes.toFixed(1)} min)`);
+  log(`written to ${relative(ROOT, page)} and bench/results/latest.json (${minutes.toFixed(1)} min)`);
   if (failures.length) {
     log(`failed: ${failures.join(', ')} (see Diagnostics)`);
     process.exitCode = 1;

@@ -40,8 +40,9 @@ fi
 echo "[test] system packages (nginx, Chromium, fonts, Redis, libfaketime)"
 bash scripts/system-deps.sh
 bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
-echo "[test] format and lint (biome ci; npm run format fixes what it can)"
+echo "[test] format and lint (biome ci; npm run format fixes what it can), and every relative link and anchor of README.md and docs/ (remark-validate-links)"
 biome ci --error-on-warnings .
+remark --frail --quiet --no-stdout README.md docs
 echo "[test] type-check (tsc --noEmit)"
 tsc --noEmit
 echo "[test] operator bundle (operator/bundle.ts: what the image, the cluster tests and the benchmark run)"
