@@ -82,7 +82,18 @@ binaries() {
   while IFS= read -r line; do
     BIN[${line%%=*}]=${line#*=}
   done < <("$ROOT/scripts/binaries.sh" node)
-  eval "$(grep -E '^COREDNS_VERSION=' "$ROOT/scripts/binaries.sh")"
+  eval "$(grep -E '^(COREDNS|KUBERNETES)_VERSION=' "$ROOT/scripts/binaries.sh")"
+}
+
+# CoreDNS as kubeadm deploys it: kubeadm's own manifests, from the Kubernetes module the node's
+# kubelet and kube-proxy are built from, rendered by real-node/coredns-manifests.go. It is a pod
+# like the rest, labelled k8s-app=kube-dns in kube-system, as the package's NetworkPolicies expect.
+coredns() {
+  local module
+  module=$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | jq -r .Dir)
+  (cd "$ROOT/scripts/real-node" && go run coredns-manifests.go "$module" "$DNS_IP" \
+    "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" cluster.local) |
+    kubectl_ apply --server-side --field-manager real-node -f - >/dev/null
 }
 
 deps() {
@@ -396,7 +407,7 @@ up() {
   # kube-router finds its Node object at start (or exits).
   daemon kube-router "$STATE/kube-router.kubeconfig" "$STATE/pki/kube-router.crt" "$PKI/ca.crt"
   wait_for "kube-router" 60 in_node curl -fsS http://127.0.0.1:20244/healthz
-  apply coredns.yaml
+  coredns
   wait_for "CoreDNS" 120 kubectl_ -n kube-system rollout status deployment/coredns --timeout 5s
   log "node '$NODE_NAME' Ready, with CoreDNS, in $((SECONDS - start)) s"
 }
