@@ -30,8 +30,9 @@ var order = []string{
 	"CoreDNSService",
 }
 
-// kubeadm sets resourceVersion "0" on the Service for its own create-or-update path; kubectl
-// apply --server-side, which applies these, keeps versions itself and refuses one on a create.
+// kubeadm sets resourceVersion "0" on the Service for its own create-or-update path. In a
+// server-side apply, which real-node.sh sends, a resourceVersion is a precondition, and "0" is one
+// the Service never meets once it exists: real-node.sh applies again on a running node.
 var resourceVersion = regexp.MustCompile(`(?m)^  resourceVersion: "0"\n`)
 
 func main() {
