@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes, etcd and kwok binaries and the trace stack's Jaeger, HotROD and
 # OpenTelemetry Collector from their Go modules, once, and caches them outside the repo keyed by
-# version (README "Tests": what npm test builds, and why from source).
+# version (docs/contribute/setup.md: what npm test builds, and why from source).
 #
 #   scripts/binaries.sh [name|group ...]   build (if missing) and print "name=path" lines
 #
@@ -184,8 +184,20 @@ build() {
   version=$(version_of "$name")
   out="$BIN_DIR/$name-$version"
   [[ -x "$out" ]] && { echo "$out"; return; }
+  # While `npm test`'s background build runs (scripts/test.sh exports its pid), it builds every
+  # binary of the run, one at a time, in the order the test lanes first need them. A lane waits
+  # for it rather than take the lock below: flock does not serve its waiters in order, so a lane
+  # could take the lock for a binary it needs later than another lane needs the next one.
+  if [[ -n ${WEBSITE_STACK_PREBUILD_PID:-} ]] && kill -0 "$WEBSITE_STACK_PREBUILD_PID" 2>/dev/null; then
+    log "waiting for npm test's background build of $name (progress in test-results/binaries.log)"
+    while [[ ! -x "$out" ]] && kill -0 "$WEBSITE_STACK_PREBUILD_PID" 2>/dev/null; do sleep 2; done
+    [[ -x "$out" ]] && { echo "$out"; return; }
+  fi
   require_go
   mkdir -p "$BIN_DIR"
+  # No DWARF: the binaries ship stripped (-ldflags -s -w), so generating it in every compile is
+  # time for nothing.
+  export GOFLAGS="${GOFLAGS:-} -gcflags=all=-dwarf=false"
   # otelcol is generated and compiled by the Collector Builder, itself a cached binary.
   local builder=""
   [[ $name == otelcol ]] && builder=$(build builder)
