@@ -3,7 +3,7 @@
 // (test/cluster/chaos.test.ts). Everything is observed from outside the operator: the Websites and
 // their children through an administrator client, writes and Lease holders from the API server's
 // audit log, Warning events from the Events API, error lines from the operator's own log.
-import { readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { LEASE_NAME } from '../../lib/operator/names.ts';
@@ -19,6 +19,7 @@ import { renderedKind, renderWorkload } from '../../operator/src/reconciler/rend
 import { websitesType } from '../../operator/src/reconciler/website.ts';
 import { type AuditEvent, auditEvents, auditLogSize } from '../cluster/audit.ts';
 import { pacedChanges } from '../cluster/churn.ts';
+import { ROOT } from '../cluster/env.ts';
 import { type ClusterAccess, serviceAccountKubeconfig } from '../cluster/kubectl.ts';
 import { websiteColor } from '../cluster/website.ts';
 import { OPERATOR_NS } from '../operator/operator-manifests.ts';
@@ -682,6 +683,10 @@ export class Chaos {
       this.log(
         `${fault}: ${ms === null ? `NOT converged after ${this.plan.convergeTimeoutMs / 1000} s` : `converged ${(ms / 1000).toFixed(1)} s after the churn stopped`}; ${describe(inspection)}`,
       );
+      if (ms === null)
+        this.log(
+          `${fault}: the operators' and the control plane's logs are in ${await this.keepLogs(fault, replicas)}`,
+        );
       // The API server logs a request once it has answered it.
       await sleep(2000);
       const audit = nonLeaderWrites(await auditEvents(auditLog, USER_AGENT, auditFrom));
@@ -704,6 +709,25 @@ export class Chaos {
       await replicas.stop();
       await proxy?.close();
     }
+  }
+
+  /**
+   * What explains a fault that did not converge, kept in test-results/chaos/<fault>/: each operator
+   * replica's log lines and stderr, and the control plane's component logs (all but the audit log).
+   */
+  private async keepLogs(fault: Scenario, replicas: Replicas): Promise<string> {
+    const dir = join(ROOT, 'test-results', 'chaos', fault);
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    for (const [i, operator] of replicas.all.entries())
+      await writeFile(
+        join(dir, `operator-${i}.log`),
+        `${[...operator.logs.map((line) => JSON.stringify(line)), ...operator.stderr].join('\n')}\n`,
+      );
+    const components = dirname(this.cluster.auditLog);
+    for (const file of await readdir(components))
+      if (file !== 'audit.log') await copyFile(join(components, file), join(dir, file));
+    return dir;
   }
 
   /** Warning events since `since` about the run's objects (Websites, their Deployments, ReplicaSets, Pods, Services). */
