@@ -4,7 +4,7 @@ const base = {
   testEnvironment: 'node',
   // The local clusters' state (etcd writes *.snap files, which jest would take for obsolete snapshots),
   // Argo CD's checkouts of this repository (package.json files that would collide with ours), and the
-  // local servers' state (README's .local/, the tests' test-results/).
+  // local servers' state (.local/, see docs/use/production-trace-stack.md; the tests' test-results/).
   modulePathIgnorePatterns: [
     '<rootDir>/.cluster/',
     '<rootDir>/.argocd/',

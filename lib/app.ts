@@ -24,7 +24,7 @@ export const TRACING_SYNC_WAVES = { config: 0, jaeger: 1, collector: 2, hotrod: 
 /**
  * dist/'s folders of which a cluster runs exactly one per group: each folder of a group replaces
  * the others (they define the same objects with other content), by pointing the same Argo CD
- * Application at it (README: "Syncing with Argo CD").
+ * Application at it (docs/use/dist-and-argocd.md: "Syncing with Argo CD").
  */
 export const DIST_ALTERNATIVES: readonly (readonly string[])[] = [
   ['website-operator', 'website-shell-operator'],
@@ -57,7 +57,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
   argoSync(operatorChart, { wave: SYNC_WAVES.operator });
   websiteCrdChart(operatorUnit, operator);
 
-  // The alternative to website-operator, never deployed beside it (README: "The shell operator").
+  // The alternative to website-operator, never deployed beside it (docs/use/shell-operator.md).
   // It carries the very same CRD, so that switching an Application between the two keeps the CRD,
   // and with it every Website.
   const shellUnit = unit('website-shell-operator');
@@ -77,7 +77,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
   });
   argoSync(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
 
-  // The trace stack: one of the three per cluster (README: "The trace stack").
+  // The trace stack: one of the three per cluster (docs/use/trace-stack.md).
   tracingSync(new DevelopmentTracingStack(new Chart(unit('tracing-dev'), 'tracing-dev'), 'Tracing'));
   tracingSync(
     new ProductionTracingStack(
@@ -95,7 +95,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
             credentials: { secretName: 'jaeger-elasticsearch' },
             // Said, not asked of the cluster's root endpoint, which ECK's Service routes to ready
             // nodes anyway; then any Elasticsearch 8 or 9 serves, the project's local node too
-            // (README: "The production trace stack"). 8's mappings also serve 9.
+            // (docs/use/trace-stack.md: "The production trace stack, tried locally"). 8's mappings also serve 9.
             version: 8,
             clientHealthCheck: false,
           },
@@ -153,8 +153,8 @@ function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): v
 }
 
 /**
- * What both production charts share, from Secrets cert-manager (or the user) fills (README: "The
- * trace stack"): mutual TLS from applications to the collector gateway (spec §5: production
+ * What both production charts share, from Secrets cert-manager (or the user) fills (docs/use/trace-stack.md:
+ * "What the charts configure"): mutual TLS from applications to the collector gateway (spec §5: production
  * collectors require mutual TLS or OIDC; OTLP without a client certificate is refused), and
  * between the gateway and Jaeger's collector; and OIDC on the UI (spec §5: "OIDC or mutual TLS on the
  * UI"), whose provider and addresses are the user's own, so they come from the Secret `jaeger-oidc`

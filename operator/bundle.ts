@@ -8,9 +8,9 @@
 //
 // Why a bundle: Node loading the sources (type stripping) or tsc's output keeps every module of the
 // import graph in memory, most of which the operator never calls; bundling with tree shaking halves
-// the idle RSS (README "Memory"). Code splitting puts what only some configurations need into chunks
-// that dynamic import() loads on demand: the conversion webhook (webhook-component.ts and its X.509
-// code) and the OpenTelemetry SDK (tracing-sdk.ts).
+// the idle RSS (docs/measure/benchmarks.md, "Memory"). Code splitting puts what only some
+// configurations need into chunks that dynamic import() loads on demand: the conversion webhook
+// (webhook-component.ts and its X.509 code) and the OpenTelemetry SDK (tracing-sdk.ts).
 //
 // Idempotent and safe to run while an operator runs from the same folder (the test projects may
 // build in parallel): a file is written only when its content changed (to a temporary name, then

@@ -38,7 +38,7 @@ async function up(): Promise<void> {
   mkdirSync(STATE, { recursive: true });
   const argocd = await startArgoCd({ cluster, dir: join(STATE, 'run'), repository: ROOT, detached: true });
   writeFileSync(PIDS, `${JSON.stringify(argocd.pids, null, 2)}\n`);
-  // The README's health check (lib/argocd.ts), so Websites show their real health.
+  // The health check of docs/use/dist-and-argocd.md (lib/argocd.ts), so Websites show their real health.
   await kubectlOk(cluster, [
     'patch',
     'configmap',
@@ -55,7 +55,7 @@ async function up(): Promise<void> {
   writeFileSync(join(STATE, 'env'), text);
   process.stdout.write(text);
   log(
-    `written to ${join(STATE, 'env')}. Apply the README's ApplicationSet with repoURL: ${argocd.repoUrl}, then watch it: ` +
+    `written to ${join(STATE, 'env')}. Apply the ApplicationSet of docs/use/dist-and-argocd.md with repoURL: ${argocd.repoUrl}, then watch it: ` +
       `${cluster.kubectl} --kubeconfig ${cluster.kubeconfig} get applications -n ${ARGOCD_NAMESPACE} -w`,
   );
 }

@@ -18,7 +18,7 @@
 //   harness/trace/elasticsearch.ts) behind the same gateway, while connections to Elasticsearch's port
 //   are reset (an iptables rule, as a network fault; needs root) for a few seconds. Longer outages
 //   are Jaeger's to bridge by reconnecting, which asks HEAD /: the local node lacks that endpoint
-//   (rest-root), so they cannot be run against it (README "Trace stack under faults").
+//   (rest-root), so they cannot be run against it (docs/measure/chaos.md, "Trace stack under faults").
 // Afterwards every trace id is read back from Jaeger's query API. "Lost" is spans the gateway
 // accepted (the export succeeded) that Jaeger does not hold; "refused" is spans whose export failed
 // (the sender saw it, as an application's SDK would). Last, OTLP without a client certificate is

@@ -58,9 +58,9 @@ export interface OperatorResources {
 }
 
 /**
- * The operator's memory as `npm run bench -- --n 1000 --memory 5000` measures it (README
- * "Capacity"): the bundle with this Deployment's NODE_OPTIONS, V8's heap right after a full garbage
- * collection and VmRSS, in a fresh process that has made its first pass over the Websites it holds.
+ * The operator's memory as `npm run bench -- --n 1000 --memory 5000` measures it
+ * (docs/operate/capacity.md): the bundle with this Deployment's NODE_OPTIONS, V8's heap right after a
+ * full garbage collection and VmRSS, in a fresh process that has made its first pass over the Websites it holds.
  * What grows with Websites is the caches (each Website whole, its Deployment and Service cut to the
  * fields the operator reads) and the queue's index.
  */

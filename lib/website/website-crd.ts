@@ -247,8 +247,9 @@ export class WebsiteCrd extends Construct {
       ...(operator?.conversionWebhook ?? props.conversionWebhook),
     };
     if (served.length > 1 && !operator) {
-      // An operator of this group elsewhere in the app must be the one this CRD calls: the README's
-      // first example once pointed a CRD at website-system while its operator ran in another namespace.
+      // An operator of this group elsewhere in the app must be the one this CRD calls: the constructs
+      // example (docs/use/constructs.md; then in the README) once pointed a CRD at website-system while
+      // its operator ran in another namespace.
       this.node.addValidation({
         validate: () => {
           const operators = this.node.root.node

@@ -1,5 +1,5 @@
 // dist/ synced by a real Argo CD (harness/argocd/argocd.ts: the release scripts/binaries.sh builds,
-// started against a cluster of this project's own), exactly as the README tells users: its
+// started against a cluster of this project's own), exactly as docs/use/dist-and-argocd.md tells users: its
 // ApplicationSet with only repoURL (and, here, the revision under test) changed, its health check
 // in argocd-cm, its way of switching alternatives. The operator runs as a process beside the
 // cluster, as in the other cluster tests (kwok runs no container): the bundle, as its
@@ -22,20 +22,20 @@ import { SYNC_WAVE_ANNOTATION, websiteHealthCheck } from '../../lib/argocd.ts';
 
 type Manifest = Record<string, any>;
 const { kubectl, ok, getJson } = commandsFor(ARGOCD_CLUSTER);
-const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const page = readFileSync(join(ROOT, 'docs/use/dist-and-argocd.md'), 'utf8');
 const NS = 'argocd';
 
-/** Every ```yaml block of the README, parsed (all documents). */
-function readmeManifests(): Manifest[] {
-  return [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)]
+/** Every ```yaml block of that page, parsed (all documents). */
+function pageManifests(): Manifest[] {
+  return [...page.matchAll(/```yaml\n([\s\S]*?)```/g)]
     .flatMap((m) => parseAllDocuments(m[1]).map((d) => d.toJS() as Manifest))
     .filter(Boolean);
 }
 
-/** The README's ApplicationSet, pointed at `repoUrl` at `revision`, with `folders` replacing elements' folders by name. */
-function readmeApplicationSet(repoUrl: string, revision: string, folders: Record<string, string> = {}): Manifest {
-  const found = readmeManifests().find((m) => m.kind === 'ApplicationSet');
-  if (!found) throw new Error('the README has no ApplicationSet');
+/** The page's ApplicationSet, pointed at `repoUrl` at `revision`, with `folders` replacing elements' folders by name. */
+function pageApplicationSet(repoUrl: string, revision: string, folders: Record<string, string> = {}): Manifest {
+  const found = pageManifests().find((m) => m.kind === 'ApplicationSet');
+  if (!found) throw new Error('docs/use/dist-and-argocd.md has no ApplicationSet');
   const set = structuredClone(found);
   set.spec.template.spec.source.repoURL = repoUrl;
   set.spec.template.spec.source.targetRevision = revision;
@@ -157,8 +157,8 @@ const cluster = ARGOCD_CLUSTER;
 beforeAll(async () => {
   revision = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
   argocd = await startArgoCd({ cluster, dir: join(ROOT, '.cluster', 'test-argocd-state'), repository: ROOT });
-  // The README's health check, applied as the README says.
-  const configMap = readmeManifests().find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'argocd-cm');
+  // The page's health check, applied as the page says.
+  const configMap = pageManifests().find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'argocd-cm');
   expect(configMap?.data).toEqual(websiteHealthCheck());
   await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: JSON.stringify(configMap) });
 }, 600_000);
@@ -170,9 +170,9 @@ afterAll(async () => {
   await argocd?.stop();
 }, 120_000);
 
-describe("the README's ApplicationSet on a real Argo CD", () => {
+describe('the ApplicationSet of docs/use/dist-and-argocd.md on a real Argo CD', () => {
   test('every Application reaches Synced and Healthy: the CRD synced before the operator, the Websites created once the CRD was established, and Progressing until the operator reports their status', async () => {
-    await ok(['apply', '-f', '-'], { input: JSON.stringify(readmeApplicationSet(argocd.repoUrl, revision)) });
+    await ok(['apply', '-f', '-'], { input: JSON.stringify(pageApplicationSet(argocd.repoUrl, revision)) });
     await syncedAndHealthy(['website-api', 'tracing']);
     // The objects in the order Argo CD created them: the destination namespace first (Argo CD
     // creates it before its dry-run, whatever its wave), then wave by wave as dist/ annotates
@@ -335,7 +335,7 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
     }
   }, 300_000);
 
-  test('switching to the shell operator as the README says: the old operator pruned, the CRD, the namespace and every Website kept, and the shell operator serves them', async () => {
+  test('switching to the shell operator as docs/use/dist-and-argocd.md says: the old operator pruned, the CRD, the namespace and every Website kept, and the shell operator serves them', async () => {
     const uids = async () => ({
       crd: (await getJson(['crd', 'websites.web.example.com'])).metadata.uid,
       namespace: (await getJson(['namespace', OPERATOR_NS])).metadata.uid,
@@ -345,9 +345,7 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
     });
     const before = await uids();
     await ok(['apply', '-f', '-'], {
-      input: JSON.stringify(
-        readmeApplicationSet(argocd.repoUrl, revision, { 'website-api': 'website-shell-operator' }),
-      ),
+      input: JSON.stringify(pageApplicationSet(argocd.repoUrl, revision, { 'website-api': 'website-shell-operator' })),
     });
     await eventually(
       'the operator Deployment to be pruned',
@@ -401,7 +399,7 @@ describe("the README's ApplicationSet on a real Argo CD", () => {
   test('switching the trace stack to production on Cassandra leaves no object of the development stack behind', async () => {
     await ok(['apply', '-f', '-'], {
       input: JSON.stringify(
-        readmeApplicationSet(argocd.repoUrl, revision, {
+        pageApplicationSet(argocd.repoUrl, revision, {
           'website-api': 'website-shell-operator',
           tracing: 'tracing-production-cassandra',
         }),

@@ -145,7 +145,10 @@ async function queryApi(path: string, token?: string): Promise<Response> {
   return fetch(`${base}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {}, redirect: 'manual' });
 }
 
-/** What each production folder's NetworkPolicies say (README: the trace stack's table), probed from another namespace. */
+/**
+ * What each production folder's NetworkPolicies say (the table of docs/use/network-policies.md), probed
+ * from another namespace.
+ */
 async function expectPoliciesEnforced(pods: Awaited<ReturnType<typeof productionPods>>): Promise<void> {
   const ip = (pod: any) => pod.status.podIP;
   const [collector] = pods.collector;
@@ -226,7 +229,8 @@ describe('dist/tracing-production-elasticsearch/ applied as is', () => {
 
   beforeAll(async () => {
     await withoutTracingNamespace();
-    // As the README's steps go: the namespace, the storage's Service and the Secrets, then the folder.
+    // As the steps of docs/use/production-trace-stack.md go: the namespace, the storage's Service and
+    // the Secrets, then the folder.
     // (Secrets created after it would race the pods: oauth2-proxy could start before its provider's
     // CA is in its optional volume, fail discovery and restart once.)
     await ok(['create', 'namespace', NS]);
@@ -289,7 +293,7 @@ describe('dist/tracing-production-elasticsearch/ applied as is', () => {
     ).toBe(404);
   });
 
-  test("the folder's NetworkPolicies are enforced: what the README's table opens answers, the rest is refused", async () => {
+  test("the folder's NetworkPolicies are enforced: what the table of docs/use/network-policies.md opens answers, the rest is refused", async () => {
     await expectPoliciesEnforced(pods);
   });
 
@@ -335,7 +339,7 @@ describe('dist/tracing-production-cassandra/ applied as is', () => {
     expect((await queryApi(`/api/traces/${trace.traceID}`)).status).toBe(401);
   });
 
-  test("the folder's NetworkPolicies are enforced: what the README's table opens answers, the rest is refused", async () => {
+  test("the folder's NetworkPolicies are enforced: what the table of docs/use/network-policies.md opens answers, the rest is refused", async () => {
     await expectPoliciesEnforced(pods);
   });
 

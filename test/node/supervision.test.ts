@@ -1,6 +1,6 @@
 // The real node's daemons under supervisord (scripts/real-node.sh): containerd, the kubelet,
-// kube-proxy and kube-router. A second `cluster:up` on the running node, as the README's "starts or
-// reuses" invites, rewrites no file and restarts no daemon, and Services created after it work (it
+// kube-proxy and kube-router. A second `cluster:up` on the running node, as docs/contribute/local-cluster.md's
+// "start (or reuse)" invites, rewrites no file and restarts no daemon, and Services created after it work (it
 // used to rewrite kube-proxy's configuration, kube-proxy exited on that and nothing started it
 // again, so no Service created afterwards had rules); a configuration changed by hand is put back and
 // only its daemon restarts; each daemon killed comes back while the node's pods run on. Each test

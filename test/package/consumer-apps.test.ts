@@ -2,7 +2,7 @@
 // kinds people write, each of which type-checks and synthesizes with its own group and namespace:
 // - the app cdk8s-cli's `typescript-app` template generates (CommonJS, ts-node), run through the
 //   template's own hook minus its online `cdk8s import` step;
-// - an ES module app running the README's examples exactly as written;
+// - an ES module app running the examples of the README and docs/ exactly as written;
 // - apps on the oldest and the newest cdk8s, constructs and cdk8s-plus-34 the peer ranges allow.
 // None of them may get the operator's runtime (@kubernetes/client-node and the rest).
 import { execFile } from 'node:child_process';
@@ -251,21 +251,24 @@ async function freshApp(
   return app;
 }
 
-/** The README's ```ts examples that import from 'website-stack', in order. */
-function readmeExamples(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  return [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+/** The ```ts examples that import from 'website-stack' of the README and of every page of docs/, in order. */
+function docsExamples(): string[] {
+  const pages = ['README.md'];
+  for (const file of readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' }).sort())
+    if (file.endsWith('.md')) pages.push(join('docs', file));
+  const text = pages.map((page) => readFileSync(join(ROOT, page), 'utf8')).join('\n');
+  return [...text.matchAll(/```ts\n([\s\S]*?)```/g)]
     .map((m) => m[1])
     .filter((code) => code.includes("from 'website-stack'"));
 }
 
-test("an ES module app runs the README's examples as written; the constructs example's CRD reaches its operator's Service", async () => {
-  const examples = readmeExamples();
+test("an ES module app runs the examples of the README and docs/ as written; the constructs example's CRD reaches its operator's Service", async () => {
+  const examples = docsExamples();
   expect(examples.length).toBeGreaterThanOrEqual(2);
   // Each example writes into dist/ (cdk8s's default outdir), so each runs in an app of its own.
   for (const [index, example] of examples.entries()) {
     const app = await freshApp(
-      `esm-readme-${index}`,
+      `esm-docs-${index}`,
       'module',
       { module: 'NodeNext', moduleResolution: 'NodeNext' },
       { 'main.ts': example },
@@ -275,7 +278,7 @@ test("an ES module app runs the README's examples as written; the constructs exa
     const objects = manifests(join(app, 'dist'));
     expect(objects.length).toBeGreaterThan(0);
     if (example.includes('WebsiteOperator')) {
-      // The pair the README promises: the CRD's conversion webhook is the operator's own Service.
+      // The pair docs/use/constructs.md promises: the CRD's conversion webhook is the operator's own Service.
       const crd = only(objects, 'CustomResourceDefinition');
       const operator = only(objects, 'Deployment', 'website-operator');
       const service = only(objects, 'Service', crd.spec.conversion.webhook.clientConfig.service.name);

@@ -1,4 +1,4 @@
-// A fast pre-check of the README's Argo CD section, before the real Argo CD in test/argocd/ takes
+// A fast pre-check of the Argo CD section of docs/use/dist-and-argocd.md, before the real Argo CD in test/argocd/ takes
 // minutes to say the same: each claim names the test there that proves it on Argo CD itself. What
 // only Argo CD can judge (how it reads a folder, the order it syncs in, health, pruning, drift) is
 // left to that test.
@@ -11,16 +11,16 @@ import { websiteHealthCheck } from '../../lib/argocd.ts';
 
 type Manifest = Record<string, any>;
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const manifests: Manifest[] = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)]
+const page = readFileSync(join(root, 'docs/use/dist-and-argocd.md'), 'utf8');
+const manifests: Manifest[] = [...page.matchAll(/```yaml\n([\s\S]*?)```/g)]
   .flatMap((m) => parseAllDocuments(m[1]).map((d) => d.toJS() as Manifest))
   .filter(Boolean);
 const applicationSet = manifests.find((m) => m.kind === 'ApplicationSet');
 const elements: Array<{ name: string; folder: string; namespace: string }> =
   applicationSet?.spec.generators[0].list.elements ?? [];
-/** The ApplicationSet's text in the README: its comments name the alternatives of each element. */
+/** The ApplicationSet's text in that page: its comments name the alternatives of each element. */
 const applicationSetText =
-  readme.match(/```yaml\n(kind: ApplicationSet|apiVersion[^\n]*\nkind: ApplicationSet)[\s\S]*?```/)?.[0] ?? '';
+  page.match(/```yaml\n(kind: ApplicationSet|apiVersion[^\n]*\nkind: ApplicationSet)[\s\S]*?```/)?.[0] ?? '';
 const distFolders = readdirSync(join(root, 'dist')).filter((f) => statSync(join(root, 'dist', f)).isDirectory());
 
 /** `template` rendered for `element` as goTemplate with missingkey=error renders it: an unknown key throws. */
@@ -36,7 +36,7 @@ function render(template: unknown, element: Record<string, string>): unknown {
   return template;
 }
 
-describe("the README's Argo CD section (proven on Argo CD by test/argocd/argocd.test.ts)", () => {
+describe('the Argo CD section of docs/use/dist-and-argocd.md (proven on Argo CD by test/argocd/argocd.test.ts)', () => {
   // Proven by "every Application reaches Synced and Healthy".
   test('its ApplicationSet renders, for every element, an Application syncing a folder of dist/', () => {
     expect(applicationSet?.spec.goTemplateOptions).toContain('missingkey=error');

@@ -210,9 +210,9 @@ describe('WebsiteOperator', () => {
     );
   });
 
-  test("the README's capacity table is what operatorResourcesFor gives", () => {
-    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-    const rows = [...readme.matchAll(/^\| (\d+)(?: \(default\))? +\| (\d+Mi) +\| (\d+Mi) +\| (\d+) MiB +\|$/gm)];
+  test('the capacity table of docs/operate/capacity.md is what operatorResourcesFor gives', () => {
+    const page = readFileSync(fileURLToPath(new URL('../../docs/operate/capacity.md', import.meta.url)), 'utf8');
+    const rows = [...page.matchAll(/^\| (\d+)(?: \(default\))? +\| (\d+Mi) +\| (\d+Mi) +\| (\d+) MiB +\|$/gm)];
     expect(rows.map((r) => Number(r[1]))).toEqual([1000, 5000, 10000, 20000]);
     for (const [, capacity, request, limit, heap] of rows) {
       const resources = operatorResourcesFor(Number(capacity));

@@ -29,7 +29,7 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | LEASE_NAME | website-operator |
  * | WATCH_NAMESPACE | OPERATOR_NAMESPACE; or namespaces separated by commas (`team-a,team-b`); or `*` for all namespaces |
  * | LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS | 15, 10, 2 |
- * | CONCURRENCY | 32 (chosen by `npm run bench -- --operator-env CONCURRENCY=…`: see the README) |
+ * | CONCURRENCY | 32 (chosen by `npm run bench -- --operator-env CONCURRENCY=…`: see docs/measure/benchmarks.md) |
  * | KUBE_API_QPS, KUBE_API_BURST | unset: no client-side limit (the API server's Priority and Fairness governs); a QPS alone gets a burst of 1.5 × QPS |
  * | KUBE_API_HTTP2 | true: one HTTP/2 connection to the API server, health-checked by PING; false: a pool of HTTP/1.1 keep-alive connections (client-go's DISABLE_HTTP2) |
  * | RESYNC_SECONDS | 600 |
