@@ -12,8 +12,8 @@
 # the production chart's Elasticsearch retention CronJob), and actionlint (the linter the unit
 # tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
 # same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
-# argocd (Argo CD's multi-call binary: its application controller, repo server and ApplicationSet
-# controller, started through links of those names by harness/argocd/argocd.ts), and oauth2-proxy
+# argocd (Argo CD's application controller, repo server and ApplicationSet controller in one binary,
+# scripts/argocd/main.go, started through links of those names by harness/argocd/argocd.ts), and oauth2-proxy
 # (the OIDC proxy the production Jaeger query pod puts in front of the UI, run by the trace tests
 # against scripts/keycloak.sh; in no group, since the development stack of `npm run tracing:up` has
 # no OIDC: scripts/test.sh names it). Group node = what a real node runs (scripts/real-node.sh):
@@ -52,7 +52,8 @@ CONTAINERD_VERSION=v2.4.2
 CNI_PLUGINS_VERSION=v1.9.1
 COREDNS_VERSION=v1.15.0
 KUBE_ROUTER_VERSION=v2.1.0
-OTELCOL_MANIFEST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/otelcol-builder.yaml"
+SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+OTELCOL_MANIFEST="$SCRIPTS/otelcol-builder.yaml"
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
 BIN_DIR="$CACHE_DIR/bin"
@@ -79,11 +80,13 @@ version_of() {
     builder) echo "$OTELCOL_VERSION" ;;
     actionlint) echo "$ACTIONLINT_VERSION" ;;
     kro) echo "$KRO_VERSION" ;;
-    argocd) echo "$ARGOCD_VERSION" ;;
+    # Its components only (scripts/argocd/main.go): a key of its own, apart from a whole build's.
+    argocd) echo "$ARGOCD_VERSION-components" ;;
     oauth2-proxy) echo "$OAUTH2_PROXY_VERSION" ;;
     containerd|containerd-shim-runc-v2|ctr) echo "$CONTAINERD_VERSION" ;;
     cni-*) echo "$CNI_PLUGINS_VERSION" ;;
-    coredns) echo "$COREDNS_VERSION" ;;
+    # The real node's plugins only (scripts/real-node/coredns/main.go): a key apart from a full build's.
+    coredns) echo "$COREDNS_VERSION-kubeadm-plugins" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
     *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen es-index-cleaner actionlint kro argocd oauth2-proxy; groups: cluster, tracing, node)" ;;
@@ -280,7 +283,10 @@ build() {
         for kv in "version=${ARGOCD_VERSION#v}" "buildDate=$commit_time" "gitTag=$ARGOCD_VERSION" "gitTreeState=clean"; do
           ld+=" -X github.com/argoproj/argo-cd/v3/common.$kv"
         done
-        (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" ./cmd) || ok=$?
+        # Only the components the tests run (scripts/argocd/main.go), as upstream's ./cmd dispatches them.
+        mkdir -p "$dir/cmd/website-stack-components"
+        cp "$SCRIPTS/argocd/main.go" "$dir/cmd/website-stack-components/main.go"
+        (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" ./cmd/website-stack-components) || ok=$?
       fi
       ;;
     oauth2-proxy)
@@ -301,7 +307,11 @@ build() {
         "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" || ok=$?
       ;;
     coredns)
-      go_install coredns github.com/coredns/coredns || ok=$?
+      # The plugins of the real node's Corefile only (scripts/real-node/coredns/main.go).
+      local dir
+      dir=$(wrapper_module coredns github.com/coredns/coredns "$COREDNS_VERSION")
+      cp "$SCRIPTS/real-node/coredns/main.go" "$dir/main.go"
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w" -o "$tmp" .) || ok=$?
       ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.

@@ -59,8 +59,9 @@ export interface ArgoCd {
 /** Builds (once, cached) and locates the argocd binary and the manifests of its release. */
 export function argoCdBinary(): { binary: string; coreInstall: string; version: string } {
   const binary = builtBinaries('argocd').argocd;
-  // binaries.sh keeps the module's writable copy beside the binaries: <cache>/src/argocd-<version>.
-  const version = basename(binary).replace(/^argocd-/, '');
+  // binaries.sh keeps the module's writable copy beside the binaries: <cache>/src/argocd-<version>;
+  // the binary holds the release's components only (argocd-<version>-components).
+  const version = basename(binary).replace(/^argocd-/, '').replace(/-components$/, '');
   const coreInstall = join(dirname(dirname(binary)), 'src', `argocd-${version}`, 'manifests', 'core-install.yaml');
   if (!existsSync(coreInstall))
     throw new Error(`Argo CD's manifests are missing at ${coreInstall}: remove ${binary} and rebuild it`);
