@@ -61,7 +61,9 @@ export function argoCdBinary(): { binary: string; coreInstall: string; version: 
   const binary = builtBinaries('argocd').argocd;
   // binaries.sh keeps the module's writable copy beside the binaries: <cache>/src/argocd-<version>;
   // the binary holds the release's components only (argocd-<version>-components).
-  const version = basename(binary).replace(/^argocd-/, '').replace(/-components$/, '');
+  const version = basename(binary)
+    .replace(/^argocd-/, '')
+    .replace(/-components$/, '');
   const coreInstall = join(dirname(dirname(binary)), 'src', `argocd-${version}`, 'manifests', 'core-install.yaml');
   if (!existsSync(coreInstall))
     throw new Error(`Argo CD's manifests are missing at ${coreInstall}: remove ${binary} and rebuild it`);
