@@ -4,7 +4,7 @@
 // the churn stops, orphaned and duplicate children, lost updates, writes by a replica that did not
 // hold the Lease (audit log), Warning events and error log lines. Then the trace stack under
 // constant load (bench/chaos-trace.ts): Jaeger down, the Collector restarted and crashed, and
-// unauthenticated OTLP. Writes bench/results/chaos-latest.md and chaos-latest.json. See docs/measure/chaos.md.
+// unauthenticated OTLP. Writes docs/measure/results/chaos.md and bench/results/chaos-latest.json. See docs/measure/chaos.md.
 //
 //   npm run chaos -- [--n 1000] [--short] [--only operator-kill,leader-failover,trace] [--rate 20] [--seconds 60] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';

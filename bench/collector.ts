@@ -6,12 +6,13 @@
 //
 //   npm run bench:collector -- [--seconds 10] [--workers 1,2,4] [--spans 10]
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sumMetric } from '../harness/process/metrics.ts';
 import { builtBinaries, chartManifests, startLocalStack } from '../harness/trace/local-stack.ts';
+import { npmCommand, writeResultsPage } from './report.ts';
 
 const log = (message: string) =>
   process.stderr.write(`[bench:collector] ${new Date().toISOString().slice(11, 19)} ${message}\n`);
@@ -180,9 +181,8 @@ async function main(): Promise<void> {
     '',
   ];
   const report = lines.join('\n');
-  mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });
-  writeFileSync(join(import.meta.dirname, 'results', 'collector.md'), report);
   process.stdout.write(report);
+  process.stderr.write(`written to ${await writeResultsPage('collector', npmCommand('bench:collector'), report)}\n`);
 }
 
 await main();

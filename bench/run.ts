@@ -1,7 +1,7 @@
 // `npm run bench`: every controller under test through the same phases (idle, burst at N = 10, 100
 // and 1000, steady state, sustained churn, memory at 5000) on a local cluster of its own, every
-// figure against a baseline measured in the same run. Writes bench/results/latest.md and
-// latest.json. See docs/measure/benchmarks.md; a controller joins through a bench/peer.ts adapter.
+// figure against a baseline measured in the same run. Writes docs/measure/results/benchmark.md and
+// bench/results/latest.json. See docs/measure/benchmarks.md; a controller joins through a bench/peer.ts adapter.
 //
 //   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--memory-for website-operator] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
 //                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
