@@ -151,7 +151,8 @@ describe('scripts/binaries.sh', () => {
   });
 
   test('"node" names what a real node runs, each at its own pinned release (cached: no Go needed)', () => {
-    const node: Array<[string, string]> = [
+    // CoreDNS is cached under a key of its own (built with the node's Corefile plugins only).
+    const node: Array<[string, string, string?]> = [
       ['kubelet', 'KUBERNETES_VERSION'],
       ['kube-proxy', 'KUBERNETES_VERSION'],
       ['containerd', 'CONTAINERD_VERSION'],
@@ -161,10 +162,12 @@ describe('scripts/binaries.sh', () => {
       ['cni-host-local', 'CNI_PLUGINS_VERSION'],
       ['cni-loopback', 'CNI_PLUGINS_VERSION'],
       ['cni-portmap', 'CNI_PLUGINS_VERSION'],
-      ['coredns', 'COREDNS_VERSION'],
+      ['coredns', 'COREDNS_VERSION', '-kubeadm-plugins'],
       ['kube-router', 'KUBE_ROUTER_VERSION'],
     ];
-    const paths = node.map(([name, versionVariable]) => cached(`${name}-${pinned(versionVariable)}`));
+    const paths = node.map(([name, versionVariable, suffix = '']) =>
+      cached(`${name}-${pinned(versionVariable)}${suffix}`),
+    );
     const result = run(['node'], { PATH: noGo });
     expect(result.stdout).toBe(node.map(([name], i) => `${name}=${paths[i]}\n`).join(''));
     expect(result.code).toBe(0);
