@@ -5,6 +5,7 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
+import { AUDIT_POLICY } from '../harness/cluster/audit.ts';
 import { type ClusterAccess, kubectlOk } from '../harness/cluster/kubectl.ts';
 import { operatorRbacManifests } from '../harness/operator/operator-manifests.ts';
 import { eventually } from '../harness/process/poll.ts';
@@ -66,7 +67,7 @@ export function clusterEnv(nodes?: number, extraArgs: readonly string[] = []): N
     ...process.env,
     WEBSITE_STACK_CLUSTER_DIR: DIR,
     WEBSITE_STACK_CLUSTER_NAME: NAME,
-    WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'test', 'support', 'audit-policy.yaml'),
+    WEBSITE_STACK_CLUSTER_AUDIT_POLICY: AUDIT_POLICY,
     ...(nodes ? { WEBSITE_STACK_CLUSTER_NODES: String(nodes) } : {}),
     WEBSITE_STACK_CLUSTER_EXTRA_ARGS: extraArgs.map((a) => `--extra-args ${a}`).join(' '),
   };

@@ -1,6 +1,14 @@
 // The API server's audit log (one JSON event per line), as the tests and the benchmark read it:
 // what a controller sent, counted from outside it, whatever it is written in.
 import { open, stat } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The one audit policy of the tests' and the benchmark's clusters (scripts/cluster.sh's
+ * WEBSITE_STACK_CLUSTER_AUDIT_POLICY): every ServiceAccount's requests but kube-system's, and Lease
+ * writes with their body.
+ */
+export const AUDIT_POLICY = fileURLToPath(new URL('./audit-policy.yaml', import.meta.url));
 
 /** One request as the audit log records it (the fields read here). */
 export interface AuditEvent {

@@ -1,6 +1,7 @@
 // Where the test clusters live; shared by the global setups, teardowns and the tests.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AUDIT_POLICY } from './audit.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -28,7 +29,7 @@ export function testCluster(suffix = ''): TestCluster {
       ...process.env,
       WEBSITE_STACK_CLUSTER_DIR: dir,
       WEBSITE_STACK_CLUSTER_NAME: name,
-      WEBSITE_STACK_CLUSTER_AUDIT_POLICY: join(ROOT, 'harness/cluster/audit-policy.yaml'),
+      WEBSITE_STACK_CLUSTER_AUDIT_POLICY: AUDIT_POLICY,
     },
     kubeconfig: join(dir, 'kubeconfig'),
     kubectl: join(dir, 'bin', 'kubectl'),
