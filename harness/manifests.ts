@@ -3,9 +3,17 @@ import { App, Chart } from 'cdk8s';
 /** A Kubernetes object as synthesized: plain JSON. */
 export type Manifest = Record<string, any>;
 
+/**
+ * A chart of a fresh App that never writes to disk: its objects are read with `chart.toJson()`.
+ * (cdk8s's Testing.app() makes a temporary folder on every call and leaves it behind.)
+ */
+export function chartInMemory(id = 'test'): Chart {
+  return new Chart(new App({ outdir: '/nonexistent' }), id);
+}
+
 /** Synthesizes whatever `build` adds to a fresh chart, in memory (nothing touches disk). */
 export function synth(build: (chart: Chart) => void): Manifest[] {
-  const chart = new Chart(new App({ outdir: '/nonexistent' }), 'test');
+  const chart = chartInMemory();
   build(chart);
   return chart.toJson();
 }

@@ -5,11 +5,12 @@
 // the UI against a real Keycloak over HTTPS with a CA of its own. The servers run on the host,
 // listening on the node's gateway address. The production folders use the namespace `tracing`, as
 // dist/tracing-dev/ does: each suite starts without it and leaves none behind.
+
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Chart, Testing } from 'cdk8s';
 import { ROOT } from '../../harness/cluster/env.ts';
+import { chartInMemory } from '../../harness/manifests.ts';
 import {
   clusterIP,
   connects,
@@ -111,7 +112,7 @@ async function startHotRod(): Promise<void> {
     { 'otel-client': { 'ca.crt': pki.ca, 'tls.crt': pki.clientCert, 'tls.key': pki.clientKey } },
     APP_NS,
   );
-  const chart = new Chart(Testing.app(), 'shop');
+  const chart = chartInMemory('shop');
   new HotRod(chart, 'HotRod', {
     namespace: APP_NS,
     otlpEndpoint: 'https://otel-collector.tracing.svc:4318',
@@ -119,7 +120,7 @@ async function startHotRod(): Promise<void> {
     clientTls: { secretName: 'otel-client' },
   });
   await ok(['apply', '-f', '-'], {
-    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: Testing.synth(chart) }),
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: chart.toJson() }),
   });
   await readyPods(APP_NS, 'app.kubernetes.io/name=hotrod', 1);
 }

@@ -1,4 +1,5 @@
-import { Chart, Testing } from 'cdk8s';
+import { chartInMemory } from '../../harness/manifests.ts';
+
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { oauth2ProxySidecar, oidcIssuerPort, type QueryOidcProps } from '../../lib/tracing/oauth2-proxy.ts';
 
@@ -17,13 +18,13 @@ const args = (oidc: Partial<QueryOidcProps> = {}) =>
 
 describe('oauth2-proxy in front of Jaeger query', () => {
   test('OIDC puts oauth2-proxy in front: Jaeger listens on localhost, the Service reaches only the proxy', () => {
-    const chart = new Chart(Testing.app(), 'test');
+    const chart = chartInMemory();
     const j = new JaegerProduction(chart, 'j', {
       storage: { type: 'cassandra', servers: ['cassandra:9042'] },
       oidc: OIDC,
     });
     expect((j.queryConfig as any).extensions.jaeger_query.http.endpoint).toBe('127.0.0.1:16686');
-    const objects = Testing.synth(chart);
+    const objects = chart.toJson();
     const query = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'jaeger-query');
     const proxy = query.spec.template.spec.containers.find((x: any) => x.name === 'oauth2-proxy');
     expect(proxy.image).toBe('quay.io/oauth2-proxy/oauth2-proxy:v7.15.6');

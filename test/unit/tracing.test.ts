@@ -1,5 +1,4 @@
-import { Chart, Testing } from 'cdk8s';
-import { expectPodSecurityRestricted } from '../../harness/manifests.ts';
+import { chartInMemory, expectPodSecurityRestricted } from '../../harness/manifests.ts';
 import { localize } from '../../harness/trace/local-stack.ts';
 import { type CollectorConfig, collectorConfigProblems } from '../../lib/tracing/collector-config.ts';
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
@@ -9,7 +8,7 @@ import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { collectorConfig, OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import { ProductionTracingStack } from '../../lib/tracing/production-tracing-stack.ts';
 
-const chart = () => new Chart(Testing.app(), 'test');
+const chart = () => chartInMemory();
 const byKind = (objects: any[], kind: string) => objects.filter((o) => o.kind === kind);
 const JAEGER = { name: 'jaeger', endpoint: 'jaeger.tracing.svc:4317' };
 
@@ -286,7 +285,7 @@ describe('the trace-stack workloads', () => {
   test('every pod passes Pod Security restricted, pins its image and rolls on a config change', () => {
     const c = chart();
     new DevelopmentTracingStack(c, 'dev');
-    const deployments = byKind(Testing.synth(c), 'Deployment');
+    const deployments = byKind(c.toJson(), 'Deployment');
     expect(deployments.map((d) => d.metadata.name).sort()).toEqual(['hotrod', 'jaeger', 'otel-collector']);
     for (const d of deployments) {
       const pod = d.spec.template.spec;
@@ -303,7 +302,7 @@ describe('the trace-stack workloads', () => {
   test("HotROD finds the collector through OTEL_EXPORTER_OTLP_ENDPOINT, the collector's base URL", () => {
     const c = chart();
     new DevelopmentTracingStack(c, 'dev');
-    const hotrod = byKind(Testing.synth(c), 'Deployment').find((d) => d.metadata.name === 'hotrod');
+    const hotrod = byKind(c.toJson(), 'Deployment').find((d) => d.metadata.name === 'hotrod');
     expect(hotrod.spec.template.spec.containers[0].env).toEqual([
       { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.tracing.svc:4318' },
     ]);
@@ -322,7 +321,7 @@ describe('the trace-stack workloads', () => {
       namespace: 'shop',
       clientTls: { secretName: 'otel-client' },
     });
-    const pod = byKind(Testing.synth(c), 'Deployment')[0].spec.template.spec;
+    const pod = byKind(c.toJson(), 'Deployment')[0].spec.template.spec;
     const dir = pod.containers[0].volumeMounts.find((m: any) => m.name === 'secret-0').mountPath;
     expect(pod.containers[0].env).toEqual([
       { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'https://otel-collector.tracing.svc:4318' },
@@ -350,7 +349,7 @@ describe('the trace-stack workloads', () => {
       ttl: { spans: '72h' },
       directories: { keys: '/var/lib/jaeger/keys' },
     });
-    const objects = Testing.synth(c);
+    const objects = c.toJson();
     expect(byKind(objects, 'PersistentVolumeClaim')[0].spec.resources.requests.storage).toBe('5Gi');
     expect(byKind(objects, 'Deployment')[0].spec.strategy.type).toBe('Recreate');
     expect(() => new JaegerAllInOne(chart(), 'j', { storage: { type: 'badger', spanTtl: '7 days' } })).toThrow(
@@ -362,7 +361,7 @@ describe('the trace-stack workloads', () => {
     const c = chart();
     const j = new JaegerAllInOne(c, 'j', { otlpEnabled: false });
     expect((j.config as any).service.pipelines.traces.receivers).toEqual(['jaeger']);
-    const service = byKind(Testing.synth(c), 'Service')[0];
+    const service = byKind(c.toJson(), 'Service')[0];
     expect(service.spec.ports.map((p: any) => p.name)).not.toContain('otlp-grpc');
     expect(service.spec.ports.filter((p: any) => p.protocol === 'UDP').map((p: any) => p.port)).toEqual([6831, 6832]);
   });
@@ -379,7 +378,7 @@ describe('Jaeger for production', () => {
   test('collector and query are separate Deployments; the collector scales on CPU and keeps one replica through disruptions', () => {
     const c = chart();
     new JaegerProduction(c, 'j', { storage: es });
-    const objects = Testing.synth(c);
+    const objects = c.toJson();
     expect(byKind(objects, 'Deployment').map((d) => [d.metadata.name, d.spec.replicas])).toEqual([
       ['jaeger-collector', 2],
       ['jaeger-query', 2],
@@ -395,7 +394,7 @@ describe('Jaeger for production', () => {
   test('collector and query each keep one replica through drains, and let pods that are not Ready go regardless', () => {
     const c = chart();
     new JaegerProduction(c, 'j', { storage: es });
-    const budgets = byKind(Testing.synth(c), 'PodDisruptionBudget');
+    const budgets = byKind(c.toJson(), 'PodDisruptionBudget');
     expect(budgets.map((b) => [b.metadata.name, b.spec])).toEqual(
       ['jaeger-collector', 'jaeger-query'].map((name) => [
         name,
@@ -408,9 +407,7 @@ describe('Jaeger for production', () => {
     );
     const single = chart();
     new JaegerProduction(single, 'j', { storage: es, queryReplicas: 1 });
-    expect(byKind(Testing.synth(single), 'PodDisruptionBudget').map((b) => b.metadata.name)).toEqual([
-      'jaeger-collector',
-    ]);
+    expect(byKind(single.toJson(), 'PodDisruptionBudget').map((b) => b.metadata.name)).toEqual(['jaeger-collector']);
     expect(() => new JaegerProduction(chart(), 'j', { storage: es, queryReplicas: 0 })).toThrow(
       /queryReplicas must be a whole number >= 1, got 0/,
     );
@@ -423,7 +420,7 @@ describe('Jaeger for production', () => {
     ) => {
       const c = chart();
       new JaegerProduction(c, 'j', { storage: es, ...(spread ? { spread } : {}) });
-      return byKind(Testing.synth(c), 'Deployment').find((d) => d.metadata.name === name).spec.template.spec;
+      return byKind(c.toJson(), 'Deployment').find((d) => d.metadata.name === name).spec.template.spec;
     };
     const selector = {
       matchLabels: { 'app.kubernetes.io/name': 'jaeger-collector', 'app.kubernetes.io/component': 'collector' },
@@ -458,7 +455,7 @@ describe('Jaeger for production', () => {
   test("the index cleaner's Jobs carry no TTL: the CronJob's history limits keep one success and three failures", () => {
     const c = chart();
     new JaegerProduction(c, 'j', { storage: es });
-    const cleaner = byKind(Testing.synth(c), 'CronJob')[0];
+    const cleaner = byKind(c.toJson(), 'CronJob')[0];
     expect(cleaner.spec).toMatchObject({ successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 3 });
     expect(cleaner.spec.jobTemplate.spec.ttlSecondsAfterFinished).toBeUndefined();
   });
@@ -472,9 +469,9 @@ describe('Jaeger for production', () => {
       auth: { basic: { username: '${env:ES_USERNAME}', password_file: '/etc/jaeger/storage/credentials/password' } },
       tls: { ca_file: '/etc/jaeger/storage/ca/ca.crt' },
     });
-    const text = JSON.stringify(Testing.synth(c));
+    const text = JSON.stringify(c.toJson());
     expect(text).not.toMatch(/"password":"[^$]/);
-    const cleaner = byKind(Testing.synth(c), 'CronJob')[0];
+    const cleaner = byKind(c.toJson(), 'CronJob')[0];
     expect(cleaner.spec.schedule).toBe('55 23 * * *');
     const container = cleaner.spec.jobTemplate.spec.template.spec.containers[0];
     expect(container.args).toEqual(['7', 'https://es.example:9200']);
