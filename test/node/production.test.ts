@@ -5,7 +5,6 @@
 // the UI against a real Keycloak over HTTPS with a CA of its own. The servers run on the host,
 // listening on the node's gateway address. The production folders use the namespace `tracing`, as
 // dist/tracing-dev/ does: each suite starts without it and leaves none behind.
-
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,4 @@
 import { chartInMemory } from '../../harness/manifests.ts';
-
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { oauth2ProxySidecar, oidcIssuerPort, type QueryOidcProps } from '../../lib/tracing/oauth2-proxy.ts';
 
