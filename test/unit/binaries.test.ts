@@ -250,6 +250,25 @@ describe('scripts/binaries.sh', () => {
       expect([log[0].replace('start', 'end'), log[2].replace('start', 'end')]).toEqual([log[1], log[3]]);
     });
 
+    // npm test's two build streams: binaries of different modules build side by side.
+    test('binaries of different modules build at the same time', async () => {
+      const actionlint = join(dir, 'cache', 'bin', `actionlint-${pinned('ACTIONLINT_VERSION')}`);
+      const building = caller(['kwok']);
+      await eventually('the build of kwok to start', () => builds().includes('start kwok'), { intervalMs: 20 });
+      const beside = caller(['actionlint']);
+      await eventually(
+        'the build of actionlint to start while kwok builds',
+        () => builds().includes('start actionlint'),
+        {
+          intervalMs: 20,
+        },
+      );
+      expect(builds()).toEqual(['start kwok', 'start actionlint']);
+      writeFileSync(release(), '');
+      expect(await building).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\n` });
+      expect(await beside).toEqual({ code: 0, stdout: `actionlint=${actionlint}\n` });
+    });
+
     test('a caller whose binaries are cached is not held up by a build of another binary', async () => {
       const kubectl = cached(`kubectl-${pinned('KUBERNETES_VERSION')}`);
       const building = caller(['kwok']);
