@@ -16,7 +16,8 @@ import { DEFAULT_COLOR } from '../lib/website/schema.ts';
 import { DEPLOYMENTS, type KubeObject, SERVICES } from '../operator/src/controller/kube-api.ts';
 import { renderedKind, renderWorkload } from '../operator/src/reconciler/render.ts';
 import { AUDIT_LOG, type BenchCluster, clusterDown, clusterUp, emptyNamespace } from './cluster.ts';
-import { type KroProcess, kroPeer } from './kro.ts';
+import type { ControllerProcess } from './controller-process.ts';
+import { kroPeer } from './kro.ts';
 import type { PeerProcess } from './peer.ts';
 
 const { values } = parseArgs({ options: { 'keep-cluster': { type: 'boolean', default: false } } });
@@ -228,7 +229,7 @@ test('kro created the children as its ServiceAccount, and its queue metrics coun
     .filter((e) => e.objectRef?.namespace === ns && e.objectRef?.name === 'website-hello');
   assert.ok(creates.length > 0, `the audit log has no write of website-hello in ${ns}`);
   assert.deepEqual([...new Set(creates.map((e) => e.user?.username))], [peer.user]);
-  const text = await (kro as KroProcess).metrics();
+  const text = await (kro as ControllerProcess).metrics();
   assert.ok(
     sumMetric(text, 'workqueue_queue_duration_seconds_count', peer.queueWait.labels) >= 10,
     'the dynamic controller queue handed out at least one item per Website',

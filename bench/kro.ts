@@ -10,10 +10,9 @@
 // controllers write the same Deployment and Service; where our operator substitutes a value, the RGD
 // has a `${schema.…}` CEL expression. kro's own CRDs and the controller's RBAC come from kro's
 // module at the pinned version (its Helm chart), not from copies kept here.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { kubectlOk, serviceAccountKubeconfig } from '../harness/cluster/kubectl.ts';
 import {
   type Condition,
@@ -34,11 +33,11 @@ import {
 } from '../harness/kro/kro.ts';
 import { sumMetric } from '../harness/process/metrics.ts';
 import { eventually } from '../harness/process/poll.ts';
-import { freePort } from '../harness/process/ports.ts';
 import { workloadName } from '../lib/workload/website-workload.ts';
 import { type KubeObject, LEASES } from '../operator/src/controller/kube-api.ts';
 import { ensureNamespace, ROOT } from './cluster.ts';
-import { type Peer, type PeerContext, type PeerProcess, serviceAccountUser } from './peer.ts';
+import { ControllerProcess } from './controller-process.ts';
+import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
 
 /** How kro runs. Its Helm chart's defaults unless said otherwise. */
 export interface KroSettings {
@@ -142,111 +141,28 @@ function rgdStatus(rgd: KubeObject | undefined): string {
   return `state ${status.state ?? 'unset'}${failing.length ? `; ${failing.join('; ')}` : ''}`;
 }
 
-/** A running kro controller. */
-export class KroProcess implements PeerProcess {
-  /** The last lines of its log (stderr), for error messages. */
-  readonly log: string[] = [];
-  readonly exited: Promise<number | null>;
-  readonly metricsPort: number;
-  readonly healthPort: number;
-  private readonly child: ChildProcess;
+/** Starts kro with `kubeconfig` and `settings`, as its Helm chart runs it (leader election on, info-level console logs, no development mode). */
+export function startKro(binary: string, kubeconfig: string, settings: KroSettings = {}): Promise<ControllerProcess> {
+  return ControllerProcess.start('kro', binary, ({ metricsPort, healthPort }) => [
+    `--kubeconfig=${kubeconfig}`,
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+    '--leader-elect',
+    `--leader-election-namespace=${KRO_NS}`,
+    '--zap-log-level=info',
+    '--zap-encoder=console',
+    '--zap-devel=false',
+    ...(settings.workers ? [`--dynamic-controller-concurrent-reconciles=${settings.workers}`] : []),
+  ]);
+}
 
-  private constructor(child: ChildProcess, metricsPort: number, healthPort: number) {
-    this.child = child;
-    this.metricsPort = metricsPort;
-    this.healthPort = healthPort;
-    // 'close': once its output is read to the end, so the log holds its last lines too.
-    this.exited = new Promise((resolve) => child.once('close', (code, signal) => resolve(signal ? null : code)));
-    const keep = (line: string) => {
-      this.log.push(line);
-      if (this.log.length > 200) this.log.shift();
-    };
-    createInterface(child.stdout!).on('line', keep);
-    createInterface(child.stderr!).on('line', keep);
-  }
-
-  /**
-   * Starts kro with `kubeconfig` and `settings`, as its Helm chart runs it (leader election on,
-   * info-level console logs, no development mode), metrics and probes on free local ports.
-   */
-  static async start(binary: string, kubeconfig: string, settings: KroSettings = {}): Promise<KroProcess> {
-    const [metricsPort, healthPort] = [await freePort(), await freePort()];
-    const args = [
-      `--kubeconfig=${kubeconfig}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-      `--health-probe-bind-address=127.0.0.1:${healthPort}`,
-      '--leader-elect',
-      `--leader-election-namespace=${KRO_NS}`,
-      '--zap-log-level=info',
-      '--zap-encoder=console',
-      '--zap-devel=false',
-      ...(settings.workers ? [`--dynamic-controller-concurrent-reconciles=${settings.workers}`] : []),
-    ];
-    // Nothing of this process's environment but PATH: KUBECONFIG and the like must not leak in.
-    const child = spawn(binary, args, { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
-    return new KroProcess(child, metricsPort, healthPort);
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  get metricsUrl(): string {
-    return `http://127.0.0.1:${this.metricsPort}/metrics`;
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  async metrics(): Promise<string> {
-    return (await fetch(this.metricsUrl)).text();
-  }
-
-  private async until(what: string, done: (metrics: string) => boolean, timeoutMs: number): Promise<void> {
-    await eventually(
-      what,
-      async () => {
-        if (!this.running)
-          throw new Error(
-            `kro exited (${this.child.exitCode ?? this.child.signalCode}):\n${this.log.slice(-30).join('\n')}`,
-          );
-        return done(await this.metrics().catch(() => ''));
-      },
-      {
-        timeoutMs,
-        intervalMs: 250,
-        progress: () => `last log lines:\n${this.log.slice(-10).join('\n')}`,
-        stopOnError: true,
-      },
-    );
-  }
-
-  /** Resolves once kro holds its Lease (it reconciles nothing before). */
-  leading(timeoutMs = 60_000): Promise<void> {
-    return this.until(
-      'kro to lead',
-      (text) => sumMetric(text, 'leader_election_master_status', { name: KRO_LEASE }) === 1,
-      timeoutMs,
-    );
-  }
-
-  /** Resolves once the dynamic controller serves an RGD's API (its informer synced): from then on it reconciles instances. */
-  serving(timeoutMs = 60_000): Promise<void> {
-    return this.until(
-      'kro to serve websites.kro.run',
-      (text) => sumMetric(text, 'dynamic_controller_gvr_count') >= 1,
-      timeoutMs,
-    );
-  }
-
-  /** SIGTERM, then SIGKILL if it has not exited after `graceMs` (kro itself allows 60 s for a graceful shutdown). */
-  async stop(graceMs = 30_000): Promise<void> {
-    if (this.running) this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.running && this.child.kill('SIGKILL'), graceMs);
-    await this.exited;
-    clearTimeout(timer);
-  }
+/** Resolves once kro's dynamic controller serves an RGD's API (its informer synced): from then on it reconciles instances. */
+function serving(kro: ControllerProcess, timeoutMs = 60_000): Promise<void> {
+  return kro.until(
+    'kro to serve websites.kro.run',
+    (text) => sumMetric(text, 'dynamic_controller_gvr_count') >= 1,
+    timeoutMs,
+  );
 }
 
 /**
@@ -259,14 +175,14 @@ export function kroPeer(settings: KroSettings = {}): Peer {
   let kubeconfig: string | undefined;
   let binary: string | undefined;
   const workers = settings.workers ?? 1;
-  const start = async ({ cluster, log }: PeerContext): Promise<KroProcess> => {
+  const start = async ({ cluster, log }: PeerContext): Promise<ControllerProcess> => {
     binary ??= await kroBinary(log);
     // A Lease left by a killed run would make kro wait for it to expire.
     await cluster.admin.delete(LEASES, { namespace: KRO_NS, name: KRO_LEASE }).catch(() => undefined);
     kubeconfig ??= await serviceAccountKubeconfig(cluster, KRO_SERVICE_ACCOUNT, KRO_NS);
-    const kro = await KroProcess.start(binary, kubeconfig, settings);
+    const kro = await startKro(binary, kubeconfig, settings);
     try {
-      await kro.leading();
+      await kro.leading(KRO_LEASE);
       const rgd = () => cluster.admin.get<KubeObject>(RGD_TYPE, { name: RGD_NAME });
       await eventually(`the ResourceGraphDefinition "${RGD_NAME}" to be Active`, async () => rgdActive(await rgd()), {
         timeoutMs: 120_000,
@@ -274,7 +190,7 @@ export function kroPeer(settings: KroSettings = {}): Peer {
       }).catch(async (error: Error) => {
         throw new Error(`${error.message} (${rgdStatus(await rgd())}); kro's log:\n${kro.log.slice(-20).join('\n')}`);
       });
-      await kro.serving();
+      await serving(kro);
     } catch (error) {
       await kro.stop(0);
       throw error;

@@ -3,7 +3,7 @@
 // figure against a baseline measured in the same run. Writes docs/measure/results/benchmark.md and
 // bench/results/latest.json. See docs/measure/benchmarks.md; a controller joins through a bench/peer.ts adapter.
 //
-//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--memory-for website-operator] [--peer ./my-peer.ts] [--no-kro] [--no-shell] [--only kro,shell]
+//   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--memory-for website-operator] [--peer ./my-peer.ts] [--no-kro] [--no-go] [--no-shell] [--only kro,shell]
 //                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -21,6 +21,7 @@ import {
   holdCluster,
   ROOT,
 } from './cluster.ts';
+import { goOperatorPeer } from './go-operator.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
       peer: { type: 'string', multiple: true, default: [] },
       'no-shell': { type: 'boolean', default: false },
       'no-kro': { type: 'boolean', default: false },
+      'no-go': { type: 'boolean', default: false },
       'operator-env': { type: 'string', multiple: true, default: [] },
       only: { type: 'string' },
       replicas: { type: 'string', default: '1' },
@@ -213,13 +215,18 @@ async function main(): Promise<void> {
       env,
     });
   });
-  const peers: Peer[] = [websiteOperator, ...variants, ...(values['no-kro'] ? [] : [kroPeer()])];
+  const peers: Peer[] = [
+    websiteOperator,
+    ...variants,
+    ...(values['no-go'] ? [] : [goOperatorPeer()]),
+    ...(values['no-kro'] ? [] : [kroPeer()]),
+  ];
   for (const path of values.peer) {
     const peer = await loadPeer(path);
     // Figures are keyed by title: two alike would mix (e.g. --peer bench/kro.ts without --no-kro).
     if (peers.some((p) => p.title === peer.title))
       throw new Error(
-        `${path}: a controller titled "${peer.title}" is already under test; give it another title, or leave the other out (--no-kro)`,
+        `${path}: a controller titled "${peer.title}" is already under test; give it another title, or leave the other out (--no-kro, --no-go)`,
       );
     peers.push(peer);
   }

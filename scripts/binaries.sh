@@ -12,6 +12,8 @@
 # the production chart's Elasticsearch retention CronJob), and actionlint (the linter the unit
 # tests run on .github/workflows), and kro (kubernetes-sigs/kro's controller, the operator bench's
 # same-box peer: `scripts/binaries.sh kro`; in no group, so `npm test` never builds it), and
+# go-website-operator (the bench's Go peer, bench/go-operator/main.go on controller-runtime; in no
+# group either), and
 # argocd (Argo CD's application controller, repo server and ApplicationSet controller in one binary,
 # scripts/argocd/main.go, started through links of those names by harness/argocd/argocd.ts), and oauth2-proxy
 # (the OIDC proxy the production Jaeger query pod puts in front of the UI, run by the trace tests
@@ -54,6 +56,8 @@ COREDNS_VERSION=v1.15.0
 KUBE_ROUTER_VERSION=v2.1.0
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OTELCOL_MANIFEST="$SCRIPTS/otelcol-builder.yaml"
+# The benchmark's Go peer: our own program (its go.mod pins controller-runtime), not a release.
+GO_OPERATOR="$SCRIPTS/../bench/go-operator"
 
 CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}"
 BIN_DIR="$CACHE_DIR/bin"
@@ -89,7 +93,9 @@ version_of() {
     coredns) echo "$COREDNS_VERSION-kubeadm-plugins" ;;
     # Keyed by the manifest too: a changed component list is a different binary.
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen es-index-cleaner actionlint kro argocd oauth2-proxy; groups: cluster, tracing, node)" ;;
+    # Keyed by its source: any change to the program or its modules is a different binary.
+    go-website-operator) cat "$GO_OPERATOR/main.go" "$GO_OPERATOR/go.mod" "$GO_OPERATOR/go.sum" | sha256sum | cut -c1-12 ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen es-index-cleaner actionlint kro go-website-operator argocd oauth2-proxy; groups: cluster, tracing, node)" ;;
   esac
 }
 
@@ -292,6 +298,12 @@ build() {
     kro)
       # The package is cmd/controller; the binary is renamed kro in the cache.
       go_install controller github.com/kubernetes-sigs/kro/cmd/controller || ok=$?
+      ;;
+    go-website-operator)
+      # Built in a copy, so that the build writes nothing into the repository.
+      local dir="$CACHE_DIR/src/go-website-operator-$version"
+      mkdir -p "$dir" && cp "$GO_OPERATOR/main.go" "$GO_OPERATOR/go.mod" "$GO_OPERATOR/go.sum" "$dir/"
+      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" go build -trimpath -ldflags "-s -w" -o "$tmp" .) || ok=$?
       ;;
     argocd)
       local module dir commit_time ld="-s -w" kv

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { COLOR_PATTERN, DEFAULT_COLOR, DEFAULT_REPLICA_BOUNDS, MAX_TITLE_LENGTH } from '../../lib/website/schema.ts';
-import { escapeHtml, linearChannel, pageHtml, textColorOn } from '../../lib/workload/page.ts';
+import { escapeHtml, linearChannel } from '../../lib/workload/page.ts';
 import type { KubeObject, ResourceType } from '../../operator/src/controller/kube-api.ts';
-import { renderedKind, renderWorkload } from '../../operator/src/reconciler/render.ts';
 import type { WebsiteSpec } from '../cluster/website.ts';
+import { replaceStrings, workloadTemplates } from '../operator/workload-template.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -142,68 +142,28 @@ export function celTextColor(): string {
   );
 }
 
-/** Values no real Website has, rendered through renderWorkload and then replaced by expressions. */
-const PLACEHOLDER = {
-  name: 'kro-placeholder-name',
-  namespace: 'kro-placeholder-ns',
-  title: 'kro-placeholder-title',
-  replicas: 3,
-  color: DEFAULT_COLOR,
-};
-
-/** Replaces every occurrence of `from` in the strings of `value`, recursively. */
-function replaceStrings(value: unknown, from: string, to: string): unknown {
-  if (typeof value === 'string') return value.split(from).join(to);
-  if (Array.isArray(value)) return value.map((v) => replaceStrings(v, from, to));
-  if (value && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceStrings(v, from, to)]));
-  return value;
-}
-
 /**
- * The Deployment and Service templates: renderWorkload()'s output for placeholder values, with
- * kro's expressions where our operator substitutes the Website's. Two differences, both kro's way:
- * no ownerReferences (kro tracks children by ApplySet labels and deletes them itself, in reverse
+ * The Deployment and Service templates (harness/operator/workload-template.ts), with kro's
+ * expressions where our operator substitutes the Website's. Two differences, both kro's way: no
+ * ownerReferences (kro tracks children by ApplySet labels and deletes them itself, in reverse
  * dependency order, before it drops the instance's finalizer), and `app.kubernetes.io/managed-by:
  * kro` (kro sets that label on children anyway).
  */
 export function kroTemplates(): { deployment: KubeObject; service: KubeObject } {
-  const p = PLACEHOLDER;
-  const rendered = renderWorkload({
-    apiVersion: 'web.example.com/v1',
-    kind: 'Website',
-    metadata: { name: p.name, namespace: p.namespace, uid: 'kro-placeholder-uid', generation: 1 },
-    spec: { title: p.title, replicas: p.replicas, color: p.color },
-  });
-  const html = pageHtml({ text: p.title, background: p.color, foreground: textColorOn(p.color) });
-  const kroHtml = pageHtml({
+  const templates = workloadTemplates({
+    name: '${schema.metadata.name}',
+    namespace: '${schema.metadata.namespace}',
+    uid: '${schema.metadata.uid}',
     text: `\${${celEscapedTitle()}}`,
     background: '${schema.spec.color}',
     foreground: `\${${celTextColor()}}`,
+    replicas: '${schema.spec.replicas}',
   });
   const convert = (object: KubeObject): KubeObject => {
     const { ownerReferences: _owners, ...metadata } = object.metadata!;
-    let out: unknown = { ...object, metadata };
-    out = replaceStrings(out, html, kroHtml);
-    out = replaceStrings(out, p.namespace, '${schema.metadata.namespace}');
-    out = replaceStrings(out, p.name, '${schema.metadata.name}');
-    out = replaceStrings(out, 'website-operator', 'kro');
-    return out as KubeObject;
+    return replaceStrings({ ...object, metadata }, 'website-operator', 'kro') as KubeObject;
   };
-  const deployment = convert(renderedKind(rendered, 'Deployment'));
-  const spec = deployment.spec as { replicas: unknown };
-  if (spec.replicas !== p.replicas)
-    throw new Error(
-      `renderWorkload's Deployment has no spec.replicas ${p.replicas}: update kroTemplates for its new shape`,
-    );
-  spec.replicas = '${schema.spec.replicas}';
-  const service = convert(renderedKind(rendered, 'Service'));
-  const leftover = JSON.stringify({ deployment, service }).match(/kro-placeholder-\w+/);
-  if (leftover)
-    throw new Error(
-      `renderWorkload's output still holds ${leftover[0]} after conversion: update kroTemplates for its new shape`,
-    );
-  return { deployment, service };
+  return { deployment: convert(templates.deployment), service: convert(templates.service) };
 }
 
 /**
