@@ -21,7 +21,7 @@ import { type KubeObject, LEASES } from '../operator/src/controller/kube-api.ts'
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { websitesType } from '../operator/src/reconciler/website.ts';
 import { installOperatorObjects } from './cluster.ts';
-import { heapAfterGc } from './heap.ts';
+import { heapAfterGc } from './inspector.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
 import { median } from './report.ts';
 
@@ -33,9 +33,15 @@ import { median } from './report.ts';
 export function websiteOperatorPeer({
   title = 'website-operator',
   env = {},
+  inspect,
 }: {
   title?: string;
   env?: Record<string, string>;
+  /**
+   * Profiling (bench/profile.ts): the operator starts paused in its inspector (--inspect-brk) on
+   * `port`, and this attaches to it and lets it run, so nothing of its start escapes the profilers.
+   */
+  inspect?: (port: number) => Promise<void>;
 } = {}): Peer {
   const websites = websitesType(DEFAULT_GROUP);
   let kubeconfig: string | undefined;
@@ -67,10 +73,22 @@ export function websiteOperatorPeer({
         NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
         WEBSITE_CAPACITY: String(DEFAULT_OPERATOR_CAPACITY),
       };
-      // Where the inspector listens once SIGUSR1 opens it, for the heap figure (bench/heap.ts).
+      // Where the inspector listens once SIGUSR1 opens it, for the heap figure (bench/inspector.ts).
       const inspectPort = await freePort();
-      deployment.NODE_OPTIONS += ` --inspect-port=127.0.0.1:${inspectPort}`;
+      deployment.NODE_OPTIONS += inspect
+        ? ` --inspect-brk=127.0.0.1:${inspectPort}`
+        : ` --inspect-port=127.0.0.1:${inspectPort}`;
+      // Settled either way before it is awaited: the operator waits paused until it is attached.
+      const attached = inspect?.(inspectPort).then(
+        () => undefined,
+        (error: Error) => error,
+      );
       const operator = await OperatorProcess.start('bench', kubeconfig, { ...deployment, LOG_LEVEL: 'info', ...env });
+      const attachError = await attached;
+      if (attachError) {
+        await operator.kill();
+        throw attachError;
+      }
       try {
         await eventually(
           'the operator to lead',

@@ -16,7 +16,7 @@ export interface PeerProcess {
   readonly metricsUrl: string;
   /** SIGTERM, and resolves once it has exited (SIGKILL if it has not after a while). */
   stop(): Promise<void>;
-  /** Node peers: V8 heap in use right after a full garbage collection, in bytes (bench/heap.ts). */
+  /** Node peers: V8 heap in use right after a full garbage collection, in bytes (bench/inspector.ts). */
   heapAfterGc?(): Promise<number>;
 }
 
