@@ -28,7 +28,8 @@ import { median } from './report.ts';
 /**
  * The website operator at its defaults: only what a Deployment of dist/ sets besides (no
  * CONCURRENCY, KUBE_API_QPS or KUBE_API_BURST), the webhook off (the benchmark creates v1 only),
- * `env` added (e.g. `{ KUBE_API_QPS: '20', KUBE_API_BURST: '30' }` for another column).
+ * `env` added (e.g. `{ KUBE_API_QPS: '20', KUBE_API_BURST: '30' }` for another column; its
+ * NODE_OPTIONS go after the Deployment's, so `--max-semi-space-size=1` tries one V8 flag more).
  */
 export function websiteOperatorPeer({
   title = 'website-operator',
@@ -83,7 +84,13 @@ export function websiteOperatorPeer({
         () => undefined,
         (error: Error) => error,
       );
-      const operator = await OperatorProcess.start('bench', kubeconfig, { ...deployment, LOG_LEVEL: 'info', ...env });
+      const { NODE_OPTIONS: moreNodeOptions, ...moreEnv } = env;
+      if (moreNodeOptions) deployment.NODE_OPTIONS += ` ${moreNodeOptions}`;
+      const operator = await OperatorProcess.start('bench', kubeconfig, {
+        ...deployment,
+        LOG_LEVEL: 'info',
+        ...moreEnv,
+      });
       const attachError = await attached;
       if (attachError) {
         await operator.kill();

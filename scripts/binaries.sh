@@ -208,9 +208,9 @@ build() {
   out="$BIN_DIR/$name-$version"
   [[ -x "$out" ]] && { echo "$out"; return; }
   # While `npm test`'s background build runs (scripts/test.sh exports its pid), it builds every
-  # binary of the run, in two streams, each in the order the test lanes first need them. A lane
-  # waits for it rather than take the lock below: flock does not serve its waiters in order, so a
-  # lane could take the lock for a binary it needs later than another lane needs the next one.
+  # binary of the run, one at a time, in the order the test lanes first need them. A lane waits
+  # for it rather than take the lock below: flock does not serve its waiters in order, so a lane
+  # could take the lock for a binary it needs later than another lane needs the next one.
   if [[ -n ${WEBSITE_STACK_PREBUILD_PID:-} ]] && kill -0 "$WEBSITE_STACK_PREBUILD_PID" 2>/dev/null; then
     log "waiting for npm test's background build of $name (progress in test-results/binaries.log)"
     while [[ ! -x "$out" ]] && kill -0 "$WEBSITE_STACK_PREBUILD_PID" 2>/dev/null; do sleep 2; done
@@ -229,8 +229,8 @@ build() {
   local builder=""
   [[ $name == otelcol ]] && builder=$(build builder)
   # One build at a time per source (lock_of): a concurrent caller (a test lane, cluster:up, the
-  # other stream of `npm test`'s prebuild) wanting the same binary, or one built in the same module,
-  # waits here, then finds it built; binaries of other sources build side by side. The lock is held
+  # prebuild of `npm test`) wanting the same binary, or one built in the same module, waits here,
+  # then finds it built; binaries of other sources build side by side. The lock is held
   # for one binary only, so callers take turns binary by binary and none waits for another's whole
   # list. Released when this function's subshell or the script ends.
   exec 9>"$BIN_DIR/.lock-$(lock_of "$name")"

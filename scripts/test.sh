@@ -21,20 +21,19 @@ cd "$(dirname "$0")/.."
 prebuild=
 stop_prebuild() { [[ -z $prebuild ]] || kill -- "-$prebuild" 2>/dev/null || true; }
 trap stop_prebuild EXIT
-# In two streams, each in the order the lanes below need them (binaries.sh builds binaries of
-# different modules side by side): the compiles of one overlap the other's links, and the cluster
-# lanes, which mostly wait on controllers, start sooner. The longest chain of lanes is unit, then
-# trace, then node, so one stream starts with actionlint (quick; the unit tests) and the trace
-# stack's binaries (the trace lane starts when the unit lane is done, and the cluster lane's
-# operator.test.ts traces into Jaeger too), then Argo CD (after the isolated lane); the other
-# builds the cluster set (every lane with a cluster), then the real node's (the last lane).
+# In the order the lanes below need them, one at a time (binaries.sh): the longest chain of lanes
+# is unit, then trace, then node, so actionlint (quick; the unit tests) and the trace stack's
+# binaries come first (the trace lane starts when the unit lane is done, and the cluster lane's
+# operator.test.ts traces into Jaeger too); then the cluster set (every lane with a cluster), the
+# real node's (the last lane), and Argo CD (after the isolated lane). One stream, not two: the
+# cores are busy with the lanes as it is, and two streams side by side were no faster cold (52.7 against
+# 51.5 minutes one at a time in the earlier order; docs/contribute/tests.md).
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
-  echo "[test] Go binaries (scripts/binaries.sh actionlint tracing oauth2-proxy es-index-cleaner argocd, beside scripts/binaries.sh cluster node), and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
+  echo "[test] Go binaries (scripts/binaries.sh actionlint tracing oauth2-proxy es-index-cleaner cluster node argocd), and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
   # Elasticsearch and Keycloak come from Maven Central (Keycloak then builds itself once): a
   # minute or two each, cold, beside the Go builds.
-  setsid bash -c 'bash scripts/binaries.sh actionlint tracing oauth2-proxy es-index-cleaner argocd &
-    bash scripts/binaries.sh cluster node &
+  setsid bash -c 'bash scripts/binaries.sh actionlint tracing oauth2-proxy es-index-cleaner cluster node argocd &
     bash scripts/elasticsearch.sh install && bash scripts/keycloak.sh install
     wait' >test-results/binaries.log 2>&1 &
   prebuild=$!
