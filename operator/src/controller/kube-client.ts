@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { KubeConfig, RequestContext } from '@kubernetes/client-node';
-import { type Dispatcher, fetch, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { injectTraceContext, inSpan, SpanKind } from '../observability/tracing.ts';
 import { ApiError, isNotFound, statusError } from './api-error.ts';
@@ -315,20 +315,26 @@ export class KubeClient implements KubeApi {
 
       let code = 0;
       try {
-        const response = await fetch(url, {
-          method,
-          headers,
-          body: options.body === undefined ? undefined : JSON.stringify(options.body),
-          dispatcher: credentials.dispatcher,
-          signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
-        });
-        code = response.status;
+        // undici's request, not fetch: fetch wraps every body in WHATWG streams and Request and
+        // Response objects, which took a fifth of the operator's CPU in a burst (npm run bench:profile).
+        const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+        const response = await untilAborted(
+          request(url, {
+            method,
+            headers,
+            body: options.body === undefined ? undefined : JSON.stringify(options.body),
+            dispatcher: credentials.dispatcher,
+            signal,
+          }),
+          signal,
+        );
+        code = response.statusCode;
         span.setAttribute('http.response.status_code', code);
         // Rotated or expired credentials: compute them again for the next request (the work
         // queue retries this one).
         if (code === 401 && this.credentials === credentials) this.credentials = undefined;
-        const text = await response.text();
-        if (!response.ok) throw statusError(response.status, text, `${verb} ${path}`);
+        const text = await response.body.text();
+        if (code < 200 || code > 299) throw statusError(code, text, `${verb} ${path}`);
         return (text ? JSON.parse(text) : undefined) as T;
       } catch (error) {
         if (error instanceof ApiError) throw error;
@@ -428,6 +434,39 @@ export class KubeClient implements KubeApi {
     this.credentials = { headers, dispatcher, tls, at: Date.now() };
     return this.credentials;
   }
+}
+
+/**
+ * `pending`, or a rejection with the signal's reason as soon as it aborts. undici's request applies
+ * an abort only once its connection is up, so against a server that accepts connections and never
+ * completes one, the caller would wait for the connect timeout (and shutdown with it). A response
+ * that arrives after the abort is read to the end and dropped.
+ */
+function untilAborted<T extends { body: { dump(): Promise<void> } }>(
+  pending: Promise<T>,
+  signal: AbortSignal,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const abort = () => {
+      reject(signal.reason);
+      pending.then(
+        (late) => late.body.dump(),
+        () => undefined,
+      );
+    };
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    pending.then(
+      (response) => {
+        signal.removeEventListener('abort', abort);
+        resolve(response);
+      },
+      (error) => {
+        signal.removeEventListener('abort', abort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function metricVerb(method: string, ref: ObjectRef, patchType?: PatchType): string {
