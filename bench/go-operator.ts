@@ -158,7 +158,9 @@ export function goOperatorPeer(): Peer {
       await writeFile(template, JSON.stringify(goOperatorTemplate()));
       const operator = await start(context);
       try {
-        await sameChildren(context);
+        await sameChildren(context).catch((error: Error) => {
+          throw new Error(`${error.message}; its log:\n${operator.log.slice(-20).join('\n')}`);
+        });
       } finally {
         await operator.stop();
       }

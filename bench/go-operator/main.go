@@ -47,7 +47,7 @@ import (
 // Placeholders of the template (harness/go-operator/template.ts), each replaced by a JSON-escaped value.
 const (
 	placeholderName       = "go-placeholder-name"
-	placeholderNamespace  = "go-placeholder-namespace"
+	placeholderNamespace  = "go-placeholder-ns"
 	placeholderUID        = "go-placeholder-uid"
 	placeholderText       = "go-placeholder-text"
 	placeholderBackground = "go-placeholder-background"

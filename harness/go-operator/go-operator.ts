@@ -27,7 +27,7 @@ export const GO_OPERATOR_LEASE = 'go-website-operator';
 export function goOperatorTemplate(): { deployment: KubeObject; service: KubeObject } {
   return workloadTemplates({
     name: 'go-placeholder-name',
-    namespace: 'go-placeholder-namespace',
+    namespace: 'go-placeholder-ns',
     uid: 'go-placeholder-uid',
     text: 'go-placeholder-text',
     background: 'go-placeholder-background',

@@ -15,6 +15,9 @@ const placeholders = Object.fromEntries(
 describe('the Go peer and its template', () => {
   test('the program replaces every placeholder the template holds, and the template holds nothing else of a Website', () => {
     expect(Object.keys(placeholders).sort()).toEqual(['Background', 'Foreground', 'Name', 'Namespace', 'Text', 'UID']);
+    // Go's strings.Replacer takes the first placeholder that matches at a position: none may hold another.
+    for (const a of Object.values(placeholders))
+      for (const b of Object.values(placeholders)) if (a !== b) expect(a.includes(b)).toBe(false);
     const text = JSON.stringify(goOperatorTemplate());
     for (const value of Object.values(placeholders)) expect(text).toContain(value);
     expect(text.match(/go-placeholder-[a-z]+/g)!.every((m) => Object.values(placeholders).includes(m))).toBe(true);
