@@ -14,6 +14,7 @@ import {
   DEFAULT_OPERATOR_CAPACITY,
   DEFAULT_OPERATOR_RESOURCES,
   nodeOptionsFor,
+  OPERATOR_MALLOC_ARENA_MAX,
 } from '../lib/operator/operator-deployment.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
@@ -72,6 +73,7 @@ export function websiteOperatorPeer({
       const deployment = {
         NODE_ENV: 'production',
         NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
+        MALLOC_ARENA_MAX: OPERATOR_MALLOC_ARENA_MAX,
         WEBSITE_CAPACITY: String(DEFAULT_OPERATOR_CAPACITY),
       };
       // Where the inspector listens once SIGUSR1 opens it, for the heap figure (bench/inspector.ts).

@@ -26,7 +26,9 @@ import type { WatchNamespaces } from './watch-namespaces.ts';
  *   POD_NAME                 this replica's identity for leader election (downward API)
  *   LEADER_ELECTION          'true' | 'false'
  *   LEASE_NAME               leader-election Lease in OPERATOR_NAMESPACE
- *   NODE_OPTIONS             --max-old-space-size tied to the memory limit (nodeOptionsFor)
+ *   NODE_OPTIONS             --max-old-space-size tied to the memory limit, and OPERATOR_V8_FLAGS
+ *                            (nodeOptionsFor)
+ *   MALLOC_ARENA_MAX         OPERATOR_MALLOC_ARENA_MAX
  *   OTEL_SERVICE_NAME,
  *   OTEL_EXPORTER_OTLP_ENDPOINT   only when tracing is configured
  *
@@ -146,10 +148,25 @@ function quantityMebibytes(quantity: string): number {
 }
 
 /**
+ * V8's young generation held to 1 MiB semi-spaces (OPERATOR_V8_FLAGS): by default they grow to
+ * 16 MiB each in a burst and V8 keeps the pages. Measured by `npm run bench` (N = 1000, one run):
+ * RSS holding 1000 Websites 120.5 MiB against 149.1 MiB, idle 75.0 against 78.2 MiB, for CPU per
+ * new Website 16.6 against 13.8 ms (more scavenges). `npm run operator` runs with the same flags.
+ */
+export const OPERATOR_V8_FLAGS = '--max-semi-space-size=1';
+
+/**
+ * glibc's malloc arenas for the operator's native memory (TLS, HTTP/2, zlib): two, rather than
+ * eight per core, which each keep freed pages. Measured by `npm run bench` (N = 1000, one run): RSS
+ * holding 1000 Websites 141.0 MiB against 149.1 MiB, idle unchanged.
+ */
+export const OPERATOR_MALLOC_ARENA_MAX = '2';
+
+/**
  * NODE_OPTIONS for a memory limit: V8's old generation capped at the limit minus
  * OPERATOR_NON_HEAP_MIB, so Node collects harder as it nears the limit and, should live data
  * really outgrow it, fails with a JavaScript heap error naming the cause rather than being
- * OOM-killed by the kernel.
+ * OOM-killed by the kernel; and OPERATOR_V8_FLAGS.
  */
 export function nodeOptionsFor(memoryLimit: string): string {
   const heap = Math.floor(quantityMebibytes(memoryLimit) - OPERATOR_NON_HEAP_MIB);
@@ -158,7 +175,7 @@ export function nodeOptionsFor(memoryLimit: string): string {
       `the operator's memory limit ${memoryLimit} is too small: it idles at about 90 MiB; give it at least ${OPERATOR_NON_HEAP_MIB + 64}Mi (default ${DEFAULT_OPERATOR_RESOURCES.memoryLimit})`,
     );
   }
-  return `--max-old-space-size=${heap}`;
+  return `--max-old-space-size=${heap} ${OPERATOR_V8_FLAGS}`;
 }
 
 /**
@@ -300,6 +317,7 @@ export class OperatorDeployment extends Construct {
       { name: 'LEADER_ELECTION', value: String(leaderElection) },
       { name: 'LEASE_NAME', value: props.leaseName ?? LEASE_NAME },
       { name: 'NODE_OPTIONS', value: nodeOptionsFor(resources.memoryLimit) },
+      { name: 'MALLOC_ARENA_MAX', value: OPERATOR_MALLOC_ARENA_MAX },
       { name: 'WEBSITE_CAPACITY', value: String(capacity) },
       ...(props.otlpEndpoint
         ? [

@@ -14,6 +14,8 @@ import {
   capacityFor,
   DEFAULT_OPERATOR_IMAGE,
   nodeOptionsFor,
+  OPERATOR_MALLOC_ARENA_MAX,
+  OPERATOR_V8_FLAGS,
   operatorResourcesFor,
 } from '../../lib/operator/operator-deployment.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
@@ -165,7 +167,11 @@ describe('WebsiteOperator', () => {
 
   test("sizes resources for its capacity, 5000 Websites by default: requests, a memory limit, V8's old generation capped below it", () => {
     expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '272Mi' } });
-    expect(container.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=144' });
+    expect(container.env).toContainEqual({
+      name: 'NODE_OPTIONS',
+      value: '--max-old-space-size=144 --max-semi-space-size=1',
+    });
+    expect(container.env).toContainEqual({ name: 'MALLOC_ARENA_MAX', value: OPERATOR_MALLOC_ARENA_MAX });
     expect(container.env).toContainEqual({ name: 'WEBSITE_CAPACITY', value: '5000' });
     const deploymentOf = (props: Parameters<typeof operator>[0]) => only(operator(props), 'Deployment');
     const envOf = (d: Manifest) =>
@@ -177,12 +183,18 @@ describe('WebsiteOperator', () => {
       requests: { cpu: '100m', memory: '480Mi' },
       limits: { memory: '560Mi' },
     });
-    expect(envOf(large)).toMatchObject({ NODE_OPTIONS: '--max-old-space-size=432', WEBSITE_CAPACITY: '20000' });
+    expect(envOf(large)).toMatchObject({
+      NODE_OPTIONS: '--max-old-space-size=432 --max-semi-space-size=1',
+      WEBSITE_CAPACITY: '20000',
+    });
     expect(operatorResourcesFor(1000).memoryLimit).toBe('256Mi');
 
     // Resources alone: the capacity is what their limit holds.
     const custom = deploymentOf({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } });
-    expect(envOf(custom)).toMatchObject({ NODE_OPTIONS: '--max-old-space-size=896', WEBSITE_CAPACITY: '44518' });
+    expect(envOf(custom)).toMatchObject({
+      NODE_OPTIONS: '--max-old-space-size=896 --max-semi-space-size=1',
+      WEBSITE_CAPACITY: '44518',
+    });
     expect(capacityFor('1Gi')).toBe(44518);
     for (const capacity of [1, 999, 5000, 12_345, 100_000])
       expect(capacityFor(operatorResourcesFor(capacity).memoryLimit)).toBeGreaterThanOrEqual(capacity);
@@ -219,7 +231,7 @@ describe('WebsiteOperator', () => {
       expect([resources.memoryRequest, resources.memoryLimit, nodeOptionsFor(resources.memoryLimit)]).toEqual([
         request,
         limit,
-        `--max-old-space-size=${heap}`,
+        `--max-old-space-size=${heap} ${OPERATOR_V8_FLAGS}`,
       ]);
     }
   });
@@ -234,7 +246,8 @@ describe('WebsiteOperator', () => {
       POD_NAME: 'metadata.name',
       LEADER_ELECTION: 'true',
       LEASE_NAME: 'website-operator',
-      NODE_OPTIONS: '--max-old-space-size=144',
+      NODE_OPTIONS: '--max-old-space-size=144 --max-semi-space-size=1',
+      MALLOC_ARENA_MAX: '2',
       WEBSITE_CAPACITY: '5000',
       WEBHOOK_CERT_MODE: 'operator',
       WEBHOOK_SECRET_NAME: 'website-operator-webhook-tls',
@@ -605,4 +618,11 @@ describe("the operator's own tracing settings (the standard OpenTelemetry enviro
       /OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds/,
     );
   });
+});
+
+test("npm run operator runs the bundle with the Deployment's V8 flags and malloc arenas", () => {
+  const scripts = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).scripts;
+  expect(scripts.operator).toBe(
+    `MALLOC_ARENA_MAX=\${MALLOC_ARENA_MAX:-${OPERATOR_MALLOC_ARENA_MAX}} node ${OPERATOR_V8_FLAGS} operator/build/operator.mjs`,
+  );
 });
