@@ -380,8 +380,11 @@ func main() {
 		fail(err, "scheme")
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                  scheme,
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Scheme: scheme,
+		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		// Websites are read as unstructured objects (no generated types): from the cache too, as a
+		// typed Website would be; controller-runtime's default reads unstructured ones from the API.
+		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
