@@ -29,6 +29,7 @@ import { renderedKind, renderWorkload } from '../operator/src/reconciler/render.
 import { websitesType } from '../operator/src/reconciler/website.ts';
 import { installOperatorObjects, ROOT } from './cluster.ts';
 import { ControllerProcess } from './controller-process.ts';
+import { websiteCrdPeer } from './operator.ts';
 import type { Peer, PeerContext } from './peer.ts';
 import { serviceAccountUser } from './peer.ts';
 
@@ -50,16 +51,6 @@ export async function goOperatorBinary(log: (message: string) => void = () => un
   if (!path)
     throw new Error(`scripts/binaries.sh go-website-operator printed no go-website-operator=<path> line:\n${out}`);
   return path;
-}
-
-/** Readiness as ours: the Ready condition True for the Website's current generation. */
-function ready(website: KubeObject): boolean {
-  const w = website as WebsiteV1 & KubeObject;
-  return (
-    w.status?.conditions?.some(
-      (c) => c.type === 'Ready' && c.status === 'True' && c.observedGeneration === w.metadata.generation,
-    ) ?? false
-  );
 }
 
 /**
@@ -141,7 +132,6 @@ export function goOperatorPeer(): Peer {
   return {
     title: `go-website-operator (controller-runtime ${CONTROLLER_RUNTIME_VERSION})`,
     description: `go-website-operator: bench/go-operator/main.go on controller-runtime ${CONTROLLER_RUNTIME_VERSION}, built by scripts/binaries.sh, run as ServiceAccount ${GO_OPERATOR_NS}/${GO_OPERATOR_SERVICE_ACCOUNT}, leader election on, at controller-runtime's defaults (1 worker, no client-side rate limit); the same Deployment and Service as renderWorkload() (checked on the cluster before the figures), finalizer, events and status as ours`,
-    websites: websitesType(DEFAULT_GROUP),
     namespace: GO_OPERATOR_NS,
     user: serviceAccountUser(GO_OPERATOR_NS, GO_OPERATOR_SERVICE_ACCOUNT),
     queueWait: { metric: 'workqueue_queue_duration_seconds', labels: { name: 'website' } },
@@ -166,15 +156,7 @@ export function goOperatorPeer(): Peer {
       }
     },
     start,
-    website: (name, spec) => ({
-      apiVersion: `${DEFAULT_GROUP}/v1`,
-      kind: 'Website',
-      metadata: { name, namespace: GO_OPERATOR_NS },
-      spec: { title: spec.title, replicas: spec.replicas, color: spec.color },
-    }),
-    edit: (spec) => ({ spec: { title: spec.title, replicas: spec.replicas, color: spec.color } }),
-    deploymentName: workloadName,
-    ready,
+    ...websiteCrdPeer(GO_OPERATOR_NS),
   };
 }
 

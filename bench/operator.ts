@@ -18,6 +18,7 @@ import {
 } from '../lib/operator/operator-deployment.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
+import { workloadName } from '../lib/workload/website-workload.ts';
 import { type KubeObject, LEASES } from '../operator/src/controller/kube-api.ts';
 import { renderWorkload } from '../operator/src/reconciler/render.ts';
 import { websitesType } from '../operator/src/reconciler/website.ts';
@@ -25,6 +26,35 @@ import { installOperatorObjects } from './cluster.ts';
 import { heapAfterGc } from './inspector.ts';
 import { type Peer, type PeerContext, serviceAccountUser } from './peer.ts';
 import { median } from './report.ts';
+
+/**
+ * What every peer reconciling our Website CRD (web.example.com/v1) in `namespace` says of it: how a
+ * Website is created and edited, its Deployment's name, and readiness as our operator reports it
+ * (the Ready condition True for the current generation).
+ */
+export function websiteCrdPeer(
+  namespace: string,
+): Pick<Peer, 'websites' | 'website' | 'edit' | 'deploymentName' | 'ready'> {
+  return {
+    websites: websitesType(DEFAULT_GROUP),
+    website: (name, spec) => ({
+      apiVersion: `${DEFAULT_GROUP}/v1`,
+      kind: 'Website',
+      metadata: { name, namespace },
+      spec: { title: spec.title, replicas: spec.replicas, color: spec.color },
+    }),
+    edit: (spec) => ({ spec: { title: spec.title, replicas: spec.replicas, color: spec.color } }),
+    deploymentName: workloadName,
+    ready: (website: KubeObject) => {
+      const w = website as WebsiteV1 & KubeObject;
+      return (
+        w.status?.conditions?.some(
+          (c) => c.type === 'Ready' && c.status === 'True' && c.observedGeneration === w.metadata.generation,
+        ) ?? false
+      );
+    },
+  };
+}
 
 /**
  * The website operator at its defaults: only what a Deployment of dist/ sets besides (no
@@ -45,7 +75,6 @@ export function websiteOperatorPeer({
    */
   inspect?: (port: number) => Promise<void>;
 } = {}): Peer {
-  const websites = websitesType(DEFAULT_GROUP);
   let kubeconfig: string | undefined;
   return {
     title,
@@ -56,7 +85,6 @@ export function websiteOperatorPeer({
             .join(', ')}`
         : ', every other setting at its default'
     }`,
-    websites,
     namespace: OPERATOR_NS,
     user: serviceAccountUser(OPERATOR_NS, 'website-operator'),
     queueWait: { metric: 'workqueue_queue_duration_seconds', labels: { name: 'website' } },
@@ -122,22 +150,7 @@ export function websiteOperatorPeer({
         },
       };
     },
-    website: (name, spec) => ({
-      apiVersion: `${DEFAULT_GROUP}/v1`,
-      kind: 'Website',
-      metadata: { name, namespace: OPERATOR_NS },
-      spec: { title: spec.title, replicas: spec.replicas, color: spec.color },
-    }),
-    edit: (spec) => ({ spec: { title: spec.title, replicas: spec.replicas, color: spec.color } }),
-    deploymentName: (name) => `website-${name}`,
-    ready: (website: KubeObject) => {
-      const w = website as WebsiteV1 & KubeObject;
-      return (
-        w.status?.conditions?.some(
-          (c) => c.type === 'Ready' && c.status === 'True' && c.observedGeneration === w.metadata.generation,
-        ) ?? false
-      );
-    },
+    ...websiteCrdPeer(OPERATOR_NS),
   };
 }
 
