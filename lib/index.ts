@@ -13,6 +13,7 @@ export * from './operator/website-operator.ts';
 export * from './scheduling.ts';
 export * from './security.ts';
 export * from './shell-operator/shell-operator.ts';
+export * from './tracing/collector/control-plane.ts';
 export * from './tracing/collector/exporters.ts';
 export * from './tracing/collector/processors.ts';
 export * from './tracing/collector/receivers.ts';

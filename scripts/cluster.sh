@@ -8,6 +8,11 @@
 #                             kube-proxy, kube-router, CoreDNS; needs root) instead of kwok's fake ones,
 #                             so every pod runs; the API server then listens on 6443, its certificate
 #                             names the `kubernetes` Service's address, and kwok leaves the real node alone
+#   scripts/cluster.sh up --tracing
+#                             the same with the control plane traced: the API server (and etcd, as
+#                             the API server's children) export OTLP over gRPC to a Collector, by
+#                             default the one of `npm run tracing:up` (.tracing/endpoints.env), else
+#                             127.0.0.1:4317; with --real-node, the kubelet too. Combine with --real-node.
 #   scripts/cluster.sh down   stop it (and its real node) and remove its state
 #   scripts/cluster.sh status exit 0 when it is up and healthy
 #   scripts/cluster.sh restart-apiserver
@@ -21,6 +26,10 @@
 # WEBSITE_STACK_CLUSTER_AUDIT_POLICY (default none) is an audit policy file: the API server then logs
 # the requests it selects to $DIR/kwok/clusters/$NAME/logs/audit.log. A running cluster started
 # with another policy (or none) is replaced.
+# With --tracing: WEBSITE_STACK_CLUSTER_TRACING_ENDPOINT (host:port of an OTLP gRPC receiver) and
+# WEBSITE_STACK_CLUSTER_TRACING_SAMPLING (the API server's new traces per million requests, default
+# 1000000: every request; it always follows the sampled traceparent of a trusted caller). A running
+# cluster traced otherwise (or not at all) is replaced.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
 shopt -s inherit_errexit
@@ -30,10 +39,12 @@ NAME=${WEBSITE_STACK_CLUSTER_NAME:-website-stack}
 NODES=${WEBSITE_STACK_CLUSTER_NODES:-2}
 AUDIT_POLICY=${WEBSITE_STACK_CLUSTER_AUDIT_POLICY:-}
 KUBECONFIG_FILE=$DIR/kubeconfig
+TRACING_CONFIG=$DIR/tracing-config.yaml
 export KWOK_WORKDIR=$DIR/kwok
 # scripts/real-node.sh reads these.
 export DIR NAME KUBECONFIG_FILE
 REAL_NODE=false
+TRACING=false
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -96,37 +107,94 @@ same_audit_policy() {
   if [[ -n $AUDIT_POLICY ]]; then cmp -s "$AUDIT_POLICY" "$copy"; else [[ ! -e $copy ]]; fi
 }
 
+# The running cluster traces as asked: its API server reads the tracing configuration file (which
+# names the endpoint and the sampling) with the same content, or neither traces.
+same_tracing() {
+  local pidfile=$KWOK_WORKDIR/clusters/$NAME/pids/kube-apiserver.pid flag
+  flag=$(tr '\0' '\n' <"/proc/$(<"$pidfile")/cmdline" 2>/dev/null | grep -x -- "--tracing-config-file=.*" || true)
+  if [[ $TRACING == true ]]; then
+    [[ $flag == "--tracing-config-file=$TRACING_CONFIG" ]] && tracing_config | cmp -s - "$TRACING_CONFIG"
+  else
+    [[ -z $flag ]]
+  fi
+}
+
+# The API server's TracingConfiguration (apiserver.config.k8s.io/v1, GA since 1.34).
+tracing_config() {
+  cat <<YAML
+apiVersion: apiserver.config.k8s.io/v1
+kind: TracingConfiguration
+endpoint: $TRACING_ENDPOINT
+samplingRatePerMillion: $TRACING_SAMPLING
+YAML
+}
+
+# Where --tracing sends spans: the variable, else the Collector of `npm run tracing:up`, else the
+# OTLP gRPC port on this machine.
+tracing_settings() {
+  local endpoints=$ROOT/.tracing/endpoints.env
+  TRACING_ENDPOINT=${WEBSITE_STACK_CLUSTER_TRACING_ENDPOINT:-}
+  if [[ -z $TRACING_ENDPOINT && -f $endpoints ]]; then
+    TRACING_ENDPOINT=$(sed -n 's/^COLLECTOR_OTLP_GRPC=//p' "$endpoints")
+  fi
+  TRACING_ENDPOINT=${TRACING_ENDPOINT:-127.0.0.1:4317}
+  [[ $TRACING_ENDPOINT =~ ^[^/:]+:[0-9]+$ ]] \
+    || die "WEBSITE_STACK_CLUSTER_TRACING_ENDPOINT='$TRACING_ENDPOINT' is not host:port (an OTLP gRPC receiver, no scheme)"
+  TRACING_SAMPLING=${WEBSITE_STACK_CLUSTER_TRACING_SAMPLING:-1000000}
+  [[ $TRACING_SAMPLING =~ ^[0-9]+$ ]] && (( TRACING_SAMPLING <= 1000000 )) \
+    || die "WEBSITE_STACK_CLUSTER_TRACING_SAMPLING='$TRACING_SAMPLING' is not a whole number of traces per million requests (0 to 1000000)"
+}
+
 # A cluster made for a real node has a marker; one of each kind is not the other.
 same_node_kind() {
   if [[ $REAL_NODE == true ]]; then [[ -f $KWOK_WORKDIR/clusters/$NAME/real-node ]]; else [[ ! -f $KWOK_WORKDIR/clusters/$NAME/real-node ]]; fi
 }
 
-# What a real node needs of the control plane: the API server on 6443 (where the package's
-# NetworkPolicies let the operator reach it), a certificate naming the `kubernetes` Service's
-# address (10.0.0.1) and the node's gateway (172.31.254.1, see scripts/real-node.sh), a client
-# certificate for the kubelets (logs, exec, port-forward) and their addresses (the node's name
-# resolves nowhere), and kwok managing only nodes annotated as
-# its own. In a configuration file: kwokctl 0.8's --extra-args mix up the arguments of a component
-# named twice once another component has been named twice (cluster.go, mutationComponentPatches).
-real_node_args() {
-  local pki=$KWOK_WORKDIR/clusters/$NAME/pki config=$DIR/kwokctl-real-node.yaml
-  cat >"$config" <<YAML
-apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokctlConfiguration
-options:
-  kubeApiserverPort: 6443
-  kubeApiserverCertSANs: [10.0.0.1, 172.31.254.1]
-componentsPatches:
-- name: kube-apiserver
+# kwokctl's configuration file for what the flags of `up` ask of the control plane. In a file:
+# kwokctl 0.8's --extra-args mix up the arguments of a component named twice once another component
+# has been named twice (cluster.go, mutationComponentPatches). Prints the arguments that pass it.
+kwokctl_config() {
+  local config=$DIR/kwokctl.yaml apiserver_args=() etcd_patch=""
+  [[ $REAL_NODE == true || $TRACING == true ]] || return 0
+  # What a real node needs of the control plane: the API server on 6443 (where the package's
+  # NetworkPolicies let the operator reach it), a certificate naming the `kubernetes` Service's
+  # address (10.0.0.1) and the node's gateway (172.31.254.1, see scripts/real-node.sh), a client
+  # certificate for the kubelets (logs, exec, port-forward) and their addresses (the node's name
+  # resolves nowhere), and kwok managing only nodes annotated as its own.
+  if [[ $REAL_NODE == true ]]; then
+    local pki=$KWOK_WORKDIR/clusters/$NAME/pki
+    apiserver_args+=("{key: kubelet-client-certificate, value: $pki/admin.crt}"
+      "{key: kubelet-client-key, value: $pki/admin.key}"
+      "{key: kubelet-preferred-address-types, value: InternalIP}")
+  fi
+  # Tracing: the API server's configuration file (where same_tracing reads it back), and etcd
+  # exporting at rate 0: only as children of sampled requests, whose context the API server's etcd
+  # client carries.
+  if [[ $TRACING == true ]]; then
+    tracing_config >"$TRACING_CONFIG"
+    apiserver_args+=("{key: tracing-config-file, value: $TRACING_CONFIG}")
+    etcd_patch="- name: etcd
   extraArgs:
-  - {key: kubelet-client-certificate, value: $pki/admin.crt}
-  - {key: kubelet-client-key, value: $pki/admin.key}
-  - {key: kubelet-preferred-address-types, value: InternalIP}
-- name: kwok-controller
-  extraArgs:
-  - {key: manage-all-nodes, value: "false"}
-  - {key: manage-nodes-with-annotation-selector, value: kwok.x-k8s.io/node=fake}
-YAML
+  - {key: enable-distributed-tracing, value: \"true\"}
+  - {key: distributed-tracing-address, value: \"$TRACING_ENDPOINT\"}
+  - {key: distributed-tracing-service-name, value: etcd}
+  - {key: distributed-tracing-instance-id, value: $NAME}
+  - {key: distributed-tracing-sampling-rate, value: \"0\"}"
+  fi
+  {
+    printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\n'
+    if [[ $REAL_NODE == true ]]; then
+      printf 'options:\n  kubeApiserverPort: 6443\n  kubeApiserverCertSANs: [10.0.0.1, 172.31.254.1]\n'
+    fi
+    printf 'componentsPatches:\n- name: kube-apiserver\n  extraArgs:\n'
+    printf '  - %s\n' "${apiserver_args[@]}"
+    [[ -z $etcd_patch ]] || printf '%s\n' "$etcd_patch"
+    if [[ $REAL_NODE == true ]]; then
+      printf -- '- name: kwok-controller\n  extraArgs:\n'
+      printf '  - {key: manage-all-nodes, value: "false"}\n'
+      printf '  - {key: manage-nodes-with-annotation-selector, value: kwok.x-k8s.io/node=fake}\n'
+    fi
+  } >"$config"
   printf '%s\n' --config "$config"
 }
 
@@ -161,13 +229,13 @@ up() {
   [[ -z $AUDIT_POLICY || -f $AUDIT_POLICY ]] || die "no audit policy file at $AUDIT_POLICY (WEBSITE_STACK_CLUSTER_AUDIT_POLICY)"
   local replacing="found a stale cluster '$NAME' (left by an interrupted run?): replacing it"
   if healthy || { [[ $REAL_NODE == true ]] && api_ready; }; then
-    if same_audit_policy && aggregator_routing && same_node_kind; then
+    if same_audit_policy && aggregator_routing && same_node_kind && same_tracing; then
       log "reusing the running cluster '$NAME'"
       [[ $REAL_NODE == false ]] || "$ROOT/scripts/real-node.sh" up
       usage_hint
       return
     fi
-    replacing="the running cluster '$NAME' has another audit policy than WEBSITE_STACK_CLUSTER_AUDIT_POLICY asks for, no aggregator routing, or is not of the kind asked for (--real-node or not): replacing it"
+    replacing="the running cluster '$NAME' has another audit policy than WEBSITE_STACK_CLUSTER_AUDIT_POLICY asks for, no aggregator routing, or is not of the kind asked for (--real-node, --tracing or their settings): replacing it"
   fi
   if [[ -d $KWOK_WORKDIR/clusters/$NAME ]]; then
     log "$replacing"
@@ -184,9 +252,9 @@ up() {
   exec 8>"${TMPDIR:-/tmp}/website-stack-cluster-create.lock"
   flock 8
   local start=$SECONDS
-  local -a audit=() real_node=()
+  local -a audit=() config=()
   [[ -z $AUDIT_POLICY ]] || audit=(--kube-audit-policy "$AUDIT_POLICY")
-  [[ $REAL_NODE == false ]] || mapfile -t real_node < <(real_node_args)
+  mapfile -t config < <(kwokctl_config)
   log "creating cluster '$NAME' (Kubernetes $KWOK_KUBE_VERSION, etcd $KWOK_ETCD_VERSION, binary runtime)"
   # One controller manager and one scheduler: without leader election they survive an API server
   # restart (with it they exit when they cannot renew their lease, and nothing restarts them here).
@@ -201,7 +269,7 @@ up() {
     --extra-args kube-controller-manager=leader-elect=false \
     --extra-args kube-scheduler=leader-elect=false \
     --extra-args kube-apiserver=enable-aggregator-routing=true \
-    "${audit[@]}" "${real_node[@]}" \
+    "${audit[@]}" "${config[@]}" \
     --wait 2m ${WEBSITE_STACK_CLUSTER_EXTRA_ARGS:-} >"$DIR/kwokctl.log" 2>&1 8>&- \
     || { tail -20 "$DIR/kwokctl.log" >&2; die "kwokctl could not create the cluster (full log: $DIR/kwokctl.log; component logs: $KWOK_WORKDIR/clusters/$NAME/logs)"; }
   if [[ $REAL_NODE == false ]]; then
@@ -245,7 +313,7 @@ down() {
     "$KWOKCTL" --name "$NAME" delete cluster >>"$DIR/kwokctl.log" 2>&1 || true
   fi
   stop_leftovers
-  rm -rf "$KWOK_WORKDIR/clusters/$NAME" "$KUBECONFIG_FILE" "$DIR/kube-cache"
+  rm -rf "$KWOK_WORKDIR/clusters/$NAME" "$KUBECONFIG_FILE" "$DIR/kube-cache" "$TRACING_CONFIG"
   log "cluster '$NAME' is down"
 }
 
@@ -277,11 +345,14 @@ restart_component() {
 
 case "${1:-}" in
   up)
-    case "${2:-}" in
-      "") ;;
-      --real-node) REAL_NODE=true ;;
-      *) die "unknown option '$2' (scripts/cluster.sh up [--real-node])" ;;
-    esac
+    for option in "${@:2}"; do
+      case "$option" in
+        --real-node) REAL_NODE=true ;;
+        --tracing) TRACING=true ;;
+        *) die "unknown option '$option' (scripts/cluster.sh up [--real-node] [--tracing])" ;;
+      esac
+    done
+    [[ $TRACING == false ]] || tracing_settings
     up ;;
   down) down ;;
   status) binaries >/dev/null; healthy ;;

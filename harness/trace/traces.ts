@@ -241,6 +241,8 @@ export interface JaegerTrace {
     operationName: string;
     references: Array<{ refType: string; traceID: string; spanID: string }>;
     processID: string;
+    /** Microseconds since the epoch. */
+    startTime: number;
     tags: Array<{ key: string; type: string; value: unknown }>;
     logs: Array<{ timestamp: number; fields: Array<{ key: string; value: unknown }> }>;
     duration: number;

@@ -1,6 +1,7 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import type { CollectorControlPlane } from './collector/control-plane.ts';
 import type { CollectorSampling } from './collector/processors.ts';
 import { HotRod } from './hotrod.ts';
 import { JaegerAllInOne, type JaegerAllInOneProps } from './jaeger-all-in-one.ts';
@@ -21,6 +22,11 @@ export interface DevelopmentTracingStackProps {
   readonly jaeger?: Omit<JaegerAllInOneProps, 'namespace'>;
   /** @default every trace: a developer wants to see each request */
   readonly sampling?: CollectorSampling;
+  /**
+   * The control plane's traces, in a pipeline of their own (OtelCollectorProps' `controlPlane`).
+   * @default every one but the API server's probes
+   */
+  readonly controlPlane?: CollectorControlPlane | false;
   /** Deploy HotROD, sending through the collector. @default true */
   readonly hotrod?: boolean;
   /**
@@ -58,6 +64,7 @@ export class DevelopmentTracingStack extends Construct {
     this.collector = new OtelCollector(this, 'Collector', {
       namespace,
       sampling: props.sampling ?? { mode: 'always' },
+      controlPlane: props.controlPlane ?? { percentage: 100 },
       backends: [{ name: 'jaeger', endpoint: this.jaeger.otlpGrpcAddress }],
     });
     if (props.hotrod ?? true) {

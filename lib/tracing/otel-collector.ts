@@ -2,7 +2,14 @@ import type { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { singlePodLintExemptions } from '../lint.ts';
 import { DEFAULT_REPLICA_SPREAD } from '../scheduling.ts';
-import { assertValidBackends, backendExporter, type CollectorBackend } from './collector/exporters.ts';
+import {
+  APPLICATIONS_FILTER,
+  assertValidControlPlane,
+  CONTROL_PLANE_TAIL_SAMPLING,
+  type CollectorControlPlane,
+  controlPlanePipeline,
+} from './collector/control-plane.ts';
+import { assertValidBackends, backendExporter, type CollectorBackend, exporterId } from './collector/exporters.ts';
 import { type CollectorProcessorOptions, type CollectorSampling, processorChain } from './collector/processors.ts';
 import { assertValidReceiverSecurity, type CollectorReceiverSecurity, otlpReceivers } from './collector/receivers.ts';
 import { assertValidRouting, type CollectorRouting, tracePipelines } from './collector/routing.ts';
@@ -13,7 +20,7 @@ import {
   type ExtensionConfig,
   type TelemetryConfig,
 } from './collector-config.ts';
-import { COLLECTOR_PORTS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE } from './names.ts';
+import { COLLECTOR_PORTS, HEALTH_CHECK_PATHS, serviceHost, TRACING_IMAGES, TRACING_NAMESPACE } from './names.ts';
 import { type SecretMount, type TracingResources, TracingWorkload } from './tracing-workload.ts';
 
 /** What the collector does, in the spec's words; `collectorConfig` turns it into the document. */
@@ -26,6 +33,17 @@ export interface CollectorPipelineOptions extends CollectorProcessorOptions {
   readonly receiverSecurity?: CollectorReceiverSecurity;
   /** The collector's own log level. @default 'info' */
   readonly logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /**
+   * The Kubernetes control plane's traces (API server, etcd, kubelet), which the control plane
+   * exports to this collector's OTLP gRPC port when told to (`--tracing-config-file`; README,
+   * "Tracing the control plane"), in a pipeline of their own (`traces/control-plane`): every
+   * other pipeline drops their spans, so the applications' sampling never decides them, and theirs
+   * keeps errors, slow requests and a percentage of the rest, without the API server's probes.
+   * With routing they go to the default backends. `false`: no such pipeline, and control-plane
+   * spans are sampled as any others.
+   * @default the defaults of CollectorControlPlane
+   */
+  readonly controlPlane?: CollectorControlPlane | false;
 }
 
 /** The collector's document plus what its pod needs to resolve it: env vars from Secrets, mounted Secrets. */
@@ -40,6 +58,7 @@ export function assertValidCollectorOptions(options: CollectorPipelineOptions, w
   assertValidBackends(options.backends, where);
   assertValidReceiverSecurity(options.receiverSecurity ?? {}, where);
   if (options.routing) assertValidRouting(options.routing, options.backends, where);
+  if (options.controlPlane) assertValidControlPlane(options.controlPlane, where);
 }
 
 /** The collector's own logs (JSON) and metrics (Prometheus, on the metrics port). */
@@ -58,8 +77,24 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
   assertValidCollectorOptions(options, where);
   const exporters = options.backends.map(backendExporter);
   const receivers = otlpReceivers(options.receiverSecurity ?? {});
-  const { processors, chain } = processorChain(options);
-  const { filters, pipelines } = tracePipelines(options.backends, chain, options.routing);
+  const base = processorChain(options);
+  // With routing, control-plane spans (which carry no route's value) go where unclaimed spans go.
+  const defaults = options.backends.filter((b) => options.routing?.defaultBackends.includes(b.name) ?? true);
+  const controlPlane =
+    options.controlPlane === false
+      ? undefined
+      : controlPlanePipeline(
+          options.controlPlane ?? {},
+          options.healthCheckPaths ?? HEALTH_CHECK_PATHS,
+          (defaults.length > 0 ? defaults : options.backends).map(exporterId),
+        );
+  const processors = { ...base.processors, ...controlPlane?.processors };
+  // Right after memory_limiter: the applications' sampling never sees a control-plane span.
+  const chain = controlPlane ? [base.chain[0], APPLICATIONS_FILTER, ...base.chain.slice(1)] : base.chain;
+  const { filters, pipelines: applicationPipelines } = tracePipelines(options.backends, chain, options.routing);
+  const pipelines = controlPlane
+    ? { ...applicationPipelines, 'traces/control-plane': controlPlane.pipeline }
+    : applicationPipelines;
   // Authenticators, env vars and Secret mounts in this order: the exporters', then the receivers'.
   const parts = [...exporters, receivers];
   const extensions: Record<ComponentId, ExtensionConfig> = Object.assign(
@@ -158,11 +193,17 @@ export function assertReplicasSeeWholeTraces(
   replicas: number,
   where: string,
 ): void {
-  if (!config.processors?.tail_sampling || replicas <= 1) return;
-  const why =
-    sampling?.mode === 'tail'
-      ? 'tail sampling'
-      : 'dropping health-check traces whole (healthCheckPaths: [] keeps them)';
+  if (replicas <= 1) return;
+  const processors = config.processors ?? {};
+  let why: string | undefined;
+  if (processors.tail_sampling)
+    why =
+      sampling?.mode === 'tail'
+        ? 'tail sampling'
+        : 'dropping health-check traces whole (healthCheckPaths: [] keeps them)';
+  else if (processors[CONTROL_PLANE_TAIL_SAMPLING])
+    why = "the control plane's tail sampling (controlPlane: false leaves it out)";
+  if (!why) return;
   throw new Error(
     `${where}: ${why} decides per trace; with ${replicas} replicas traces would be split between ` +
       'collectors and decided on fragments. Run 1 replica, or put a trace-id-aware load balancer in front',

@@ -1,6 +1,7 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
+import type { CollectorControlPlane } from './collector/control-plane.ts';
 import type { CollectorBackend } from './collector/exporters.ts';
 import type { CollectorSampling } from './collector/processors.ts';
 import type { CollectorReceiverSecurity } from './collector/receivers.ts';
@@ -32,6 +33,11 @@ export interface ProductionTracingStackProps {
   readonly extraBackends?: readonly CollectorBackend[];
   /** @default open receivers inside the cluster */
   readonly receiverSecurity?: CollectorReceiverSecurity;
+  /**
+   * The control plane's traces, in a pipeline of their own (OtelCollectorProps' `controlPlane`).
+   * @default errors, slower than 1 s, 10 % of the rest
+   */
+  readonly controlPlane?: CollectorControlPlane | false;
   /**
    * NetworkPolicies (TracingNetworkPolicy): a default deny for the stack's pods, and per component
    * exactly its flows: applications to the collector (OTLP 4317/4318), the collector to Jaeger, Jaeger to its storage (Elasticsearch or Cassandra),
@@ -82,6 +88,7 @@ export class ProductionTracingStack extends Construct {
         ...(props.extraBackends ?? []),
       ],
       ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
+      ...(props.controlPlane !== undefined ? { controlPlane: props.controlPlane } : {}),
     });
     this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, {
       namespace,

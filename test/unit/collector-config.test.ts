@@ -345,12 +345,124 @@ describe('the composed document', () => {
   });
 
   test('several replicas are fine when no processor decides per trace', () => {
-    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [] });
+    const { config } = collectorConfig({
+      backends: [JAEGER],
+      sampling: { mode: 'always' },
+      healthCheckPaths: [],
+      controlPlane: false,
+    });
     expect(() => assertReplicasSeeWholeTraces(config, undefined, 3, 'W')).not.toThrow();
     const decided = collectorConfig({ backends: [JAEGER] }).config;
     expect(() => assertReplicasSeeWholeTraces(decided, undefined, 1, 'W')).not.toThrow();
     expect(() => assertReplicasSeeWholeTraces(decided, undefined, 2, 'W')).toThrow(
       /^W: dropping health-check traces whole/,
+    );
+  });
+});
+
+describe("the control plane's pipeline", () => {
+  const isControlPlane =
+    '(resource.attributes["service.name"] == "apiserver" or resource.attributes["service.name"] == "etcd" or resource.attributes["service.name"] == "kubelet")';
+
+  test('by default: traces/control-plane keeps the API server, etcd and the kubelet, which every other pipeline drops before its sampling', () => {
+    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'probabilistic', percentage: 1 } });
+    expect(config.service.pipelines.traces.processors).toEqual([
+      'memory_limiter',
+      'filter/applications',
+      'probabilistic_sampler',
+      'tail_sampling',
+      'batch',
+    ]);
+    expect(config.processors!['filter/applications']).toEqual({
+      error_mode: 'ignore',
+      traces: { span: [isControlPlane] },
+    });
+    expect(config.service.pipelines['traces/control-plane']).toEqual({
+      receivers: ['otlp'],
+      processors: ['memory_limiter', 'filter/control-plane', 'tail_sampling/control-plane', 'batch'],
+      exporters: ['otlp_grpc/jaeger'],
+    });
+    expect(config.processors!['filter/control-plane']).toEqual({
+      error_mode: 'ignore',
+      traces: { span: [`not ${isControlPlane}`] },
+    });
+  });
+
+  test("its tail sampling keeps errors, requests slower than 1 s and 10 % of the rest, and drops the API server's probes", () => {
+    const { config } = collectorConfig({ backends: [JAEGER] });
+    expect(config.processors!['tail_sampling/control-plane']).toEqual(
+      tailSampling({ mode: 'tail', percentage: 10, latencyThresholdMs: 1000 }, [
+        '/healthz',
+        '/readyz',
+        '/livez',
+        '/health',
+      ]),
+    );
+    const custom = collectorConfig({
+      backends: [JAEGER],
+      controlPlane: { services: ['kube-apiserver'], percentage: 25, latencyThresholdMs: 300 },
+      healthCheckPaths: ['/livez'],
+    }).config;
+    expect(custom.processors!['tail_sampling/control-plane']).toEqual(
+      tailSampling({ mode: 'tail', percentage: 25, latencyThresholdMs: 300 }, ['/livez']),
+    );
+    expect(custom.processors!['filter/applications']).toEqual({
+      error_mode: 'ignore',
+      traces: { span: ['(resource.attributes["service.name"] == "kube-apiserver")'] },
+    });
+  });
+
+  test('keeping every one (the development stack) decides a second after the root; with no probes to drop, nothing decides per trace', () => {
+    const every = collectorConfig({ backends: [JAEGER], controlPlane: { percentage: 100 } }).config;
+    expect(every.processors!['tail_sampling/control-plane']).toMatchObject({
+      decision_wait_after_root_received: '1s',
+      policies: [
+        { name: 'health-checks', type: 'drop' },
+        { name: 'everything-else', type: 'always_sample' },
+      ],
+    });
+    const none = collectorConfig({
+      backends: [JAEGER],
+      sampling: { mode: 'always' },
+      healthCheckPaths: [],
+      controlPlane: { percentage: 100 },
+    }).config;
+    expect(none.service.pipelines['traces/control-plane'].processors).toEqual([
+      'memory_limiter',
+      'filter/control-plane',
+      'batch',
+    ]);
+    expect(() => assertReplicasSeeWholeTraces(none, { mode: 'always' }, 3, 'W')).not.toThrow();
+  });
+
+  test('with routing, control-plane spans go to the default backends; false leaves the pipeline out', () => {
+    const routed = collectorConfig({
+      backends: [JAEGER, { name: 'eu', endpoint: 'eu.example.com:4317' }],
+      routing: { attribute: 'tenant', routes: [{ value: 'eu', backends: ['eu'] }], defaultBackends: ['jaeger'] },
+    }).config;
+    expect(routed.service.pipelines['traces/control-plane'].exporters).toEqual(['otlp_grpc/jaeger']);
+    for (const name of ['traces/eu', 'traces/jaeger'])
+      expect(routed.service.pipelines[name].processors).toContain('filter/applications');
+    const off = collectorConfig({ backends: [JAEGER], controlPlane: false }).config;
+    expect(Object.keys(off.service.pipelines)).toEqual(['traces']);
+    expect(
+      Object.keys(off.processors!).filter((id) => id.includes('control-plane') || id === 'filter/applications'),
+    ).toEqual([]);
+  });
+
+  test('several replicas would split its traces; settings it cannot run with are refused by name', () => {
+    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [] });
+    expect(() => assertReplicasSeeWholeTraces(config, { mode: 'always' }, 2, 'W')).toThrow(
+      /^W: the control plane's tail sampling \(controlPlane: false leaves it out\) decides per trace/,
+    );
+    expect(() => collectorConfig({ backends: [JAEGER], controlPlane: { services: [] } }, 'W')).toThrow(
+      'W: controlPlane.services must name at least one service, none empty',
+    );
+    expect(() => collectorConfig({ backends: [JAEGER], controlPlane: { percentage: 101 } }, 'W')).toThrow(
+      'W: controlPlane.percentage is 101; give a percentage between 0 and 100',
+    );
+    expect(() => collectorConfig({ backends: [JAEGER], controlPlane: { latencyThresholdMs: 0 } }, 'W')).toThrow(
+      'W: controlPlane.latencyThresholdMs is 0; give a whole number of ms above 0',
     );
   });
 });

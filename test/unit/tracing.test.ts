@@ -25,8 +25,10 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
       endpoint: 'jaeger.tracing.svc:4317',
       tls: { insecure: true },
     });
+    // The control plane's spans have a pipeline of their own (test/unit/collector-config.test.ts).
     expect(config.service.pipelines.traces.processors).toEqual([
       'memory_limiter',
+      'filter/applications',
       'probabilistic_sampler',
       'tail_sampling',
       'batch',
@@ -67,12 +69,17 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
         { name: 'rest', type: 'probabilistic', probabilistic: { sampling_percentage: 1 } },
       ],
     });
-    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'tail_sampling', 'batch']);
+    expect(config.service.pipelines.traces.processors).toEqual([
+      'memory_limiter',
+      'filter/applications',
+      'tail_sampling',
+      'batch',
+    ]);
   });
 
   test('without tail rules, health-check traces are still dropped whole (never span by span), decided a second after the root span arrives', () => {
     for (const sampling of [{ mode: 'always' }, { mode: 'probabilistic', percentage: 10 }] as const) {
-      const { config } = collectorConfig({ backends: [JAEGER], sampling });
+      const { config } = collectorConfig({ backends: [JAEGER], sampling, controlPlane: false });
       expect(config.processors!.tail_sampling).toEqual({
         decision_wait: '10s',
         decision_wait_after_root_received: '1s',
@@ -85,17 +92,9 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   });
 
   test('healthCheckPaths: [] keeps health-check traces, and without tail sampling no trace-level decision (nor its single-replica rule) remains', () => {
-    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [] });
-    expect(config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'batch']);
-    expect(
-      () =>
-        new OtelCollector(chart(), 'c', {
-          backends: [JAEGER],
-          sampling: { mode: 'always' },
-          healthCheckPaths: [],
-          replicas: 2,
-        }),
-    ).not.toThrow();
+    const options = { backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [], controlPlane: false } as const;
+    expect(collectorConfig(options).config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'batch']);
+    expect(() => new OtelCollector(chart(), 'c', { ...options, replicas: 2 })).not.toThrow();
   });
 
   test('a tail_sampling processor with only drop policies, an empty drop or a fractional decision_wait_after_root_received is refused at synth', () => {
@@ -253,7 +252,7 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
       sampling: { mode: 'always' },
       routing: { attribute: 'region', routes: [{ value: 'eu', backends: ['eu'] }], defaultBackends: ['jaeger'] },
     });
-    expect(Object.keys(config.service.pipelines)).toEqual(['traces/eu', 'traces/jaeger']);
+    expect(Object.keys(config.service.pipelines)).toEqual(['traces/eu', 'traces/jaeger', 'traces/control-plane']);
     expect(config.processors!['filter/route-eu']).toEqual({
       error_mode: 'ignore',
       traces: { span: ['not (resource.attributes["region"] == "eu")'] },

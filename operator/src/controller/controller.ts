@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger.ts';
+import { traceparentLink } from '../observability/tracing.ts';
 import { objectKey } from './informer.ts';
 import type { KubeObject, ResourceType } from './kube-api.ts';
 import type { Manager, Runnable } from './manager.ts';
@@ -42,6 +43,13 @@ export interface ControllerOptions<T extends KubeObject> {
   readonly reconciler: Reconciler;
   /** Keys reconciled at once. */
   readonly concurrency: number;
+  /**
+   * An annotation of the primary holding a W3C `traceparent` (set by whoever wrote the object, from
+   * the span that wrote it): each reconcile's span links to that span, so a pipeline's trace leads
+   * to the reconciles its write caused. Which write set it, not which event woke the reconcile.
+   * @default no links
+   */
+  readonly traceparentAnnotation?: string;
 }
 
 /** The key of `child`'s controller owner when that owner is of `kind` in `group`. */
@@ -68,9 +76,19 @@ export class Controller<T extends KubeObject> implements Runnable {
       concurrency: options.concurrency,
       span: (key, failures) => {
         const [namespace, objectName] = key.split('/');
+        // The version the reconcile starts from: the API server's spans of the write that made it
+        // carry no resourceVersion, but its audit log and the object's history do.
+        const cached = primary.informer.get(key)?.metadata;
+        const annotation = options.traceparentAnnotation;
         return {
           name: `reconcile ${primary.kind}`,
-          attributes: { 'k8s.namespace.name': namespace, [`${name}.name`]: objectName, [`${name}.retries`]: failures },
+          attributes: {
+            'k8s.namespace.name': namespace,
+            [`${name}.name`]: objectName,
+            [`${name}.retries`]: failures,
+            ...(cached?.resourceVersion ? { [`${name}.resource_version`]: cached.resourceVersion } : {}),
+          },
+          links: annotation ? traceparentLink(cached?.annotations?.[annotation]) : undefined,
         };
       },
       metrics,

@@ -1,4 +1,4 @@
-import type { Attributes } from '@opentelemetry/api';
+import type { Attributes, Link } from '@opentelemetry/api';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
 import { inSpan } from '../observability/tracing.ts';
@@ -44,11 +44,15 @@ export interface WorkQueueOptions {
    */
   readonly backoff?: BackoffOptions;
   /**
-   * The span each run of the handler is traced in: its name and attributes, given the key and
-   * its failures so far; a failure (terminal or not) ends it with an error status.
+   * The span each run of the handler is traced in: its name, attributes and links, given the key
+   * and its failures so far; a failure (terminal or not) ends it with an error status. The queue
+   * adds `<name>.queue_wait_ms`, how long the key waited for a worker.
    * @default no span
    */
-  readonly span?: (key: string, failures: number) => { readonly name: string; readonly attributes: Attributes };
+  readonly span?: (
+    key: string,
+    failures: number,
+  ) => { readonly name: string; readonly attributes: Attributes; readonly links?: Link[] };
   readonly metrics?: OperatorMetrics;
   readonly logger?: Logger;
 }
@@ -209,7 +213,14 @@ export class WorkQueue {
       try {
         const span = this.options.span?.(key, this.failuresOf(key));
         const result = await (span
-          ? inSpan(span.name, { attributes: span.attributes }, () => handler(key, abort))
+          ? inSpan(
+              span.name,
+              {
+                attributes: { ...span.attributes, [`${this.options.name}.queue_wait_ms`]: Math.round(waited) },
+                links: span.links,
+              },
+              () => handler(key, abort),
+            )
           : handler(key, abort));
         this.outcome(key, started, 'success');
         this.forget(key);

@@ -4,7 +4,19 @@
 // what every process needs (the settings and the API calls); the SDK lives in tracing-sdk.ts, which
 // startTracing loads on demand, so a process without an endpoint never loads it (nor its exporter,
 // protobuf encoder and semantic conventions: see operator/bundle.ts).
-import { type Attributes, context, propagation, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { IncomingHttpHeaders } from 'node:http';
+import {
+  type Attributes,
+  context,
+  isSpanContextValid,
+  type Link,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
 
 const TRACER = 'website-operator';
 
@@ -54,30 +66,62 @@ export async function startTracing(settings: TracingSettings, version: string): 
 /** Runs `work` inside a span named `name`, ending it with `work`'s outcome. */
 export async function inSpan<T>(
   name: string,
-  options: { kind?: SpanKind; attributes?: Attributes },
+  options: { kind?: SpanKind; attributes?: Attributes; links?: Link[] },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
-  return trace.getTracer(TRACER).startActiveSpan(
-    name,
-    {
-      kind: options.kind ?? SpanKind.INTERNAL,
-      attributes: options.attributes,
-    },
-    async (span) => {
-      try {
-        return await work(span);
-      } catch (error) {
-        span.recordException(error as Error);
-        span.setStatus({
-          code: SpanStatusCode.ERROR,
-          message: (error as Error).message,
-        });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
+  return trace
+    .getTracer(TRACER)
+    .startActiveSpan(
+      name,
+      { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links },
+      async (span) => {
+        try {
+          return await work(span);
+        } catch (error) {
+          failed(span, error);
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+}
+
+/** inSpan for synchronous work (rendering a Website's children). */
+export function inSyncSpan<T>(name: string, attributes: Attributes, work: () => T): T {
+  return trace.getTracer(TRACER).startActiveSpan(name, { attributes }, (span) => {
+    try {
+      return work();
+    } catch (error) {
+      failed(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+function failed(span: Span, error: unknown): void {
+  span.recordException(error as Error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+}
+
+/**
+ * Runs `work` in the trace context an incoming request carries (its `traceparent`), so that the
+ * spans `work` starts are children of the caller's: the API server's call of the conversion webhook.
+ */
+export function inRemoteContext<T>(headers: IncomingHttpHeaders, work: () => T): T {
+  return context.with(propagation.extract(ROOT_CONTEXT, headers), work);
+}
+
+/**
+ * A link to the span a W3C `traceparent` value names (version 00: `00-<trace id>-<span id>-<flags>`),
+ * or none for a missing or malformed value: a user's annotation, never trusted to be well formed.
+ */
+export function traceparentLink(traceparent: string | undefined): Link[] | undefined {
+  if (!traceparent) return undefined;
+  const spanContext = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent }));
+  return spanContext && isSpanContextValid(spanContext) ? [{ context: spanContext }] : undefined;
 }
 
 /** Adds the active span's `traceparent` to outgoing request headers. */
@@ -93,4 +137,4 @@ export function activeTraceIds(): { trace_id: string; span_id: string } | undefi
   return { trace_id: traceId, span_id: spanId };
 }
 
-export { SpanKind };
+export { type Span, SpanKind };

@@ -6,7 +6,7 @@ import type { Manager, ManagerConfig } from '../controller/manager.ts';
 import { type FieldMask, fieldMask, METADATA_MASK, projection } from '../controller/projection.ts';
 import { MANAGED_BY, WEBSITE_OWNS, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
 import { renderWorkload } from './render.ts';
-import { finalizerName, WebsiteReconciler, websitesType } from './website.ts';
+import { finalizerName, traceparentAnnotationName, WebsiteReconciler, websitesType } from './website.ts';
 
 /** The Website controller: for Websites, owning every kind of WEBSITE_OWNS (Deployments and Services). */
 
@@ -66,6 +66,7 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
     owns: [...children.values()],
     reconciler,
     concurrency: config.concurrency,
+    traceparentAnnotation: traceparentAnnotationName(config.group),
   });
   return controller;
 }

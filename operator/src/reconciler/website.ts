@@ -15,6 +15,7 @@ import {
   workloadName,
 } from '../library.ts';
 import type { Logger } from '../observability/logger.ts';
+import { inSyncSpan } from '../observability/tracing.ts';
 import { type RenderedChild, type RenderOptions, renderWorkload } from './render.ts';
 import { failedCondition, nextStatus, readyCondition } from './status.ts';
 
@@ -32,6 +33,15 @@ export function websitesType(group: string): ResourceType {
 
 export function finalizerName(group: string): string {
   return `websites.${group}/cleanup`;
+}
+
+/**
+ * The annotation a writer of a Website may set to the W3C `traceparent` of the span that wrote it
+ * (a CI job's deploy step): the reconciles of that Website link to that span (README, "Tracing the
+ * control plane").
+ */
+export function traceparentAnnotationName(group: string): string {
+  return `websites.${group}/traceparent`;
 }
 
 export interface WebsiteReconcilerOptions {
@@ -108,7 +118,9 @@ export class WebsiteReconciler {
     try {
       // 2. and 3. Create or update every child (the Deployment and the Service); add the
       // finalizer. These writes do not depend on each other, so they go out together.
-      const rendered = renderWorkload(website, { ...this.options.render, group: this.options.group });
+      const rendered = inSyncSpan('render Website', {}, () =>
+        renderWorkload(website, { ...this.options.render, group: this.options.group }),
+      );
       // Every write is waited for, so none is left running when the reconcile fails, and the
       // children that were written get their event either way.
       const [finalizerResult, ...childResults] = await Promise.allSettled([

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ConversionError, convertWebsite, DEFAULT_GROUP, OPERATOR_PORTS, WEBHOOK_PATH } from '../library.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
+import { inRemoteContext, inSpan, type Span, SpanKind } from '../observability/tracing.ts';
 import { parseCertificate, type TlsSource } from './certificates.ts';
 
 /** The only ConversionReview version served; the CRD asks for it (`conversionReviewVersions: [v1]`). */
@@ -125,8 +126,16 @@ export class ConversionWebhookServer {
   async start(): Promise<void> {
     if (this.server) throw new Error('the conversion webhook server is already started');
     // Without a certificate for now: loadCertificate() sets it, here and on every change.
+    // A server span per request, the child of the API server's webhook call when it sends its
+    // trace context (it does when it traces: README, "Tracing the control plane").
     const server = createServer({ minVersion: 'TLSv1.2' }, (req, res) => {
-      this.handle(req, res).catch((error: unknown) => this.internalError(res, error));
+      inRemoteContext(req.headers, () =>
+        inSpan(
+          `${req.method} ${this.path}`,
+          { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method ?? '', 'url.path': this.path } },
+          (span) => this.handle(req, res, span),
+        ),
+      ).catch((error: unknown) => this.internalError(res, error));
     });
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
@@ -194,7 +203,7 @@ export class ConversionWebhookServer {
     }
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handle(req: IncomingMessage, res: ServerResponse, span: Span): Promise<void> {
     try {
       const pathname = (req.url ?? '/').split('?')[0];
       if (pathname !== this.path)
@@ -213,8 +222,9 @@ export class ConversionWebhookServer {
           `request body is not valid JSON (${(error as Error).message}): send a ConversionReview`,
         );
       }
-      const response = this.review(review);
+      const response = this.review(review, span);
       this.options.metrics?.conversions.inc({ result: response.result.status });
+      span.setAttribute('website.conversion.result', response.result.status);
       if (response.result.status === 'Failed') {
         this.options.logger?.warn({ uid: response.uid, message: response.result.message }, 'conversion failed');
       }
@@ -224,8 +234,10 @@ export class ConversionWebhookServer {
         JSON.stringify({ apiVersion: CONVERSION_REVIEW_API_VERSION, kind: 'ConversionReview', response }),
         'application/json',
       );
+      span.setAttribute('http.response.status_code', 200);
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
+      span.setAttribute('http.response.status_code', error.status);
       this.options.logger?.warn(
         { status: error.status, method: req.method, url: req.url, message: error.message },
         'rejected a conversion webhook request',
@@ -239,7 +251,7 @@ export class ConversionWebhookServer {
   }
 
   /** Validates the ConversionReview and converts its objects; a bad object fails the whole review, as the API server expects. */
-  private review(review: unknown): ConversionReviewResponse {
+  private review(review: unknown, span: Span): ConversionReviewResponse {
     if (
       !isRecord(review) ||
       review.apiVersion !== CONVERSION_REVIEW_API_VERSION ||
@@ -261,6 +273,10 @@ export class ConversionWebhookServer {
     if (typeof desiredAPIVersion !== 'string')
       throw new HttpError(400, `ConversionReview ${uid}: request.desiredAPIVersion must be a string`);
     if (!Array.isArray(objects)) throw new HttpError(400, `ConversionReview ${uid}: request.objects must be a list`);
+    span.setAttributes({
+      'website.conversion.desired_api_version': desiredAPIVersion,
+      'website.conversion.objects': objects.length,
+    });
 
     const convertedObjects: unknown[] = [];
     for (const [index, object] of objects.entries()) {
