@@ -146,6 +146,13 @@ describe('the control plane traced into the development trace stack', () => {
     expect(tag(call, 'url.full')).toBe(`https://website-operator-webhook.${NS}.svc:443/convert?timeout=30s`);
     expect(parentOf(call)).toBeUndefined();
     expect(during(call)).toBe(true);
+
+    // The API server's probes (scripts/cluster.sh asked for /readyz while the cluster came up, and
+    // the API server probes itself) are dropped whole by the Collector's control-plane pipeline.
+    const probes = (await jaegerTraces(query, 'apiserver')).filter((t) =>
+      t.spans.some((s) => /^\/(readyz|livez|healthz)(\/|$)/.test(pathOf(s))),
+    );
+    expect(probes.map((t) => t.traceID)).toEqual([]);
   });
 
   test("a Website's reconcile links to the writer's span in its annotation, and the API server's span of each of its requests links to that request", async () => {

@@ -1,3 +1,4 @@
+import { controlPlaneProbeConditions } from '../../lib/tracing/collector/control-plane.ts';
 import {
   assertValidBackends,
   backendExporter,
@@ -391,12 +392,11 @@ describe("the control plane's pipeline", () => {
   test("its tail sampling keeps errors, requests slower than 1 s and 10 % of the rest, and drops the API server's probes", () => {
     const { config } = collectorConfig({ backends: [JAEGER] });
     expect(config.processors!['tail_sampling/control-plane']).toEqual(
-      tailSampling({ mode: 'tail', percentage: 10, latencyThresholdMs: 1000 }, [
-        '/healthz',
-        '/readyz',
-        '/livez',
-        '/health',
-      ]),
+      tailSampling(
+        { mode: 'tail', percentage: 10, latencyThresholdMs: 1000 },
+        ['/healthz', '/readyz', '/livez', '/health'],
+        controlPlaneProbeConditions,
+      ),
     );
     const custom = collectorConfig({
       backends: [JAEGER],
@@ -404,12 +404,19 @@ describe("the control plane's pipeline", () => {
       healthCheckPaths: ['/livez'],
     }).config;
     expect(custom.processors!['tail_sampling/control-plane']).toEqual(
-      tailSampling({ mode: 'tail', percentage: 25, latencyThresholdMs: 300 }, ['/livez']),
+      tailSampling({ mode: 'tail', percentage: 25, latencyThresholdMs: 300 }, ['/livez'], controlPlaneProbeConditions),
     );
     expect(custom.processors!['filter/applications']).toEqual({
       error_mode: 'ignore',
       traces: { span: ['(resource.attributes["service.name"] == "kube-apiserver")'] },
     });
+  });
+
+  test("the API server's probes are matched by their server span at any depth, with their checks (/readyz/etcd), literally", () => {
+    expect(controlPlaneProbeConditions(['/readyz', '/a.b'])).toEqual([
+      'kind == SPAN_KIND_SERVER and IsMatch(attributes["url.path"], "^/(readyz|a\\\\.b)(/[^/]*)?$")',
+      'kind == SPAN_KIND_SERVER and IsMatch(attributes["http.target"], "^/(readyz|a\\\\.b)(/[^/]*)?(\\\\?.*)?$")',
+    ]);
   });
 
   test('keeping every one (the development stack) decides a second after the root; with no probes to drop, nothing decides per trace', () => {

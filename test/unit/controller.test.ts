@@ -1,4 +1,5 @@
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { propagation, SpanStatusCode, trace } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import {
@@ -16,6 +17,7 @@ import { TokenBucket } from '../../operator/src/controller/rate-limiter.ts';
 import { TerminalError } from '../../operator/src/controller/terminal-error.ts';
 import { WorkQueue } from '../../operator/src/controller/work-queue.ts';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
+import { traceparentLink } from '../../operator/src/observability/tracing.ts';
 
 describe('backoff', () => {
   test('doubles from the base and stops at the cap', () => {
@@ -157,16 +159,50 @@ describe('WorkQueue', () => {
       queue.add('ns/a');
       await until(() => exporter.getFinishedSpans().length === 2);
       await running.stop();
+      const waited = { 'test.queue_wait_ms': expect.any(Number) };
       expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes, s.status])).toEqual([
         [
           'reconcile Thing',
-          { key: 'ns/a', failures: 0 },
+          { key: 'ns/a', failures: 0, ...waited },
           { code: SpanStatusCode.ERROR, message: 'the API server is busy' },
         ],
-        ['reconcile Thing', { key: 'ns/a', failures: 1 }, { code: SpanStatusCode.UNSET }],
+        ['reconcile Thing', { key: 'ns/a', failures: 1, ...waited }, { code: SpanStatusCode.UNSET }],
       ]);
     } finally {
       trace.disable();
+      await provider.shutdown();
+    }
+  });
+
+  test("a span's links come from a traceparent annotation when well formed; anything else gives none", async () => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const exporter = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const spanId = '00f067aa0ba902b7';
+      expect(traceparentLink(`00-${traceId}-${spanId}-01`)).toEqual([
+        { context: { traceId, spanId, traceFlags: 1, isRemote: true } },
+      ]);
+      for (const bad of [undefined, '', 'hello', `00-${'0'.repeat(32)}-${spanId}-01`, `00-${traceId}-${spanId}`])
+        expect(traceparentLink(bad)).toBeUndefined();
+      const span = () => ({
+        name: 'reconcile Thing',
+        attributes: {},
+        links: traceparentLink(`00-${traceId}-${spanId}-00`),
+      });
+      const queue = new WorkQueue({ name: 'test', concurrency: 1, span });
+      const running = run(queue, async () => undefined);
+      queue.add('ns/a');
+      await until(() => exporter.getFinishedSpans().length === 1);
+      await running.stop();
+      expect(exporter.getFinishedSpans()[0].links.map((l) => l.context)).toEqual([
+        { traceId, spanId, traceFlags: 0, isRemote: true },
+      ]);
+    } finally {
+      trace.disable();
+      propagation.disable();
       await provider.shutdown();
     }
   });

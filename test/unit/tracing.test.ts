@@ -92,7 +92,12 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   });
 
   test('healthCheckPaths: [] keeps health-check traces, and without tail sampling no trace-level decision (nor its single-replica rule) remains', () => {
-    const options = { backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [], controlPlane: false } as const;
+    const options = {
+      backends: [JAEGER],
+      sampling: { mode: 'always' },
+      healthCheckPaths: [],
+      controlPlane: false,
+    } as const;
     expect(collectorConfig(options).config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'batch']);
     expect(() => new OtelCollector(chart(), 'c', { ...options, replicas: 2 })).not.toThrow();
   });

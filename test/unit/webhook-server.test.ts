@@ -1,5 +1,9 @@
 import { request } from 'node:https';
 import { connect } from 'node:tls';
+import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { OperatorMetrics } from '../../operator/src/observability/metrics.ts';
 import {
   createCertificateAuthority,
@@ -48,7 +52,13 @@ const issue = () =>
 
 function send(
   port: number,
-  options: { method?: string; path?: string; body?: string | Buffer; chunked?: boolean } = {},
+  options: {
+    method?: string;
+    path?: string;
+    body?: string | Buffer;
+    chunked?: boolean;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -59,7 +69,7 @@ function send(
         path: options.path ?? '/convert',
         ca: ca.cert,
         agent: false,
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...options.headers },
       },
       (res) => {
         let body = '';
@@ -234,6 +244,45 @@ describe('ConversionWebhookServer', () => {
     expect(response.result.status).toBe('Failed');
     expect(response.result.message).toMatch(message);
     expect((await conversions()).Failed).toBe(before + 1);
+  });
+
+  test("each request is a server span, the child of the caller's traceparent (the API server's webhook call)", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const caller = '00f067aa0ba902b7';
+      const headers = { traceparent: `00-${traceId}-${caller}-01` };
+      await send(port, { body: review('web.example.com/v1beta1', [v1('t1'), v1('t2')]), headers });
+      await send(port, { body: review('web.example.com/v1beta1', [{ kind: 'Website' }]), headers });
+      await send(port, { path: '/other', headers });
+      const spans = exporter.getFinishedSpans();
+      expect(spans.map((s) => [s.name, s.kind, s.spanContext().traceId, s.parentSpanContext?.spanId])).toEqual([
+        ['POST /convert', SpanKind.SERVER, traceId, caller],
+        ['POST /convert', SpanKind.SERVER, traceId, caller],
+        ['POST', SpanKind.SERVER, traceId, caller],
+      ]);
+      expect(spans.map((s) => s.attributes)).toEqual([
+        {
+          'http.request.method': 'POST',
+          'url.path': '/convert',
+          'website.conversion.desired_api_version': 'web.example.com/v1beta1',
+          'website.conversion.objects': 2,
+          'website.conversion.result': 'Success',
+          'http.response.status_code': 200,
+        },
+        expect.objectContaining({ 'website.conversion.result': 'Failed', 'http.response.status_code': 200 }),
+        { 'http.request.method': 'POST', 'url.path': '/other', 'http.response.status_code': 404 },
+      ]);
+    } finally {
+      trace.disable();
+      propagation.disable();
+      context.disable();
+      await provider.shutdown();
+    }
   });
 
   test('counts successful reviews', async () => {

@@ -1,5 +1,20 @@
 import type { ComponentId, PipelineConfig, ProcessorConfig } from '../collector-config.ts';
-import { tailSampling } from './processors.ts';
+import { pathAlternatives, tailSampling } from './processors.ts';
+
+/**
+ * OTTL span conditions matching the API server's handling of a probe of one of `paths` and of its
+ * checks (/readyz/etcd): its server span, whatever its depth. The API server's root span is its
+ * authentication filter's, which records no path, and its loopback client calls itself (a client
+ * span, then the server span under it), so the applications' rule (a root span with the path)
+ * would keep every probe.
+ */
+export function controlPlaneProbeConditions(paths: readonly string[]): string[] {
+  const path = `^/(${pathAlternatives(paths)})(/[^/]*)?$`;
+  return [
+    `kind == SPAN_KIND_SERVER and IsMatch(attributes["url.path"], "${path}")`,
+    `kind == SPAN_KIND_SERVER and IsMatch(attributes["http.target"], "${path.slice(0, -1)}(\\\\?.*)?$")`,
+  ];
+}
 
 /**
  * The `service.name`s the Kubernetes control plane reports its spans under: the API server
@@ -72,6 +87,7 @@ export function controlPlanePipeline(
       ? { mode: 'always' }
       : { mode: 'tail', percentage, latencyThresholdMs: controlPlane.latencyThresholdMs },
     healthCheckPaths,
+    controlPlaneProbeConditions,
   );
   return {
     processors: {

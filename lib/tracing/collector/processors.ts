@@ -42,12 +42,20 @@ export interface CollectorProcessorOptions {
 }
 
 /**
+ * `paths` without their leading slash as alternatives of an OTTL regular expression (`a|b`),
+ * regular-expression characters in them escaped, so that each matches literally.
+ */
+export function pathAlternatives(paths: readonly string[]): string {
+  return paths.map((p) => p.replace(/^\//, '').replace(/[.*+?^${}()|[\]\\]/g, '\\\\$&')).join('|');
+}
+
+/**
  * OTTL span conditions matching the root span of a request to `paths`, under old and current HTTP
  * semantic conventions. Only the root: a health check that an ordinary request makes on its way
  * (a client span to a dependency's /healthz) leaves that request's trace alone.
  */
 export function healthCheckConditions(paths: readonly string[]): string[] {
-  const alternatives = paths.map((p) => p.replace(/^\//, '').replace(/[.*+?^${}()|[\]\\]/g, '\\\\$&')).join('|');
+  const alternatives = pathAlternatives(paths);
   const path = `^/(${alternatives})/?$`;
   const target = `^/(${alternatives})/?(\\\\?.*)?$`;
   return [
@@ -65,6 +73,8 @@ export function healthCheckConditions(paths: readonly string[]): string[] {
 export function tailSampling(
   sampling: CollectorSampling,
   healthCheckPaths: readonly string[],
+  /** The spans that make a trace a health check's. @default its root span is a request to one of the paths */
+  healthCheckSpans: (paths: readonly string[]) => string[] = healthCheckConditions,
 ): TailSamplingConfig | undefined {
   const policies: TailSamplingPolicy[] = [];
   if (healthCheckPaths.length > 0) {
@@ -76,7 +86,7 @@ export function tailSampling(
           {
             name: 'health-check-root',
             type: 'ottl_condition',
-            ottl_condition: { error_mode: 'ignore', span: healthCheckConditions(healthCheckPaths) },
+            ottl_condition: { error_mode: 'ignore', span: healthCheckSpans(healthCheckPaths) },
           },
         ],
       },

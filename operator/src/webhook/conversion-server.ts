@@ -128,11 +128,14 @@ export class ConversionWebhookServer {
     // Without a certificate for now: loadCertificate() sets it, here and on every change.
     // A server span per request, the child of the API server's webhook call when it sends its
     // trace context (it does when it traces: README, "Tracing the control plane").
+    // Named by its route as HTTP server spans are, or by its method alone off the route.
     const server = createServer({ minVersion: 'TLSv1.2' }, (req, res) => {
+      const path = (req.url ?? '/').split('?')[0];
+      const method = req.method ?? 'GET';
       inRemoteContext(req.headers, () =>
         inSpan(
-          `${req.method} ${this.path}`,
-          { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method ?? '', 'url.path': this.path } },
+          path === this.path ? `${method} ${path}` : method,
+          { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path } },
           (span) => this.handle(req, res, span),
         ),
       ).catch((error: unknown) => this.internalError(res, error));
