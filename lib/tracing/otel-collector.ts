@@ -35,8 +35,8 @@ export interface CollectorPipelineOptions extends CollectorProcessorOptions {
   readonly logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /**
    * The Kubernetes control plane's traces (API server, etcd, kubelet), which the control plane
-   * exports to this collector's OTLP gRPC port when told to (`--tracing-config-file`; README,
-   * "Tracing the control plane"), in a pipeline of their own (`traces/control-plane`): every
+   * exports to this collector's OTLP gRPC port when told to (`--tracing-config-file`;
+   * docs/use/control-plane-tracing.md), in a pipeline of their own (`traces/control-plane`): every
    * other pipeline drops their spans, so the applications' sampling never decides them, and theirs
    * keeps errors, slow requests and a percentage of the rest, without the API server's probes.
    * With routing they go to the default backends. `false`: no such pipeline, and control-plane

@@ -1,4 +1,4 @@
-// One trace through the control plane (README, "Tracing the control plane"): the development trace
+// One trace through the control plane (docs/use/control-plane-tracing.md): the development trace
 // stack of dist/tracing-dev (Jaeger and the Collector, as `npm run tracing:up` runs them), a cluster
 // of its own started as a user starts one (`scripts/cluster.sh up --tracing`), its API server and
 // etcd exporting to that Collector, and the operator (the bundle, as its ServiceAccount under the

@@ -37,8 +37,8 @@ export function finalizerName(group: string): string {
 
 /**
  * The annotation a writer of a Website may set to the W3C `traceparent` of the span that wrote it
- * (a CI job's deploy step): the reconciles of that Website link to that span (README, "Tracing the
- * control plane").
+ * (a CI job's deploy step): the reconciles of that Website link to that span
+ * (docs/use/control-plane-tracing.md).
  */
 export function traceparentAnnotationName(group: string): string {
   return `websites.${group}/traceparent`;

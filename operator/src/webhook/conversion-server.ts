@@ -127,7 +127,7 @@ export class ConversionWebhookServer {
     if (this.server) throw new Error('the conversion webhook server is already started');
     // Without a certificate for now: loadCertificate() sets it, here and on every change.
     // A server span per request, the child of the API server's webhook call when it sends its
-    // trace context (it does when it traces: README, "Tracing the control plane").
+    // trace context (it does when it traces: docs/use/control-plane-tracing.md).
     // Named by its route as HTTP server spans are, or by its method alone off the route.
     const server = createServer({ minVersion: 'TLSv1.2' }, (req, res) => {
       const path = (req.url ?? '/').split('?')[0];
