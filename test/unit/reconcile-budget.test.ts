@@ -1,4 +1,7 @@
 import { PassThrough } from 'node:stream';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { workloadLabels } from '../../lib/workload/website-workload.ts';
 import { ApiError } from '../../operator/src/controller/api-error.ts';
 import { DEPLOYMENTS, EVENTS, type KubeObject, SERVICES } from '../../operator/src/controller/kube-api.ts';
@@ -172,6 +175,46 @@ describe('request budget of each reconcile path', () => {
     expect((h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.spec as { replicas: number }).replicas).toBe(3);
     rollOut(h.api, 'a');
     expect(await h.requests()).toEqual(['PATCH websites/status 200']);
+  });
+
+  test("a Website is rendered once per generation: reconciles for its children's events and a drift reuse the render; an edit or a new Website of the same name renders again", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(provider);
+    const renders = () => exporter.getFinishedSpans().filter((span) => span.name === 'render Website').length;
+    const reconciles = () => exporter.getFinishedSpans().filter((span) => span.name === 'reconcile Website').length;
+    try {
+      const h = await startWithReadyWebsite();
+      expect([renders(), reconciles()]).toEqual([1, expect.any(Number)]);
+      expect(reconciles()).toBeGreaterThan(1);
+      h.api.modify(DEPLOYMENTS, NS, 'website-a', (deployment) => {
+        (deployment.spec as { replicas: number }).replicas = 5;
+      });
+      expect(await h.requests()).toContain('APPLY deployments 200');
+      expect(renders()).toBe(1);
+      await h.api.patch(WEBSITES, { namespace: NS, name: 'a' }, 'merge', { spec: { replicas: 3 } });
+      await h.requests();
+      expect(renders()).toBe(2);
+      expect((h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.spec as { replicas: number }).replicas).toBe(3);
+      // Deleted, then created again under the same name: a new uid, so new owner references.
+      h.api.modify(WEBSITES, NS, 'a', (w) => {
+        w.metadata!.finalizers = [];
+      });
+      await h.api.delete(WEBSITES, { namespace: NS, name: 'a' });
+      await h.requests();
+      await h.api.create(WEBSITES, website('a'));
+      await h.requests();
+      expect(renders()).toBe(3);
+      const uid = h.api.peek<KubeObject>(WEBSITES, NS, 'a')!.metadata!.uid;
+      expect(h.api.peek<KubeObject>(DEPLOYMENTS, NS, 'website-a')!.metadata!.ownerReferences).toEqual([
+        expect.objectContaining({ uid }),
+      ]);
+    } finally {
+      trace.disable();
+      context.disable();
+      await provider.shutdown();
+    }
   });
 
   test('a deleted Website: its children deleted from what the cache knows (no GET), the finalizer removed, one event', async () => {

@@ -224,7 +224,7 @@ export class FakeKubeApi implements KubeApi {
     this.precondition('APPLY', type, ref, current, object.metadata?.resourceVersion);
     this.answer('APPLY', type, ref, 200);
     // Lists are replaced whole: enough for the objects the operator renders.
-    return this.write(type, current, mergePatch(current, object) as KubeObject) as T;
+    return this.write(type, current, mergePatch(current, clone(object)) as KubeObject) as T;
   }
 
   async patch<T extends KubeObject>(

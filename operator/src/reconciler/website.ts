@@ -31,6 +31,9 @@ export function websitesType(group: string): ResourceType {
   return { group, version: 'v1', resource: 'websites' };
 }
 
+/** Websites whose rendered children WebsiteReconciler keeps: a burst's recent ones (about 4 KiB each). */
+export const RENDER_MEMO_SIZE = 256;
+
 export function finalizerName(group: string): string {
   return `websites.${group}/cleanup`;
 }
@@ -91,6 +94,15 @@ export class WebsiteReconciler {
    * the last write failed, and may or may not have landed.
    */
   private readonly statusUnseen = new Map<string, WebsiteStatus | 'unknown'>();
+  /**
+   * The children last rendered (with their hash) for the most recent Websites, while their uid and
+   * generation hold (what a render reads of a Website: its name, namespace, uid and spec). A new
+   * Website's reconcile is followed within moments by reconciles for its children's events
+   * (created, then available), each of which would render the same objects again; cdk8s's resolve
+   * and copy of every field, and the hash, are most of a reconcile's own CPU. The newest
+   * RENDER_MEMO_SIZE only, so that memory does not grow with the Websites held. Reads refresh.
+   */
+  private readonly renders = new Map<string, { uid: string; generation: number; children: RenderedChild[] }>();
 
   constructor(options: WebsiteReconcilerOptions) {
     this.options = options;
@@ -109,6 +121,7 @@ export class WebsiteReconciler {
     const website = this.options.websites.get(key);
     if (!website) {
       this.statusUnseen.delete(key);
+      this.renders.delete(key);
       return;
     }
     // `signal` aborts every request of this reconcile: its writes must not land once the Lease
@@ -118,9 +131,7 @@ export class WebsiteReconciler {
     try {
       // 2. and 3. Create or update every child (the Deployment and the Service); add the
       // finalizer. These writes do not depend on each other, so they go out together.
-      const rendered = inSyncSpan('render Website', {}, () =>
-        renderWorkload(website, { ...this.options.render, group: this.options.group }),
-      );
+      const rendered = this.render(key, website);
       // Every write is waited for, so none is left running when the reconcile fails, and the
       // children that were written get their event either way.
       const [finalizerResult, ...childResults] = await Promise.allSettled([
@@ -164,6 +175,25 @@ export class WebsiteReconciler {
       );
       throw error;
     }
+  }
+
+  /** The children `website` should have, each carrying its hash annotation: from the memo, or rendered. */
+  private render(key: string, website: WebsiteV1 & KubeObject): RenderedChild[] {
+    const { uid = '', generation = 0 } = website.metadata;
+    const memo = this.renders.get(key);
+    this.renders.delete(key);
+    const children =
+      memo?.uid === uid && memo.generation === generation
+        ? memo.children
+        : inSyncSpan('render Website', {}, () =>
+            renderWorkload(website, { ...this.options.render, group: this.options.group }).map(({ owned, object }) => ({
+              owned,
+              object: withHash(object, this.hashAnnotation),
+            })),
+          );
+    this.renders.set(key, { uid, generation, children });
+    if (this.renders.size > RENDER_MEMO_SIZE) this.renders.delete(this.renders.keys().next().value!);
+    return children;
   }
 
   /** Finalizer workflow (spec §3): clean up, then patch the finalizer out; the API server removes the Website. */
@@ -263,13 +293,12 @@ export class WebsiteReconciler {
    */
   private async ensureChild(
     website: WebsiteV1 & KubeObject,
-    { owned: type, object: rendered }: RenderedChild,
+    { owned: type, object: desired }: RenderedChild,
     call: CallOptions,
   ): Promise<ChildOutcome> {
     const { client, fieldManager } = this.options;
     const { kind } = type;
     const cache = this.cache(type);
-    const desired = withHash(rendered, this.hashAnnotation);
     const { namespace, name } = desired.metadata as { namespace: string; name: string };
     const unreadable = (error: Error): never => {
       throw new Error(`could not read ${kind} ${name}: ${error.message}`, { cause: error });
