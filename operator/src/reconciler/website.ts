@@ -321,10 +321,12 @@ export class WebsiteReconciler {
       );
     }
     if (!needsApply(desired, actual)) return { kind, name, object: actual };
-    this.options.logger?.debug(
-      { website: `${namespace}/${website.metadata.name}`, kind, name, difference: firstDifference(desired, actual) },
-      'applying',
-    );
+    // The difference is worth its walk of both objects only when someone reads debug lines.
+    if (this.options.logger?.isLevelEnabled('debug'))
+      this.options.logger.debug(
+        { website: `${namespace}/${website.metadata.name}`, kind, name, difference: firstDifference(desired, actual) },
+        'applying',
+      );
     try {
       return { kind, name, object: await client.apply(type, desired, fieldManager, call), change: 'Updated' };
     } catch (error) {
