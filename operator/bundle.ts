@@ -76,6 +76,20 @@ export interface OperatorBuild {
   readonly metafile: esbuild.Metafile;
 }
 
+/**
+ * The chunk with every character outside ASCII written as a `\u` escape. esbuild escapes them in
+ * code already, but keeps the packages' comments as they are (undici's say "request’s"): one such
+ * character makes V8 hold the whole source, which it keeps for lazy compilation, as two bytes per
+ * character, 4.4 MiB instead of 2.2 for the entry chunk. In a comment the escape is only text.
+ */
+export function asciiOnly(contents: Uint8Array): Uint8Array {
+  const text = new TextDecoder().decode(contents);
+  if (!/[\u0080-\uffff]/.test(text)) return contents;
+  return new TextEncoder().encode(
+    text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+  );
+}
+
 /** Bundles the operator into `dir` (operator/build by default). */
 export async function buildOperator(dir = OPERATOR_BUILD_DIR): Promise<OperatorBuild> {
   const result = await esbuild.build({
@@ -105,7 +119,7 @@ export async function buildOperator(dir = OPERATOR_BUILD_DIR): Promise<OperatorB
     logLevel: 'warning',
     plugins: [sideEffectFreePackages(SIDE_EFFECT_FREE_PACKAGES)],
   });
-  const files = new Map(result.outputFiles.map((file) => [relative(dir, file.path), file.contents]));
+  const files = new Map(result.outputFiles.map((file) => [relative(dir, file.path), asciiOnly(file.contents)]));
   files.set(OPERATOR_METAFILE, new TextEncoder().encode(`${JSON.stringify(result.metafile, null, 1)}\n`));
 
   const written: string[] = [];

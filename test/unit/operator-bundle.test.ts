@@ -13,7 +13,13 @@ import { type LogLine, OperatorProcess } from '../../harness/operator/operator-p
 import { eventually } from '../../harness/process/poll.ts';
 import { freePort } from '../../harness/process/ports.ts';
 import { exitedOrBlockedOnStdout, SlowPipe } from '../../harness/process/slow-pipe.ts';
-import { buildOperator, OPERATOR_BUILD_DIR, OPERATOR_ENTRY, type OperatorBuild } from '../../operator/bundle.ts';
+import {
+  asciiOnly,
+  buildOperator,
+  OPERATOR_BUILD_DIR,
+  OPERATOR_ENTRY,
+  type OperatorBuild,
+} from '../../operator/bundle.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let build: OperatorBuild;
@@ -79,6 +85,18 @@ describe('the operator bundle', () => {
         readFileSync(join(OPERATOR_BUILD_DIR, file), 'utf8').includes('sourceMappingURL='),
       ]).toEqual([basename(file), false]);
     }
+  });
+
+  test('is ASCII only, so that V8 keeps its source at one byte per character; a package comment outside ASCII becomes an escape', () => {
+    for (const file of readdirSync(OPERATOR_BUILD_DIR, { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.mjs'),
+    ))
+      expect([basename(file), readFileSync(join(OPERATOR_BUILD_DIR, file)).some((byte) => byte > 0x7f)]).toEqual([
+        basename(file),
+        false,
+      ]);
+    const escaped = new TextDecoder().decode(asciiOnly(new TextEncoder().encode("// request’s URL, § 5\nx = 'a';\n")));
+    expect(escaped).toBe("// request\\u2019s URL, \\u00a7 5\nx = 'a';\n");
   });
 
   test('what loads at start holds neither the conversion webhook nor the OpenTelemetry SDK: each is a chunk of its own', () => {
