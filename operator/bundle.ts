@@ -84,10 +84,8 @@ export interface OperatorBuild {
  */
 export function asciiOnly(contents: Uint8Array): Uint8Array {
   const text = new TextDecoder().decode(contents);
-  if (!/[\u0080-\uffff]/.test(text)) return contents;
-  return new TextEncoder().encode(
-    text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
-  );
+  const escaped = text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped === text ? contents : new TextEncoder().encode(escaped);
 }
 
 /** Bundles the operator into `dir` (operator/build by default). */

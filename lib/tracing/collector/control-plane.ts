@@ -23,6 +23,10 @@ export function controlPlaneProbeConditions(paths: readonly string[]): string[] 
  */
 export const CONTROL_PLANE_SERVICES = ['apiserver', 'etcd', 'kubelet'] as const;
 
+/** CollectorControlPlane's defaults. */
+const DEFAULT_PERCENTAGE = 10;
+const DEFAULT_LATENCY_THRESHOLD_MS = 1000;
+
 /**
  * Traces of the Kubernetes control plane (the API server's requests, etcd's, the kubelet's), which
  * arrive on the same OTLP receivers as the applications' but are sampled apart: an API server
@@ -60,10 +64,10 @@ export function assertValidControlPlane(controlPlane: CollectorControlPlane, whe
   const services = controlPlane.services ?? CONTROL_PLANE_SERVICES;
   if (services.length === 0 || services.some((s) => s.trim() === ''))
     throw new Error(`${where}: controlPlane.services must name at least one service, none empty`);
-  const percentage = controlPlane.percentage ?? 10;
+  const percentage = controlPlane.percentage ?? DEFAULT_PERCENTAGE;
   if (!(percentage >= 0 && percentage <= 100))
     throw new Error(`${where}: controlPlane.percentage is ${percentage}; give a percentage between 0 and 100`);
-  const threshold = controlPlane.latencyThresholdMs ?? 1000;
+  const threshold = controlPlane.latencyThresholdMs ?? DEFAULT_LATENCY_THRESHOLD_MS;
   if (!(Number.isInteger(threshold) && threshold > 0))
     throw new Error(`${where}: controlPlane.latencyThresholdMs is ${threshold}; give a whole number of ms above 0`);
 }
@@ -81,11 +85,10 @@ export function controlPlanePipeline(
   const isControlPlane = `(${services.map((s) => `resource.attributes["service.name"] == ${JSON.stringify(s)}`).join(' or ')})`;
   // Whole traces, as the applications' tail sampling decides them: a slow request's etcd spans with
   // it. Keeping every one needs no tail rules, and is decided a second after the root span arrives.
-  const percentage = controlPlane.percentage ?? 10;
+  const percentage = controlPlane.percentage ?? DEFAULT_PERCENTAGE;
+  const latencyThresholdMs = controlPlane.latencyThresholdMs ?? DEFAULT_LATENCY_THRESHOLD_MS;
   const tail = tailSampling(
-    percentage >= 100
-      ? { mode: 'always' }
-      : { mode: 'tail', percentage, latencyThresholdMs: controlPlane.latencyThresholdMs },
+    percentage >= 100 ? { mode: 'always' } : { mode: 'tail', percentage, latencyThresholdMs },
     healthCheckPaths,
     controlPlaneProbeConditions,
   );
