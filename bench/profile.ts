@@ -4,7 +4,8 @@
 // profile of the burst, and sampling heap profiles of what is live idle and holding N, both from
 // V8's profilers over the inspector (started paused, so that module loading is in the heap profile).
 // Prints the top functions and packages, writes docs/measure/results/profile.md, and the raw
-// profiles to test-results/profile/ (.cpuprofile and .heapprofile open in Chrome DevTools).
+// profiles to test-results/profile/ (.cpuprofile and .heapprofile open in Chrome DevTools). First,
+// off the cluster, what each package the bundle loads adds to its idle RSS (bench/module-rss.ts).
 //
 //   npm run bench:profile -- [--n 1000] [--keep-cluster]
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
@@ -23,6 +24,7 @@ import {
   ROOT,
 } from './cluster.ts';
 import { Inspector } from './inspector.ts';
+import { idleRssByModule } from './module-rss.ts';
 import { websiteOperatorPeer } from './operator.ts';
 import { createAll } from './phases/burst.ts';
 import { startPeer, stopPeers, watchWebsites } from './phases/peer-process.ts';
@@ -72,6 +74,8 @@ async function main(): Promise<void> {
     throw new Error(`--n takes a positive whole number, got ${JSON.stringify(values.n)}`);
   const out = join(ROOT, 'test-results/profile');
   await mkdir(out, { recursive: true });
+  log('idle RSS by package: each bundled alone, and all but one');
+  const modules = await idleRssByModule(join(out, 'modules'));
 
   let inspector: Inspector | undefined;
   const peer = websiteOperatorPeer({
@@ -161,6 +165,18 @@ async function main(): Promise<void> {
           )}; ${(lines.length / n).toFixed(1)} in all, ${(lines.reduce((sum, line) => sum + line.length, 0) / n / 1024).toFixed(1)} KiB. ` +
           `Decoding them alone (JSON.parse of each line, warm, median of 5 rounds in this process) takes ${(decodeMs / n).toFixed(2)} ms per Website: ` +
           `the operator's CPU per Website is ${(burst.cpuMs / decodeMs).toFixed(1)}× that floor.`,
+        '',
+        '## Idle RSS by package',
+        '',
+        `Each package the operator imports, bundled alone as the operator is and run with dist/'s NODE_OPTIONS and MALLOC_ARENA_MAX, ` +
+          `over an entry that loads nothing (${mib(modules.nothing)}); all of them together add ${mib(modules.all)}. ` +
+          "Beside the others, a package adds less than alone: the ones it shares with them (client-node loads undici) and Node's built-in modules (tls, http2) count once.",
+        '',
+        '| package | alone, MiB | beside the others, MiB |',
+        '| --- | ---: | ---: |',
+        ...modules.modules.map(
+          (m) => `| ${m.title} | ${(m.alone / 2 ** 20).toFixed(1)} | ${(m.marginal / 2 ** 20).toFixed(1)} |`,
+        ),
         '',
         '## CPU: self time by package',
         '',

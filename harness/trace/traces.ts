@@ -269,20 +269,26 @@ export async function jaegerTraces(
 export const HOTROD_SERVICES = ['frontend', 'customer', 'mysql', 'driver', 'redis-manual', 'route'];
 
 /**
- * The trace of a HotROD /dispatch request once Jaeger holds all of it, else undefined: HotROD's
- * services export their spans in batches of their own, so the tree arrives piece by piece. Whole
- * means every service of HOTROD_SERVICES and all 10 route calls.
+ * The trace of a HotROD /dispatch request once Jaeger holds all of it: HotROD's services export
+ * their spans in batches of their own, so the tree arrives piece by piece. Whole means every
+ * service of HOTROD_SERVICES and all 10 route calls. Until then it throws, saying what is missing,
+ * so that eventually()'s timeout tells how far the trace got.
  */
 export async function wholeDispatchTrace(
   queryBase: string,
   headers: Record<string, string> = {},
-): Promise<JaegerTrace | undefined> {
+): Promise<JaegerTrace> {
   const traces = await jaegerTraces(queryBase, 'frontend', 20_000, headers);
   const dispatch = traces.find((t) => t.spans.some((s) => s.operationName === '/dispatch'));
-  if (!dispatch) return undefined;
+  if (!dispatch) throw new Error(`no /dispatch trace yet (${traces.length} traces of frontend)`);
   const services = new Set(dispatch.spans.map((s) => dispatch.processes[s.processID].serviceName));
+  const missing = HOTROD_SERVICES.filter((s) => !services.has(s));
   const routes = dispatch.spans.filter((s) => s.operationName === '/route').length;
-  return HOTROD_SERVICES.every((s) => services.has(s)) && routes === 10 ? dispatch : undefined;
+  if (missing.length > 0 || routes !== 10)
+    throw new Error(
+      `trace ${dispatch.traceID} has ${dispatch.spans.length} spans, no spans yet from [${missing.join(', ')}], ${routes} of 10 /route calls`,
+    );
+  return dispatch;
 }
 
 /** One trace by id, or undefined when Jaeger does not have it. */
