@@ -19,7 +19,7 @@ COPY tsconfig.json ./
 COPY imports imports
 COPY lib lib
 COPY operator/src operator/src
-COPY operator/bundle.ts operator/
+COPY operator/bundle.ts operator/undici.cjs operator/
 COPY scripts/image-tree.sh scripts/
 RUN PATH=/src/node_modules/.bin:$PATH bash scripts/image-tree.sh /app
 

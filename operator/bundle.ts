@@ -66,6 +66,25 @@ function sideEffectFreePackages(packages: readonly string[]): esbuild.Plugin {
   };
 }
 
+/**
+ * undici as the operator uses it: `import ... from 'undici'`, from any module, resolves to
+ * operator/undici.cjs (undici's own classes and request API, without the index that loads all of
+ * undici at start). That file's own `import('undici')` (fetch, which only client-node's unused API
+ * clients import) resolves to the package, in a chunk of its own that loads only if it is called.
+ */
+const LEAN_UNDICI = join(ROOT, 'operator/undici.cjs');
+
+function leanUndici(): esbuild.Plugin {
+  return {
+    name: 'lean-undici',
+    setup(build) {
+      build.onResolve({ filter: /^undici$/ }, (args) =>
+        args.importer === LEAN_UNDICI ? undefined : { path: LEAN_UNDICI },
+      );
+    },
+  };
+}
+
 export interface OperatorBuild {
   readonly dir: string;
   /** Absolute path of the entry chunk. */
@@ -121,7 +140,7 @@ export async function buildOperator(
     metafile: true,
     write: false,
     logLevel: 'warning',
-    plugins: [sideEffectFreePackages(SIDE_EFFECT_FREE_PACKAGES)],
+    plugins: [sideEffectFreePackages(SIDE_EFFECT_FREE_PACKAGES), leanUndici()],
   });
   const files = new Map(result.outputFiles.map((file) => [relative(dir, file.path), asciiOnly(file.contents)]));
   files.set(OPERATOR_METAFILE, new TextEncoder().encode(`${JSON.stringify(result.metafile, null, 1)}\n`));

@@ -19,6 +19,7 @@ const COPIED = [
   'lib',
   'operator/src',
   'operator/bundle.ts',
+  'operator/undici.cjs',
   'scripts/image-tree.sh',
   'README.md',
 ];
@@ -50,6 +51,7 @@ describe('scripts/image.sh inputs', () => {
   test.each([
     ['an operator source', 'operator/src/bin/operator.ts', '// changed\n'],
     ['a library construct', 'lib/workload/website-workload.ts', '// changed\n'],
+    ["the bundle's undici entry", 'operator/undici.cjs', '// changed\n'],
     ['the lockfile', 'package-lock.json', '\n'],
     ['the Dockerfile', 'Dockerfile', '# changed\n'],
     ['the script itself', 'scripts/image.sh', '# changed\n'],

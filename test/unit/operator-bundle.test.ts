@@ -4,6 +4,8 @@
 // connections, so it keeps retrying): loading modules happens before it talks to the API.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createRequire } from 'node:module';
 import { type AddressInfo, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
@@ -124,6 +126,65 @@ describe('the operator bundle', () => {
         (input) => /^lib\/(tracing|shell-operator)\//.test(input) || input === 'lib/operator/operator-deployment.ts',
       ),
     ).toEqual([]);
+  });
+});
+
+describe("undici in the bundle: operator/undici.cjs, not the package's index", () => {
+  const require = createRequire(import.meta.url);
+  const lean = require('../../operator/undici.cjs') as Record<string, unknown>;
+
+  test("what loads at start holds none of the index's parts: fetch itself, WebSocket, EventSource, the cache, the mocks", () => {
+    const atStart = inputsOf(build.metafile, loadedAtStart(build.metafile, entryOutput));
+    expect(atStart).toContain('operator/undici.cjs');
+    expect(atStart).toContain('node_modules/undici/lib/dispatcher/agent.js');
+    expect(
+      atStart.filter((input) =>
+        /^node_modules\/undici\/(index\.js|lib\/(mock|cache|interceptor)\/|lib\/web\/(websocket|eventsource|cache|cookies)\/|lib\/web\/fetch\/index\.js)/.test(
+          input,
+        ),
+      ),
+    ).toEqual([]);
+  });
+
+  test("exports undici's own classes, and every name a bundled module imports from 'undici'", () => {
+    const undici = require('undici') as Record<string, unknown>;
+    for (const name of ['Agent', 'ProxyAgent', 'buildConnector']) expect(lean[name]).toBe(undici[name]);
+    // esbuild checks no names imported from CommonJS: one this file lacked would be undefined at run time.
+    const imported = new Set<string>();
+    for (const output of Object.values(build.metafile.outputs))
+      for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+        if (bytesInOutput === 0 || !/\.(ts|js|mjs)$/.test(input)) continue;
+        for (const [, names] of readFileSync(join(ROOT, input), 'utf8').matchAll(
+          /import\s*\{([^}]*)\}\s*from\s*['"]undici['"]/g,
+        ))
+          for (const name of names.split(','))
+            if (name.trim() && !name.trim().startsWith('type ')) imported.add(name.trim().split(/\s+as\s+/)[0]);
+      }
+    expect([...imported].sort()).toEqual(expect.arrayContaining(['Agent', 'ProxyAgent', 'request']));
+    expect([...imported].filter((name) => typeof lean[name] !== 'function')).toEqual([]);
+  });
+
+  test('request() sends through the given dispatcher and answers with status, headers and body', async () => {
+    const server = createHttpServer((req, res) => res.end(`${req.method} ${req.url}`));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const agent = new (lean.Agent as new () => { close(): Promise<void> })();
+    try {
+      const { port } = server.address() as AddressInfo;
+      const request = lean.request as (
+        url: string,
+        options: object,
+      ) => Promise<{ statusCode: number; body: { text(): Promise<string> } }>;
+      const response = await request(`http://127.0.0.1:${port}/apis/x?watch=1`, {
+        method: 'PATCH',
+        body: '{}',
+        dispatcher: agent,
+      });
+      expect(response.statusCode).toBe(200);
+      expect(await response.body.text()).toBe('PATCH /apis/x?watch=1');
+    } finally {
+      await agent.close();
+      server.close();
+    }
   });
 });
 
