@@ -9,12 +9,8 @@ import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { steadyRss } from '../harness/process/proc.ts';
-import {
-  DEFAULT_OPERATOR_RESOURCES,
-  nodeOptionsFor,
-  OPERATOR_MALLOC_ARENA_MAX,
-} from '../lib/operator/operator-deployment.ts';
 import { buildOperator } from '../operator/bundle.ts';
+import { deploymentEnv } from './operator.ts';
 
 /**
  * The packages, by the names the operator imports from them: an entry imports those names and keeps
@@ -68,12 +64,7 @@ async function idleRss(dir: string, name: string, modules: typeof OPERATOR_MODUL
   );
   const build = await buildOperator(join(dir, name), entry);
   const child = spawn(process.execPath, [build.entry], {
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'production',
-      NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
-      MALLOC_ARENA_MAX: OPERATOR_MALLOC_ARENA_MAX,
-    },
+    env: { PATH: process.env.PATH, ...deploymentEnv() },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {

@@ -56,6 +56,16 @@ export function websiteCrdPeer(
   };
 }
 
+/** The environment the operator Deployment of dist/ gives the operator (its V8 heap cap among it). */
+export function deploymentEnv(): Record<'NODE_ENV' | 'NODE_OPTIONS' | 'MALLOC_ARENA_MAX' | 'WEBSITE_CAPACITY', string> {
+  return {
+    NODE_ENV: 'production',
+    NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
+    MALLOC_ARENA_MAX: OPERATOR_MALLOC_ARENA_MAX,
+    WEBSITE_CAPACITY: String(DEFAULT_OPERATOR_CAPACITY),
+  };
+}
+
 /**
  * The website operator at its defaults: only what a Deployment of dist/ sets besides (no
  * CONCURRENCY, KUBE_API_QPS or KUBE_API_BURST), the webhook off (the benchmark creates v1 only),
@@ -97,13 +107,7 @@ export function websiteOperatorPeer({
       // A Lease left by a killed run would make the operator wait for it to expire.
       await cluster.admin.delete(LEASES, { namespace: OPERATOR_NS, name: LEASE_NAME }).catch(() => undefined);
       kubeconfig ??= await serviceAccountKubeconfig(cluster);
-      // The environment the operator Deployment of dist/ gives it (its V8 heap cap among it).
-      const deployment = {
-        NODE_ENV: 'production',
-        NODE_OPTIONS: nodeOptionsFor(DEFAULT_OPERATOR_RESOURCES.memoryLimit),
-        MALLOC_ARENA_MAX: OPERATOR_MALLOC_ARENA_MAX,
-        WEBSITE_CAPACITY: String(DEFAULT_OPERATOR_CAPACITY),
-      };
+      const deployment = deploymentEnv();
       // Where the inspector listens once SIGUSR1 opens it, for the heap figure (bench/inspector.ts).
       const inspectPort = await freePort();
       deployment.NODE_OPTIONS += inspect
