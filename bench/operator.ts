@@ -75,10 +75,13 @@ export function deploymentEnv(): Record<'NODE_ENV' | 'NODE_OPTIONS' | 'MALLOC_AR
 export function websiteOperatorPeer({
   title = 'website-operator',
   env = {},
+  nodeArgs = [],
   inspect,
 }: {
   title?: string;
   env?: Record<string, string>;
+  /** Node and V8 flags on its command line, for those NODE_OPTIONS refuses (`--optimize-for-size`). */
+  nodeArgs?: readonly string[];
   /**
    * Profiling (bench/profile.ts): the operator starts paused in its inspector (--inspect-brk) on
    * `port`, and this attaches to it and lets it run, so nothing of its start escapes the profilers.
@@ -88,7 +91,7 @@ export function websiteOperatorPeer({
   let kubeconfig: string | undefined;
   return {
     title,
-    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${
+    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS${nodeArgs.length ? `, node ${nodeArgs.join(' ')}` : ''}), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${
       Object.keys(env).length
         ? `, ${Object.entries(env)
             .map(([k, v]) => `${k}=${v}`)
@@ -120,11 +123,12 @@ export function websiteOperatorPeer({
       );
       const { NODE_OPTIONS: moreNodeOptions, ...moreEnv } = env;
       if (moreNodeOptions) deployment.NODE_OPTIONS += ` ${moreNodeOptions}`;
-      const operator = await OperatorProcess.start('bench', kubeconfig, {
-        ...deployment,
-        LOG_LEVEL: 'info',
-        ...moreEnv,
-      });
+      const operator = await OperatorProcess.start(
+        'bench',
+        kubeconfig,
+        { ...deployment, LOG_LEVEL: 'info', ...moreEnv },
+        { nodeArgs },
+      );
       const attachError = await attached;
       if (attachError) {
         await operator.kill();

@@ -4,7 +4,7 @@
 // bench/results/latest.json. See docs/measure/benchmarks.md; a controller joins through a bench/peer.ts adapter.
 //
 //   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--memory-for website-operator] [--peer ./my-peer.ts] [--no-kro] [--no-go] [--no-shell] [--only kro,shell]
-//                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...]
+//                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...] [--operator-node-args '--optimize-for-size' ...]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
@@ -172,6 +172,7 @@ async function main(): Promise<void> {
       'no-kro': { type: 'boolean', default: false },
       'no-go': { type: 'boolean', default: false },
       'operator-env': { type: 'string', multiple: true, default: [] },
+      'operator-node-args': { type: 'string', multiple: true, default: [] },
       only: { type: 'string' },
       replicas: { type: 'string', default: '1' },
       'keep-cluster': { type: 'boolean', default: false },
@@ -215,9 +216,18 @@ async function main(): Promise<void> {
       env,
     });
   });
+  // Each --operator-node-args adds it once more with those flags on Node's command line: V8's
+  // heap flags, which NODE_OPTIONS refuses (docs/measure/benchmarks.md, "Against the Go peer, and the memory levers").
+  const nodeArgVariants = values['operator-node-args'].map((list) => {
+    const nodeArgs = list.split(/\s+/).filter(Boolean);
+    if (!nodeArgs.length || nodeArgs.some((arg) => !arg.startsWith('--')))
+      throw new Error(`--operator-node-args takes Node flags separated by spaces, got ${JSON.stringify(list)}`);
+    return websiteOperatorPeer({ title: `website-operator node ${nodeArgs.join(' ')}`, nodeArgs });
+  });
   const peers: Peer[] = [
     websiteOperator,
     ...variants,
+    ...nodeArgVariants,
     ...(values['no-go'] ? [] : [goOperatorPeer()]),
     ...(values['no-kro'] ? [] : [kroPeer()]),
   ];

@@ -62,17 +62,18 @@ export class OperatorProcess {
    */
   /**
    * `entrypoint`: the bundle (operatorBundle()) by default; another file Node runs, such as the
-   * sources (operator/src/bin/operator.ts, type-stripped), for comparison.
+   * sources (operator/src/bin/operator.ts, type-stripped), for comparison. `nodeArgs`: Node and V8
+   * flags before it, for those NODE_OPTIONS does not take (`--optimize-for-size`).
    */
   static async start(
     identity: string,
     kubeconfig: string,
     env: Record<string, string> = {},
-    entrypoint?: string,
+    { entrypoint, nodeArgs = [] }: { entrypoint?: string; nodeArgs?: readonly string[] } = {},
   ): Promise<OperatorProcess> {
     const child = spawn(
       process.execPath,
-      ['--disable-warning=ExperimentalWarning', entrypoint ?? (await operatorBundle())],
+      ['--disable-warning=ExperimentalWarning', ...nodeArgs, entrypoint ?? (await operatorBundle())],
       {
         env: {
           PATH: process.env.PATH,

@@ -24,10 +24,6 @@ const TEST_ENV = {
 export type OperatorProcess = SharedOperatorProcess;
 export const OperatorProcess = {
   /** Starts the operator and waits until its endpoints listen; `env` overrides the test defaults. */
-  start: (
-    identity: string,
-    kubeconfig: string,
-    env: Record<string, string> = {},
-    entrypoint?: string,
-  ): Promise<OperatorProcess> => SharedOperatorProcess.start(identity, kubeconfig, { ...TEST_ENV, ...env }, entrypoint),
+  start: (identity: string, kubeconfig: string, env: Record<string, string> = {}): Promise<OperatorProcess> =>
+    SharedOperatorProcess.start(identity, kubeconfig, { ...TEST_ENV, ...env }),
 };

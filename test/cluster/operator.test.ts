@@ -304,6 +304,19 @@ describe('the operator, running as its ServiceAccount', () => {
     }
   });
 
+  test('with KUBE_API_WATCH_LIST=true its caches fill from streaming lists (watches with sendInitialEvents): Websites made before it started converge, with no LIST request and no warning', async () => {
+    const names = ['e2e-watch-list-0', 'e2e-watch-list-1'];
+    for (const name of names) await createWebsite(name, { title: name, replicas: 1 });
+    const operator = await start('op-watch-list', { KUBE_API_WATCH_LIST: 'true' });
+    for (const name of names) await ready(name);
+    expect(await operator.metric('rest_client_requests_total', { verb: 'LIST' })).toBe(0);
+    // Per informer, the streaming list and the watch from its bookmark.
+    expect(
+      await operator.metric('rest_client_requests_total', { verb: 'WATCH', resource: 'websites' }),
+    ).toBeGreaterThanOrEqual(2);
+    expect(operator.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+  });
+
   test('with two replicas only the leader reconciles; kill -9 of the leader hands over, SIGTERM releases the Lease', async () => {
     const a = await start('op-a');
     const b = await start('op-b');

@@ -246,7 +246,7 @@ describe('the operator started from the bundle', () => {
       'bundle-test',
       kubeconfig,
       { NODE_OPTIONS: `--import=${recorder}`, ...env },
-      build.entry,
+      { entrypoint: build.entry },
     );
     try {
       return operator.stderr
@@ -291,7 +291,7 @@ describe('the operator started from the bundle', () => {
         'shutdown-test',
         config(),
         { WEBHOOK_ENABLED: 'false', ...env },
-        build.entry,
+        { entrypoint: build.entry },
       );
       try {
         // It is running: listing, or waiting for the API server to answer.

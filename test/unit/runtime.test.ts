@@ -170,7 +170,7 @@ describe('Informer: every way a watch ends', () => {
   };
   const deployment = (name: string) => ({ metadata: { name, namespace: 'ns' } });
   /** An informer of the Deployments in `ns` on `api`, its events as "event name", and its lists and watches as "VERB code". */
-  async function watching(api: FakeKubeApi, options: { inactivityTimeoutMs?: number } = {}) {
+  async function watching(api: FakeKubeApi, options: { inactivityTimeoutMs?: number; watchList?: boolean } = {}) {
     const warnings: Array<{ error: string; msg: string }> = [];
     const logger = {
       warn: (fields: { error: string }, msg: string) => warnings.push({ error: fields.error, msg }),
@@ -296,6 +296,106 @@ describe('Informer: every way a watch ends', () => {
     expect(h.warnings).toEqual([]);
     await h.stop();
     expect(h.requests().filter((r) => r.startsWith('LIST'))).toEqual([]);
+  });
+});
+
+describe('Informer: streaming lists (watchList)', () => {
+  const deployment = (name: string, namespace = 'ns') => ({
+    metadata: { name, namespace, managedFields: [{ manager: 'kubectl', operation: 'Update' }] },
+  });
+  const listsAndWatches = (api: FakeKubeApi, from = 0) =>
+    api.requests
+      .slice(from)
+      .filter((r) => r.resource === 'deployments' && ['LIST', 'WATCH'].includes(r.verb))
+      .map((r) => `${r.verb} ${r.code}`);
+  function start(api: FakeKubeApi, warnings: string[] = []) {
+    const logger = { warn: (_: unknown, msg: string) => warnings.push(msg), error: () => {} } as never;
+    const informer = new Informer<KubeObject>({
+      client: api,
+      type: DEPLOYMENTS,
+      namespace: 'ns',
+      watchList: true,
+      backoff: { baseMs: 5, maxMs: 10 },
+      logger,
+    });
+    const seen: string[] = [];
+    informer.on((event, object, initialList) => seen.push(`${event} ${object.metadata?.name} ${initialList}`));
+    const stop = new AbortController();
+    const running = informer.run(stop.signal);
+    return {
+      informer,
+      seen,
+      stop: async () => {
+        stop.abort();
+        await running;
+      },
+    };
+  }
+
+  test('fills the cache from one watch with sendInitialEvents, without a list, and watches on from its bookmark', async () => {
+    const api = new FakeKubeApi();
+    await api.create(DEPLOYMENTS, deployment('a'));
+    await api.create(DEPLOYMENTS, deployment('b'));
+    await api.create(DEPLOYMENTS, deployment('elsewhere', 'other'));
+    const h = start(api);
+    await h.informer.waitForSync();
+    expect(h.seen).toEqual(['add a true', 'add b true']);
+    expect(h.informer.get('ns/a')?.metadata).not.toHaveProperty('managedFields');
+    await new Promise((resolve) => setImmediate(resolve));
+    api.modify(DEPLOYMENTS, 'ns', 'b', (d) => {
+      d.spec = { replicas: 2 };
+    });
+    expect(h.seen).toEqual(['add a true', 'add b true', 'update b false']);
+    await h.stop();
+    // The streaming list, then the watch from its bookmark's resourceVersion.
+    expect(listsAndWatches(api)).toEqual(['WATCH 200', 'WATCH 200']);
+  });
+
+  test('after a 410 it streams again and emits the difference', async () => {
+    const api = new FakeKubeApi();
+    for (const name of ['changed', 'vanished']) await api.create(DEPLOYMENTS, deployment(name));
+    const h = start(api);
+    await h.informer.waitForSync();
+    await new Promise((resolve) => setImmediate(resolve));
+    const mark = api.requests.length;
+    h.seen.length = 0;
+    await api.unobserved(async () => {
+      api.modify(DEPLOYMENTS, 'ns', 'changed', (d) => {
+        d.spec = { replicas: 2 };
+      });
+      await api.delete(DEPLOYMENTS, { namespace: 'ns', name: 'vanished' });
+    });
+    api.compact();
+    api.sendToWatches('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    for (let i = 0; i < 300 && h.seen.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(h.seen).toEqual(['update changed false', 'delete vanished false']);
+    await h.stop();
+    expect(listsAndWatches(api, mark)).toEqual(['WATCH 200', 'WATCH 200']);
+  });
+
+  test('a server that refuses it (422: the WatchList feature off) is listed in pages, then and at every later relist, with one warning', async () => {
+    const api = new FakeKubeApi();
+    await api.create(DEPLOYMENTS, deployment('a'));
+    api.failWith(
+      (r) => r.verb === 'WATCH',
+      new ApiError(
+        422,
+        'Invalid',
+        'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+      ),
+    );
+    const warnings: string[] = [];
+    const h = start(api, warnings);
+    await h.informer.waitForSync();
+    expect(h.seen).toEqual(['add a true']);
+    await new Promise((resolve) => setImmediate(resolve));
+    api.compact();
+    api.sendToWatches('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    for (let i = 0; i < 300 && listsAndWatches(api).length < 5; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    await h.stop();
+    expect(listsAndWatches(api)).toEqual(['WATCH 422', 'LIST 200', 'WATCH 200', 'LIST 200', 'WATCH 200']);
+    expect(warnings).toEqual(['the API server refused a streaming list (sendInitialEvents); listing in pages instead']);
   });
 });
 

@@ -22,6 +22,15 @@ import type { KubeApi, KubeObject, ResourceType } from './kube-api.ts';
  */
 
 export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
+
+/** The annotation of the bookmark that ends a streaming list's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+/** What a list returns: the objects by key, as cached, and the resourceVersion to watch from. */
+interface Listed<T> {
+  readonly objects: Map<string, T>;
+  readonly resourceVersion: string;
+}
 /**
  * `initialList` is true for the adds of the first list: objects that existed before this process
  * started, which a controller may serve after new changes (controller-runtime's priority queue).
@@ -76,6 +85,15 @@ export interface InformerOptions {
    */
   readonly pageSize?: number;
   /**
+   * Fill the cache from a streaming list (KEP 3157, client-go's WatchListClient): one watch with
+   * `sendInitialEvents`, whose ADDED events are the objects and whose bookmark marked
+   * `k8s.io/initial-events-end` gives the resourceVersion to watch from; the objects arrive one
+   * event at a time instead of a page at a time. A server that refuses it (400 or 422: the
+   * WatchList feature off, or a server before 1.27) is listed in pages from then on.
+   * @default false: pages of `pageSize`
+   */
+  readonly watchList?: boolean;
+  /**
    * What to do when list or watch is forbidden (403), which retrying alone cannot fix: logged
    * with the error at every retry.
    * @default the API server's message alone
@@ -104,6 +122,8 @@ export class Informer<T extends KubeObject> implements Cache<T> {
   private synced = false;
   private syncWaiters: Array<() => void> = [];
   private refused = false;
+  /** The server refused a streaming list: list in pages from now on. */
+  private watchListRefused = false;
   private settleWaiters: Array<() => void> = [];
   private currentWatch?: AbortController;
 
@@ -231,8 +251,48 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     this.options.metrics?.informerRestarts.inc({ resource: this.options.type.resource, reason });
   }
 
-  /** Lists every page, replaces the cache, and emits what changed since the last list. */
+  /** Lists every object, replaces the cache, and emits what changed since the last list. */
   private async relist(signal: AbortSignal): Promise<void> {
+    const listed = await this.listObjects(signal);
+    if (!listed) return;
+    const { objects: fresh, resourceVersion } = listed;
+    const previous = new Map(this.store);
+    const initialList = !this.synced;
+    this.store.clear();
+    for (const [key, object] of fresh) {
+      this.store.set(key, object);
+      const old = previous.get(key);
+      if (!old) this.emit('add', object, initialList);
+      else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion)
+        this.emit('update', object, false, old);
+    }
+    for (const [key, object] of previous) {
+      if (!fresh.has(key)) this.emit('delete', object);
+    }
+    this.resourceVersion = resourceVersion;
+    if (!this.synced) {
+      this.synced = true;
+      for (const resolve of [...this.syncWaiters.splice(0), ...this.settleWaiters.splice(0)]) resolve();
+    }
+  }
+
+  /** Every object and the resourceVersion they are at: streamed if asked and served, else in pages; undefined once `signal` aborts. */
+  private async listObjects(signal: AbortSignal): Promise<Listed<T> | undefined> {
+    if (!this.options.watchList || this.watchListRefused) return this.listPages(signal);
+    try {
+      return await this.streamList(signal);
+    } catch (error) {
+      if (!(error instanceof ApiError && (error.code === 400 || error.code === 422))) throw error;
+      this.watchListRefused = true;
+      this.options.logger?.warn(
+        { resource: this.options.type.resource, error: error.message },
+        'the API server refused a streaming list (sendInitialEvents); listing in pages instead',
+      );
+      return this.listPages(signal);
+    }
+  }
+
+  private async listPages(signal: AbortSignal): Promise<Listed<T> | undefined> {
     const { client, type, namespace, labelSelector, pageSize = 500 } = this.options;
     const fresh = new Map<string, T>();
     let continueToken: string | undefined;
@@ -253,27 +313,72 @@ export class Informer<T extends KubeObject> implements Cache<T> {
         );
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion ?? '';
-      if (signal.aborted) return;
+      if (signal.aborted) return undefined;
     } while (continueToken);
 
-    const previous = new Map(this.store);
-    const initialList = !this.synced;
-    this.store.clear();
-    for (const [key, object] of fresh) {
-      this.store.set(key, object);
-      const old = previous.get(key);
-      if (!old) this.emit('add', object, initialList);
-      else if (old.metadata?.resourceVersion !== object.metadata?.resourceVersion)
-        this.emit('update', object, false, old);
-    }
-    for (const [key, object] of previous) {
-      if (!fresh.has(key)) this.emit('delete', object);
-    }
-    this.resourceVersion = resourceVersion;
-    if (!this.synced) {
-      this.synced = true;
-      for (const resolve of [...this.syncWaiters.splice(0), ...this.settleWaiters.splice(0)]) resolve();
-    }
+    return { objects: fresh, resourceVersion };
+  }
+
+  /**
+   * A streaming list: a watch with sendInitialEvents from a consistent read (no resourceVersion,
+   * NotOlderThan), ended once its bookmark marked `k8s.io/initial-events-end` has come.
+   */
+  private streamList(signal: AbortSignal): Promise<Listed<T> | undefined> {
+    const { client, type, namespace, labelSelector, inactivityTimeoutMs = 150_000 } = this.options;
+    const objects = new Map<string, T>();
+    return new Promise((resolve, reject) => {
+      let watch: AbortController | undefined;
+      let settled = false;
+      const settle = (outcome: () => void) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', stop);
+        watch?.abort();
+        outcome();
+      };
+      const stop = () => settle(() => resolve(undefined));
+      signal.addEventListener('abort', stop, { once: true });
+      client
+        .watch(
+          type,
+          namespace,
+          { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true, labelSelector },
+          (eventType, object) => {
+            if (eventType === 'ADDED') {
+              const cached = this.cacheable(object);
+              objects.set(objectKey(cached), cached);
+            } else if (eventType === 'BOOKMARK' && object.metadata?.annotations?.[INITIAL_EVENTS_END] === 'true') {
+              settle(() => resolve({ objects, resourceVersion: object.metadata?.resourceVersion ?? '' }));
+            } else if (eventType === 'ERROR') {
+              const status = object as unknown as { code?: number; reason?: string; message?: string };
+              settle(() =>
+                reject(
+                  new ApiError(
+                    status.code ?? 500,
+                    status.reason ?? 'WatchError',
+                    `streaming list of ${type.resource}: ${status.message ?? 'error event'}`,
+                  ),
+                ),
+              );
+            }
+            // Nothing else comes before the initial events' end: they are the state at one resourceVersion.
+          },
+          (error) =>
+            settle(() =>
+              reject(
+                error ?? new Error(`streaming list of ${type.resource}: the watch ended before its initial events`),
+              ),
+            ),
+          inactivityTimeoutMs,
+        )
+        .then(
+          (controller) => {
+            watch = controller;
+            if (settled) controller.abort();
+          },
+          (error) => settle(() => reject(error)),
+        );
+    });
   }
 
   /** One watch from the current resourceVersion; resolves with why it ended, rejects on errors. */

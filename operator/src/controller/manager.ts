@@ -32,6 +32,8 @@ export interface ManagerConfig {
   readonly retryPeriodMs: number;
   /** Every cached object is handed to the controllers again this often (informers asked for it). */
   readonly resyncMs: number;
+  /** Informers fill their caches from streaming lists (InformerOptions.watchList). */
+  readonly watchList: boolean;
   /**
    * How long reconciling waits for caches that have neither synced nor been refused as forbidden
    * (a slow API server, say). After that it starts anyway (a reconciler reads uncached objects
@@ -159,6 +161,7 @@ export class Manager {
       type,
       labelSelector: request.labelSelector,
       resyncMs,
+      watchList: this.config.watchList,
       forbiddenFix: request.forbiddenFix,
       transform: request.transform,
       logger,

@@ -19,7 +19,8 @@ import type {
  * the last finalizer removes it; the garbage collector deletes dependents whose controller owner is
  * gone (unless the owner was deleted with the orphan policy); watches stream ADDED, MODIFIED and
  * DELETED, end after `inactivityTimeoutMs` without an event, and are answered 410 Gone from a
- * resourceVersion older than the last compaction. Tests can make changes no watch sees, send
+ * resourceVersion older than the last compaction; a watch with `sendInitialEvents` (a streaming list)
+ * starts with every object as ADDED and a bookmark marked `k8s.io/initial-events-end`. Tests can make changes no watch sees, send
  * watches an event of their choosing (an ERROR), and stall them. Every request is recorded, with the code it was answered with, so tests can assert
  * request budgets. It is no API server: no schema validation, no admission, and server-side apply
  * is a deep merge of the applied object into the stored one (lists replaced).
@@ -287,6 +288,18 @@ export class FakeKubeApi implements KubeApi {
         new ApiError(410, 'Expired', `too old resource version: ${from} (${this.compactedAt})`),
       );
     }
+    // The API server's validation: a streaming list is a consistent read or one not older than a resourceVersion.
+    if (query.sendInitialEvents && query.resourceVersionMatch !== 'NotOlderThan')
+      throw this.fail(
+        'WATCH',
+        type,
+        { namespace },
+        new ApiError(
+          422,
+          'Invalid',
+          'resourceVersionMatch: Unsupported value: must be NotOlderThan with sendInitialEvents',
+        ),
+      );
     this.answer('WATCH', type, { namespace }, 200);
     const controller = new AbortController();
     // Every event delivered restarts the inactivity timer.
@@ -313,8 +326,14 @@ export class FakeKubeApi implements KubeApi {
       watcher.inactivity.unref();
     };
     idle();
-    // Changes after the resourceVersion the watch starts from, as the API server replays them.
-    if (from > 0) {
+    // A streaming list: every object as ADDED, then the bookmark that ends the initial events.
+    if (query.sendInitialEvents) {
+      for (const object of this.table(type).values()) this.deliver(watcher, type, 'ADDED', object);
+      watcher.onEvent('BOOKMARK', {
+        metadata: { resourceVersion: String(this.revision), annotations: { 'k8s.io/initial-events-end': 'true' } },
+      });
+    } else if (from > 0) {
+      // Changes after the resourceVersion the watch starts from, as the API server replays them.
       for (const change of this.history) {
         if (Number(change.object.metadata?.resourceVersion) > from)
           this.deliver(watcher, change.type, change.event, change.object);
