@@ -12,18 +12,24 @@ describe('the trace stack under faults (short chaos run)', () => {
     report = json as typeof report;
   }, 900_000);
 
-  test('through a Jaeger outage under load, every span the gateway accepted is stored: 0 lost', () => {
+  test('through a Jaeger outage under load, every span the gateway accepted is stored: 0 lost, none read twice', () => {
     const outage = report.faults.find((f) => f.fault === 'Jaeger down')!;
     expect(outage.spansAccepted).toBeGreaterThan(0);
-    expect({ lost: outage.spansLost, stored: outage.spansStored }).toEqual({ lost: 0, stored: outage.spansAccepted });
+    expect({ lost: outage.spansLost, stored: outage.spansStored, readTwice: outage.spansReadTwice }).toEqual({
+      lost: 0,
+      stored: outage.spansAccepted,
+      readTwice: 0,
+    });
   });
 
-  test("through a few seconds of Elasticsearch refusing connections under load, every span the gateway accepted is stored by Jaeger's production collector once: 0 lost, 0 duplicated", () => {
+  test("through a few seconds of Elasticsearch refusing connections under load, every span the gateway accepted is stored by Jaeger's production collector and read back once: 0 lost, none read twice", () => {
     const outage = report.faults.find((f) => f.fault === 'Elasticsearch unreachable')!;
     expect(outage.spansAccepted).toBeGreaterThan(0);
     // The fault reached the collector: the rule turned its packets away while it lasted.
     expect(outage.packetsRefused).toBeGreaterThan(0);
-    expect({ lost: outage.spansLost, duplicated: outage.spansDuplicated }).toEqual({ lost: 0, duplicated: 0 });
+    // Storage may hold a span twice (a bulk request sent again after its answer was lost: at least
+    // once, reported as spansDuplicated); what query returns holds each span once.
+    expect({ lost: outage.spansLost, readTwice: outage.spansReadTwice }).toEqual({ lost: 0, readTwice: 0 });
   });
 
   test('OTLP without a client certificate is refused by the production gateway over HTTP, HTTPS and gRPC, and none of it is stored', () => {
