@@ -26,6 +26,12 @@ export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
 /** The annotation of the bookmark that ends a streaming list's initial events. */
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
+/** The ApiError of a watch's ERROR event, whose object is the API server's Status. */
+function watchError(object: KubeObject, what: string): ApiError {
+  const status = object as unknown as { code?: number; message?: string };
+  return new ApiError(status.code ?? 500, 'WatchError', `${what}: ${status.message ?? 'error event'}`);
+}
+
 /** What a list returns: the objects by key, as cached, and the resourceVersion to watch from. */
 interface Listed<T> {
   readonly objects: Map<string, T>;
@@ -350,16 +356,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
             } else if (eventType === 'BOOKMARK' && object.metadata?.annotations?.[INITIAL_EVENTS_END] === 'true') {
               settle(() => resolve({ objects, resourceVersion: object.metadata?.resourceVersion ?? '' }));
             } else if (eventType === 'ERROR') {
-              const status = object as unknown as { code?: number; reason?: string; message?: string };
-              settle(() =>
-                reject(
-                  new ApiError(
-                    status.code ?? 500,
-                    status.reason ?? 'WatchError',
-                    `streaming list of ${type.resource}: ${status.message ?? 'error event'}`,
-                  ),
-                ),
-              );
+              settle(() => reject(watchError(object, `streaming list of ${type.resource}`)));
             }
             // Nothing else comes before the initial events' end: they are the state at one resourceVersion.
           },
@@ -426,16 +423,9 @@ export class Informer<T extends KubeObject> implements Cache<T> {
               case 'BOOKMARK':
                 break;
               case 'ERROR': {
-                const status = object as unknown as { code?: number; message?: string };
-                if (status.code === 410) expired = true;
-                else
-                  reject(
-                    new ApiError(
-                      status.code ?? 500,
-                      'WatchError',
-                      `watch ${type.resource}: ${status.message ?? 'error event'}`,
-                    ),
-                  );
+                const error = watchError(object, `watch ${type.resource}`);
+                if (error.code === 410) expired = true;
+                else reject(error);
                 this.currentWatch?.abort();
                 return;
               }
