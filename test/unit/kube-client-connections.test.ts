@@ -3,7 +3,7 @@
 // request down with it.
 import { once } from 'node:events';
 import { createSecureServer } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { BlackHoleProxy } from '../../harness/chaos/chaos.ts';
 import { eventually } from '../../harness/process/poll.ts';
@@ -170,6 +170,30 @@ describe('a watch', () => {
       api.server.close();
     }
   });
+
+  test('to a server that accepts the connection and never answers: its inactivity timeout and its signal each end it, with no answer to wait for', async () => {
+    const sockets: Socket[] = [];
+    const silent = createNetServer((socket) => sockets.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    try {
+      const client = new KubeClient(kubeConfigFor((silent.address() as AddressInfo).port, 'no CA: no handshake'));
+      const { error } = await watchUntilDone(client, 500).ended;
+      expect(error).toBeInstanceOf(DOMException);
+      expect((error as DOMException).name).toBe('TimeoutError');
+      const stop = new AbortController();
+      const ended = new Promise((resolve) => {
+        void client.watch(DEPLOYMENTS, 'ns', {}, () => undefined, resolve, 60_000, { signal: stop.signal });
+      });
+      stop.abort();
+      expect(await ended).toBeNull();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+    // Not a speed limit: undici's own connect timeout (10 s) would end each watch too, with the
+    // same outcome, so the test's limit is what tells a watch its signal ended from one it did not.
+  }, 9_000);
 
   test("a refusal ends it with the API server's status", async () => {
     const api = await apiServer((_request, response) => {

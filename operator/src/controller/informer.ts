@@ -367,6 +367,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
               ),
             ),
           inactivityTimeoutMs,
+          { signal },
         )
         .then(
           (controller) => {
@@ -434,6 +435,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
           },
           finish,
           inactivityTimeoutMs,
+          { signal },
         )
         .then((controller) => {
           this.currentWatch = controller;

@@ -96,8 +96,9 @@ export interface KubeApi {
   delete(type: ResourceType, ref: ObjectRef, body?: DeleteOptions, options?: CallOptions): Promise<void>;
   /**
    * Starts a watch; events arrive on `onEvent` until `onDone` (called exactly once, with the
-   * error if there was one). Returns the AbortController that stops it. `inactivityTimeoutMs`
-   * aborts a watch that received nothing for that long (a silent stall).
+   * error if there was one). Returns the AbortController that stops it once the watch has
+   * started; `options.signal` stops it at any time, also while its request waits for an answer.
+   * `inactivityTimeoutMs` aborts a watch that received nothing for that long (a silent stall).
    */
   watch(
     type: ResourceType,
@@ -106,6 +107,7 @@ export interface KubeApi {
     onEvent: (type: string, object: KubeObject) => void,
     onDone: (error: unknown) => void,
     inactivityTimeoutMs: number,
+    options?: CallOptions,
   ): Promise<AbortController>;
 }
 

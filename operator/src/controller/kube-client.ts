@@ -205,13 +205,17 @@ export class KubeClient implements KubeApi {
    * `inactivityTimeoutMs` without a byte ends it with a TimeoutError; ending it by its controller
    * gives no error.
    */
-  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {
+  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs, options) => {
     await this.limiter?.take();
     this.options.metrics?.apiRequests.inc({ verb: 'WATCH', resource: type.resource, code: 200 });
     const url = new URL(this.server + resourcePath(type, { namespace }));
     url.searchParams.set('watch', 'true');
     for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, String(value));
     const controller = new AbortController();
+    // The caller's signal ends it also before the API server answers (a stop while it hangs).
+    const stop = () => controller.abort();
+    options?.signal?.addEventListener('abort', stop, { once: true });
+    if (options?.signal?.aborted) controller.abort();
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
     const idle = () => {
@@ -227,6 +231,7 @@ export class KubeClient implements KubeApi {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      options?.signal?.removeEventListener('abort', stop);
       const aborted = controller.signal.aborted;
       controller.abort();
       if (timedOut)
@@ -240,12 +245,12 @@ export class KubeClient implements KubeApi {
       const headers: Record<string, string> = { ...credentials.headers, accept: 'application/json' };
       if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
       idle();
-      const response = await request(url, {
-        method: 'GET',
-        headers,
-        dispatcher: credentials.dispatcher,
-        signal: controller.signal,
-      });
+      // undici ends a request by its signal only once it has a connection: a stop, or the
+      // inactivity timer, while the API server never answers the handshake must end it too.
+      const response = await untilAborted(
+        request(url, { method: 'GET', headers, dispatcher: credentials.dispatcher, signal: controller.signal }),
+        controller.signal,
+      );
       if (response.statusCode !== 200) {
         const text = await response.body.text();
         if (response.statusCode === 401 && this.credentials === credentials) this.credentials = undefined;

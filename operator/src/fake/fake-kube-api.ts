@@ -278,7 +278,7 @@ export class FakeKubeApi implements KubeApi {
     this.remove(type, current);
   }
 
-  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs) => {
+  readonly watch: KubeApi['watch'] = async (type, namespace, query, onEvent, onDone, inactivityTimeoutMs, options) => {
     const from = Number(query.resourceVersion ?? 0);
     if (from > 0 && from < this.compactedAt) {
       throw this.fail(
@@ -344,6 +344,8 @@ export class FakeKubeApi implements KubeApi {
       clearTimeout(watcher.inactivity);
       if (this.watchers.delete(watcher)) onDone(undefined);
     });
+    options?.signal?.addEventListener('abort', () => controller.abort(), { once: true });
+    if (options?.signal?.aborted) controller.abort();
     return controller;
   };
 
