@@ -1,6 +1,6 @@
 // What each package the operator loads at start adds to an idle process's RSS: each one alone,
 // bundled the way the operator is (operator/bundle.ts) and run the way dist/ runs it (the
-// Deployment's NODE_OPTIONS and MALLOC_ARENA_MAX), against an entry that loads nothing, in the
+// image's Node flags, the Deployment's NODE_OPTIONS and MALLOC_ARENA_MAX), against an entry that loads nothing, in the
 // same run; then all of them in one process. Loading is not all of a package's cost (the
 // operator's caches, its connection and its first render come later), but it is what an idle
 // operator pays before it has any Website.
@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { steadyRss } from '../harness/process/proc.ts';
+import { OPERATOR_NODE_FLAGS } from '../lib/operator/operator-deployment.ts';
 import { buildOperator } from '../operator/bundle.ts';
 import { deploymentEnv } from './operator.ts';
 
@@ -63,7 +64,7 @@ async function idleRss(dir: string, name: string, modules: typeof OPERATOR_MODUL
     ].join('\n'),
   );
   const build = await buildOperator(join(dir, name), entry);
-  const child = spawn(process.execPath, [build.entry], {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, build.entry], {
     env: { PATH: process.env.PATH, ...deploymentEnv() },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

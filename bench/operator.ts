@@ -15,6 +15,7 @@ import {
   DEFAULT_OPERATOR_RESOURCES,
   nodeOptionsFor,
   OPERATOR_MALLOC_ARENA_MAX,
+  OPERATOR_NODE_FLAGS,
 } from '../lib/operator/operator-deployment.ts';
 import { DEFAULT_GROUP } from '../lib/website/schema.ts';
 import type { WebsiteV1 } from '../lib/website/types.ts';
@@ -80,7 +81,7 @@ export function websiteOperatorPeer({
 }: {
   title?: string;
   env?: Record<string, string>;
-  /** Node and V8 flags on its command line, for those NODE_OPTIONS refuses (`--optimize-for-size`). */
+  /** Node and V8 flags on its command line after the image's, for those NODE_OPTIONS refuses (`--heap-growing-percent=20`). */
   nodeArgs?: readonly string[];
   /**
    * Profiling (bench/profile.ts): the operator starts paused in its inspector (--inspect-brk) on
@@ -91,7 +92,7 @@ export function websiteOperatorPeer({
   let kubeconfig: string | undefined;
   return {
     title,
-    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (NODE_ENV=production, the Deployment's NODE_OPTIONS${nodeArgs.length ? `, node ${nodeArgs.join(' ')}` : ''}), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${
+    description: `${title}: the bundle operator/build/operator.mjs, run as the image runs it (node ${[...OPERATOR_NODE_FLAGS, ...nodeArgs].join(' ')}, NODE_ENV=production, the Deployment's NODE_OPTIONS), as its ServiceAccount under dist/'s Role, leader election on, LOG_LEVEL=info, WEBHOOK_ENABLED=false${
       Object.keys(env).length
         ? `, ${Object.entries(env)
             .map(([k, v]) => `${k}=${v}`)

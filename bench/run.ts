@@ -4,7 +4,7 @@
 // bench/results/latest.json. See docs/measure/benchmarks.md; a controller joins through a bench/peer.ts adapter.
 //
 //   npm run bench -- [--quick] [--n 10,100,1000] [--memory 5000] [--memory-for website-operator] [--peer ./my-peer.ts] [--no-kro] [--no-go] [--no-shell] [--only kro,shell]
-//                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...] [--operator-node-args '--optimize-for-size' ...]
+//                    [--operator-env CONCURRENCY=16,KUBE_API_QPS=20 ...] [--operator-node-args '--heap-growing-percent=20' ...]
 //                    [--replicas 1] [--keep-cluster]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';

@@ -1,9 +1,10 @@
 // The real operator as a child process: the bundle the image runs (operator/build/operator.mjs,
-// built from the sources first by operator/bundle.ts), so the tests and the benchmark exercise
-// what ships. The cluster tests bind it to the test cluster (test/cluster/operator-process.ts); the
+// built from the sources first by operator/bundle.ts), with the image's Node flags, so the tests
+// and the benchmark exercise what ships. The cluster tests bind it to the test cluster (test/cluster/operator-process.ts); the
 // benchmark runs it as its ServiceAccount under exactly the Role dist/ ships (bench/operator.ts).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { OPERATOR_NODE_FLAGS } from '../../lib/operator/operator-deployment.ts';
 import { buildOperator } from '../../operator/bundle.ts';
 import { reconcileWrites, sumMetric } from '../process/metrics.ts';
 import { eventually } from '../process/poll.ts';
@@ -62,8 +63,9 @@ export class OperatorProcess {
    */
   /**
    * `entrypoint`: the bundle (operatorBundle()) by default; another file Node runs, such as the
-   * sources (operator/src/bin/operator.ts, type-stripped), for comparison. `nodeArgs`: Node and V8
-   * flags before it, for those NODE_OPTIONS does not take (`--optimize-for-size`).
+   * sources (operator/src/bin/operator.ts, type-stripped), for comparison. Node runs it with the
+   * image's flags (OPERATOR_NODE_FLAGS) and `nodeArgs` after them, for more of those NODE_OPTIONS
+   * does not take (`--heap-growing-percent=20`).
    */
   static async start(
     identity: string,
@@ -73,7 +75,12 @@ export class OperatorProcess {
   ): Promise<OperatorProcess> {
     const child = spawn(
       process.execPath,
-      ['--disable-warning=ExperimentalWarning', ...nodeArgs, entrypoint ?? (await operatorBundle())],
+      [
+        '--disable-warning=ExperimentalWarning',
+        ...OPERATOR_NODE_FLAGS,
+        ...nodeArgs,
+        entrypoint ?? (await operatorBundle()),
+      ],
       {
         env: {
           PATH: process.env.PATH,

@@ -15,6 +15,7 @@ import {
   DEFAULT_OPERATOR_IMAGE,
   nodeOptionsFor,
   OPERATOR_MALLOC_ARENA_MAX,
+  OPERATOR_NODE_FLAGS,
   OPERATOR_V8_FLAGS,
   operatorResourcesFor,
 } from '../../lib/operator/operator-deployment.ts';
@@ -620,9 +621,15 @@ describe("the operator's own tracing settings (the standard OpenTelemetry enviro
   });
 });
 
-test("npm run operator runs the bundle with the Deployment's V8 flags and malloc arenas", () => {
+test("npm run operator runs the bundle with the image's Node flags, the Deployment's V8 flags and malloc arenas", () => {
   const scripts = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).scripts;
   expect(scripts.operator).toBe(
-    `MALLOC_ARENA_MAX=\${MALLOC_ARENA_MAX:-${OPERATOR_MALLOC_ARENA_MAX}} node ${OPERATOR_V8_FLAGS} operator/build/operator.mjs`,
+    `MALLOC_ARENA_MAX=\${MALLOC_ARENA_MAX:-${OPERATOR_MALLOC_ARENA_MAX}} node ${OPERATOR_NODE_FLAGS.join(' ')} ${OPERATOR_V8_FLAGS} operator/build/operator.mjs`,
   );
+});
+
+test("the image's entrypoint runs the bundle with OPERATOR_NODE_FLAGS", () => {
+  const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+  const entrypoint = JSON.parse(/^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)![1]);
+  expect(entrypoint).toEqual(['node', ...OPERATOR_NODE_FLAGS, '/app/operator.mjs']);
 });
