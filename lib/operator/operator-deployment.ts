@@ -68,13 +68,13 @@ export interface OperatorResources {
  */
 export const OPERATOR_MEMORY = {
   /** V8 heap after a full GC with no Website (MiB). */
-  idleHeapMiB: 14.9,
-  /** V8 heap after a full GC per Website held (KiB): 9.8 right after creating 5000, 7.2 in a fresh process. */
-  heapPerWebsiteKiB: 9.8,
+  idleHeapMiB: 13.6,
+  /** V8 heap after a full GC per Website held (KiB): 9.6 right after creating 5000, 7.2 in a fresh process. */
+  heapPerWebsiteKiB: 9.6,
   /** RSS with no Website, caches synced (MiB). */
-  idleRssMiB: 72.3,
-  /** RSS per Website held, fresh process (KiB): 5000 Websites took it from 72.3 to 153.8 MiB (185.8 MiB right after creating them). */
-  rssPerWebsiteKiB: 16.7,
+  idleRssMiB: 70.2,
+  /** RSS per Website held, fresh process (KiB): 5000 Websites took it from 70.2 to 125.1 MiB (140.7 MiB right after creating them). */
+  rssPerWebsiteKiB: 11.2,
 } as const;
 
 /**
@@ -87,7 +87,7 @@ const OPERATOR_NON_HEAP_MIB = 128;
 
 /**
  * V8's old generation is capped at this many times the live heap: a burst of creations allocates
- * far more than stays live (RSS 185.8 MiB right after creating 5000 Websites, 153.8 MiB in a fresh
+ * far more than stays live (RSS 140.7 MiB right after creating 5000 Websites, 125.1 MiB in a fresh
  * process holding them), and V8 needs room above the live heap to collect
  * without running back to back.
  */
@@ -113,7 +113,7 @@ function heapCapMiB(capacity: number): number {
  *   needs outside it (OPERATOR_NON_HEAP_MIB); a limit only contains a leak and reserves nothing;
  * - memory request: the RSS of a process holding them, rounded up to 16 MiB;
  * - CPU request 100m: idle it uses about 12m (Lease renewals, timers); a new Website costs about
- *   14 ms of CPU; no CPU limit, so reconcile bursts are not throttled (CPU is shared by request).
+ *   18 ms of CPU; no CPU limit, so reconcile bursts are not throttled (CPU is shared by request).
  */
 export function operatorResourcesFor(capacity: number): OperatorResources {
   if (!Number.isInteger(capacity) || capacity < 1)
@@ -181,7 +181,7 @@ export function nodeOptionsFor(memoryLimit: string): string {
   const heap = Math.floor(quantityMebibytes(memoryLimit) - OPERATOR_NON_HEAP_MIB);
   if (heap < 64) {
     throw new Error(
-      `the operator's memory limit ${memoryLimit} is too small: it idles at about 75 MiB; give it at least ${OPERATOR_NON_HEAP_MIB + 64}Mi (default ${DEFAULT_OPERATOR_RESOURCES.memoryLimit})`,
+      `the operator's memory limit ${memoryLimit} is too small: it idles at about ${Math.round(OPERATOR_MEMORY.idleRssMiB)} MiB; give it at least ${OPERATOR_NON_HEAP_MIB + 64}Mi (default ${DEFAULT_OPERATOR_RESOURCES.memoryLimit})`,
     );
   }
   return `--max-old-space-size=${heap} ${OPERATOR_V8_FLAGS}`;

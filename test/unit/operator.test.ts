@@ -167,7 +167,7 @@ describe('WebsiteOperator', () => {
   });
 
   test("sizes resources for its capacity, 5000 Websites by default: requests, a memory limit, V8's old generation capped below it", () => {
-    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '160Mi' }, limits: { memory: '256Mi' } });
+    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } });
     expect(container.env).toContainEqual({
       name: 'NODE_OPTIONS',
       value: '--max-old-space-size=128 --max-semi-space-size=1',
@@ -181,7 +181,7 @@ describe('WebsiteOperator', () => {
     // A capacity sizes them: twice the live heap the benchmark measured per Website, plus what Node needs outside it.
     const large = deploymentOf({ capacity: 20_000 });
     expect(large.spec.template.spec.containers[0].resources).toEqual({
-      requests: { cpu: '100m', memory: '400Mi' },
+      requests: { cpu: '100m', memory: '304Mi' },
       limits: { memory: '544Mi' },
     });
     expect(envOf(large)).toMatchObject({
@@ -194,9 +194,9 @@ describe('WebsiteOperator', () => {
     const custom = deploymentOf({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } });
     expect(envOf(custom)).toMatchObject({
       NODE_OPTIONS: '--max-old-space-size=896 --max-semi-space-size=1',
-      WEBSITE_CAPACITY: '45254',
+      WEBSITE_CAPACITY: '46336',
     });
-    expect(capacityFor('1Gi')).toBe(45254);
+    expect(capacityFor('1Gi')).toBe(46336);
     for (const capacity of [1, 999, 5000, 12_345, 100_000])
       expect(capacityFor(operatorResourcesFor(capacity).memoryLimit)).toBeGreaterThanOrEqual(capacity);
 
@@ -212,7 +212,7 @@ describe('WebsiteOperator', () => {
     expect(() =>
       operator({ capacity: 20_000, resources: { cpuRequest: '100m', memoryRequest: '256Mi', memoryLimit: '512Mi' } }),
     ).toThrow(
-      /memory limit 512Mi holds about 18505 Websites, not the capacity 20000: give it at least 544Mi, or leave resources out/,
+      /memory limit 512Mi holds about 19029 Websites, not the capacity 20000: give it at least 544Mi, or leave resources out/,
     );
     expect(() => operator({ capacity: 0 })).toThrow(/capacity is a whole number of Websites, at least 1; got 0/);
     expect(() => operator({ resources: { cpuRequest: '100m', memoryRequest: '128Mi', memoryLimit: '128Mi' } })).toThrow(
