@@ -304,27 +304,17 @@ describe('the operator, running as its ServiceAccount', () => {
     }
   });
 
-  test('its caches fill from streaming lists (watches with sendInitialEvents) by default, from lists in pages with KUBE_API_WATCH_LIST=false: Websites made before it started converge either way, with no warning', async () => {
+  test('with KUBE_API_WATCH_LIST=true its caches fill from streaming lists (watches with sendInitialEvents): Websites made before it started converge, with no LIST request and no warning', async () => {
     const names = ['e2e-watch-list-0', 'e2e-watch-list-1'];
     for (const name of names) await createWebsite(name, { title: name, replicas: 1 });
-    const streaming = await start('op-watch-list');
+    const operator = await start('op-watch-list', { KUBE_API_WATCH_LIST: 'true' });
     for (const name of names) await ready(name);
-    expect(await streaming.metric('rest_client_requests_total', { verb: 'LIST' })).toBe(0);
+    expect(await operator.metric('rest_client_requests_total', { verb: 'LIST' })).toBe(0);
     // Per informer, the streaming list and the watch from its bookmark.
     expect(
-      await streaming.metric('rest_client_requests_total', { verb: 'WATCH', resource: 'websites' }),
+      await operator.metric('rest_client_requests_total', { verb: 'WATCH', resource: 'websites' }),
     ).toBeGreaterThanOrEqual(2);
-    expect(streaming.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
-    await streaming.stop();
-
-    // Made while no operator runs: the paged operator learns of it from its list.
-    await createWebsite('e2e-list-pages', { title: 'Pages', replicas: 1 });
-    const paged = await start('op-list-pages', { KUBE_API_WATCH_LIST: 'false' });
-    await ready('e2e-list-pages');
-    expect(
-      await paged.metric('rest_client_requests_total', { verb: 'LIST', resource: 'websites' }),
-    ).toBeGreaterThanOrEqual(1);
-    expect(paged.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+    expect(operator.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
   });
 
   test('with two replicas only the leader reconciles; kill -9 of the leader hands over, SIGTERM releases the Lease', async () => {
