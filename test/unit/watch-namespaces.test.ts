@@ -249,6 +249,9 @@ describe('the operator over several namespaces', () => {
     // Granting it (a Role applied later) is picked up at the next retry.
     granted = true;
     await until('team-c to converge once granted', () => childrenOf(api, 'team-c', 'site-team-c') === 2);
+    // Each of team-c's informers retries on its own backoff (up to 30 s): the Website's may sync,
+    // and its children be written, before the others have synced.
+    await until('every cache of team-c to sync', async () => (await h.readyz()).status === 200, 40_000);
     expect(await h.readyz()).toEqual({
       status: 200,
       body: '[+]caches of namespace team-a ok\n[+]caches of namespace team-b ok\n[+]caches of namespace team-c ok\n[+]leader-election ok: off (LEADER_ELECTION=false): this replica reconciles\nreadyz check passed\n',

@@ -302,6 +302,12 @@ export class FakeKubeApi implements KubeApi {
       );
     this.answer('WATCH', type, { namespace }, 200);
     const controller = new AbortController();
+    // The caller's signal stops it like its controller; the listener goes once the watch has ended.
+    const stop = () => controller.abort();
+    const ended = (error: unknown) => {
+      options?.signal?.removeEventListener('abort', stop);
+      onDone(error);
+    };
     // Every event delivered restarts the inactivity timer.
     const delivered = (eventType: string, object: KubeObject) => {
       idle();
@@ -313,7 +319,7 @@ export class FakeKubeApi implements KubeApi {
       selector: parseSelector(query.labelSelector),
       name: nameOfFieldSelector(query.fieldSelector),
       onEvent: delivered,
-      onDone,
+      onDone: ended,
       controller,
       stalled: false,
     };
@@ -321,7 +327,7 @@ export class FakeKubeApi implements KubeApi {
       clearTimeout(watcher.inactivity);
       watcher.inactivity = setTimeout(() => {
         if (this.watchers.delete(watcher))
-          onDone(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+          ended(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
       }, inactivityTimeoutMs);
       watcher.inactivity.unref();
     };
@@ -342,9 +348,9 @@ export class FakeKubeApi implements KubeApi {
     this.watchers.add(watcher);
     controller.signal.addEventListener('abort', () => {
       clearTimeout(watcher.inactivity);
-      if (this.watchers.delete(watcher)) onDone(undefined);
+      if (this.watchers.delete(watcher)) ended(undefined);
     });
-    options?.signal?.addEventListener('abort', () => controller.abort(), { once: true });
+    options?.signal?.addEventListener('abort', stop, { once: true });
     if (options?.signal?.aborted) controller.abort();
     return controller;
   };
