@@ -207,7 +207,6 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       this.options.namespace ?? '*',
       () => this.size,
     );
-    signal.addEventListener('abort', () => this.currentWatch?.abort(), { once: true });
     let failures = 0;
     let mustList = true;
     try {
@@ -439,7 +438,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
         )
         .then((controller) => {
           this.currentWatch = controller;
-          if (signal.aborted || ended) controller.abort();
+          if (ended) controller.abort();
         }, reject);
     });
   }
