@@ -6,7 +6,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { ApiError } from '../../operator/src/controller/api-error.ts';
 import { EventRecorder } from '../../operator/src/controller/event-recorder.ts';
 import { Informer } from '../../operator/src/controller/informer.ts';
-import { DEPLOYMENTS, EVENTS, type KubeObject, LEASES } from '../../operator/src/controller/kube-api.ts';
+import { DEPLOYMENTS, EVENTS, type KubeApi, type KubeObject, LEASES } from '../../operator/src/controller/kube-api.ts';
 import { KubeClient } from '../../operator/src/controller/kube-client.ts';
 import { LeaderElector } from '../../operator/src/controller/leader-election.ts';
 import { ObjectWatches } from '../../operator/src/controller/object-watch.ts';
@@ -332,7 +332,7 @@ describe('Informer: streaming lists (watchList)', () => {
     };
   }
 
-  test('fills the cache from one watch with sendInitialEvents, without a list, and watches on from its bookmark', async () => {
+  test('fills the cache from one watch with sendInitialEvents, without a list, and goes on watching on it after its bookmark', async () => {
     const api = new FakeKubeApi();
     await api.create(DEPLOYMENTS, deployment('a'));
     await api.create(DEPLOYMENTS, deployment('b'));
@@ -347,8 +347,8 @@ describe('Informer: streaming lists (watchList)', () => {
     });
     expect(h.seen).toEqual(['add a true', 'add b true', 'update b false']);
     await h.stop();
-    // The streaming list, then the watch from its bookmark's resourceVersion.
-    expect(listsAndWatches(api)).toEqual(['WATCH 200', 'WATCH 200']);
+    // One request: the streaming list's watch goes on past its bookmark, as client-go's does.
+    expect(listsAndWatches(api)).toEqual(['WATCH 200']);
   });
 
   test('after a 410 it streams again and emits the difference', async () => {
@@ -370,7 +370,52 @@ describe('Informer: streaming lists (watchList)', () => {
     for (let i = 0; i < 300 && h.seen.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(h.seen).toEqual(['update changed false', 'delete vanished false']);
     await h.stop();
-    expect(listsAndWatches(api, mark)).toEqual(['WATCH 200', 'WATCH 200']);
+    expect(listsAndWatches(api, mark)).toEqual(['WATCH 200']);
+  });
+
+  test('a stream that ends before its initial events is a failed list: warned, retried, and none of its objects cached', async () => {
+    const api = new FakeKubeApi();
+    await api.create(DEPLOYMENTS, deployment('a'));
+    await api.create(DEPLOYMENTS, deployment('b'));
+    // The first streaming list's connection drops after one object, before the bookmark.
+    let cut = false;
+    const watch = api.watch.bind(api);
+    const cutting: KubeApi['watch'] = (type, namespace, query, onEvent, onDone, inactivityTimeoutMs, options) => {
+      if (cut || !query.sendInitialEvents)
+        return watch(type, namespace, query, onEvent, onDone, inactivityTimeoutMs, options);
+      cut = true;
+      onEvent('ADDED', structuredClone(api.peek(DEPLOYMENTS, 'ns', 'a')) as KubeObject);
+      onDone(new Error('other side closed'));
+      return Promise.resolve(new AbortController());
+    };
+    Object.assign(api, { watch: cutting });
+    const warnings: string[] = [];
+    const h = start(api, warnings);
+    await h.informer.waitForSync();
+    expect(h.seen).toEqual(['add a true', 'add b true']);
+    expect(warnings).toEqual(['list/watch failed, retrying']);
+    await h.stop();
+  });
+
+  test('an ERROR after its initial events is a failed watch: watched again from the last version, not streamed again', async () => {
+    const api = new FakeKubeApi();
+    await api.create(DEPLOYMENTS, deployment('a'));
+    const watches: string[] = [];
+    const watch = api.watch.bind(api);
+    const recording: KubeApi['watch'] = (type, namespace, query, ...rest) => {
+      watches.push(query.sendInitialEvents ? 'stream' : `from ${query.resourceVersion}`);
+      return watch(type, namespace, query, ...rest);
+    };
+    Object.assign(api, { watch: recording });
+    const h = start(api);
+    await h.informer.waitForSync();
+    await new Promise((resolve) => setImmediate(resolve));
+    const version = h.informer.get('ns/a')?.metadata?.resourceVersion;
+    api.sendToWatches('ERROR', { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd leader changed' });
+    for (let i = 0; i < 300 && watches.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await h.stop();
+    expect(watches).toEqual(['stream', `from ${version}`]);
+    expect(h.seen).toEqual(['add a true']);
   });
 
   test('a server that refuses it (422: the WatchList feature off) is listed in pages, then and at every later relist, with one warning', async () => {

@@ -32,6 +32,9 @@ function watchError(object: KubeObject, what: string): ApiError {
   return new ApiError(status.code ?? 500, 'WatchError', `${what}: ${status.message ?? 'error event'}`);
 }
 
+/** Why a watch ended, when not by an error: the server closed it, 410 Gone, silence, or the stop. */
+type WatchEnd = 'closed' | 'expired' | 'stalled' | 'stopped';
+
 /** What a list returns: the objects by key, as cached, and the resourceVersion to watch from. */
 interface Listed<T> {
   readonly objects: Map<string, T>;
@@ -125,6 +128,8 @@ export class Informer<T extends KubeObject> implements Cache<T> {
   private readonly store = new Map<string, T>();
   private readonly handlers: InformerHandler<T>[] = [];
   private resourceVersion = '';
+  /** The cache must be listed again before the next watch: at the start, and after 410 Gone. */
+  private mustList = true;
   private synced = false;
   private syncWaiters: Array<() => void> = [];
   private refused = false;
@@ -208,22 +213,34 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       () => this.size,
     );
     let failures = 0;
-    let mustList = true;
     try {
       while (!signal.aborted) {
         try {
-          if (mustList) {
-            await this.relist(signal);
-            mustList = false;
+          // A streaming list is the start of a watch, which goes on from the end of its initial events.
+          const streamList = this.mustList && this.options.watchList === true && !this.watchListRefused;
+          if (this.mustList && !streamList) await this.relist(signal);
+          let ended: WatchEnd;
+          try {
+            ended = await this.watchOnce(signal, streamList);
+          } catch (error) {
+            if (
+              !(streamList && this.mustList && error instanceof ApiError && (error.code === 400 || error.code === 422))
+            )
+              throw error;
+            this.watchListRefused = true;
+            this.options.logger?.warn(
+              { resource: this.options.type.resource, error: error.message },
+              'the API server refused a streaming list (sendInitialEvents); listing in pages instead',
+            );
+            continue;
           }
-          const ended = await this.watchOnce(signal);
           this.restarted(ended);
-          if (ended === 'expired') mustList = true;
+          if (ended === 'expired') this.mustList = true;
           failures = 0;
         } catch (error) {
           if (signal.aborted) break;
           failures += 1;
-          if (isGone(error)) mustList = true;
+          if (isGone(error)) this.mustList = true;
           this.restarted('error');
           const delay = backoffDelay(failures, this.options.backoff ?? { baseMs: 500, maxMs: 30_000 });
           const { logger, type, namespace, forbiddenFix } = this.options;
@@ -256,11 +273,14 @@ export class Informer<T extends KubeObject> implements Cache<T> {
     this.options.metrics?.informerRestarts.inc({ resource: this.options.type.resource, reason });
   }
 
-  /** Lists every object, replaces the cache, and emits what changed since the last list. */
+  /** Lists every object in pages and replaces the cache with them. */
   private async relist(signal: AbortSignal): Promise<void> {
-    const listed = await this.listObjects(signal);
-    if (!listed) return;
-    const { objects: fresh, resourceVersion } = listed;
+    const listed = await this.listPages(signal);
+    if (listed) this.replace(listed);
+  }
+
+  /** Replaces the cache with a list's objects, and emits what changed since the last list. */
+  private replace({ objects: fresh, resourceVersion }: Listed<T>): void {
     const previous = new Map(this.store);
     const initialList = !this.synced;
     this.store.clear();
@@ -275,25 +295,10 @@ export class Informer<T extends KubeObject> implements Cache<T> {
       if (!fresh.has(key)) this.emit('delete', object);
     }
     this.resourceVersion = resourceVersion;
+    this.mustList = false;
     if (!this.synced) {
       this.synced = true;
       for (const resolve of [...this.syncWaiters.splice(0), ...this.settleWaiters.splice(0)]) resolve();
-    }
-  }
-
-  /** Every object and the resourceVersion they are at: streamed if asked and served, else in pages; undefined once `signal` aborts. */
-  private async listObjects(signal: AbortSignal): Promise<Listed<T> | undefined> {
-    if (!this.options.watchList || this.watchListRefused) return this.listPages(signal);
-    try {
-      return await this.streamList(signal);
-    } catch (error) {
-      if (!(error instanceof ApiError && (error.code === 400 || error.code === 422))) throw error;
-      this.watchListRefused = true;
-      this.options.logger?.warn(
-        { resource: this.options.type.resource, error: error.message },
-        'the API server refused a streaming list (sendInitialEvents); listing in pages instead',
-      );
-      return this.listPages(signal);
     }
   }
 
@@ -325,62 +330,17 @@ export class Informer<T extends KubeObject> implements Cache<T> {
   }
 
   /**
-   * A streaming list: a watch with sendInitialEvents from a consistent read (no resourceVersion,
-   * NotOlderThan), ended once its bookmark marked `k8s.io/initial-events-end` has come.
+   * One watch; resolves with why it ended, rejects on errors. With `streamList`, a streaming list
+   * (KEP 3157): the watch asks for `sendInitialEvents` from a consistent read, its ADDED events
+   * replace the cache once the bookmark marked `k8s.io/initial-events-end` has come, and it goes on
+   * as the watch from that bookmark's resourceVersion, as client-go's reflector does. Ending the
+   * stream at the bookmark and opening another would cost a request and an aborted HTTP/2 stream
+   * per informer at every start.
    */
-  private streamList(signal: AbortSignal): Promise<Listed<T> | undefined> {
+  private watchOnce(signal: AbortSignal, streamList: boolean): Promise<WatchEnd> {
     const { client, type, namespace, labelSelector, inactivityTimeoutMs = 150_000 } = this.options;
-    const objects = new Map<string, T>();
-    return new Promise((resolve, reject) => {
-      let watch: AbortController | undefined;
-      let settled = false;
-      const settle = (outcome: () => void) => {
-        if (settled) return;
-        settled = true;
-        signal.removeEventListener('abort', stop);
-        watch?.abort();
-        outcome();
-      };
-      const stop = () => settle(() => resolve(undefined));
-      signal.addEventListener('abort', stop, { once: true });
-      client
-        .watch(
-          type,
-          namespace,
-          { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true, labelSelector },
-          (eventType, object) => {
-            if (eventType === 'ADDED') {
-              const cached = this.cacheable(object);
-              objects.set(objectKey(cached), cached);
-            } else if (eventType === 'BOOKMARK' && object.metadata?.annotations?.[INITIAL_EVENTS_END] === 'true') {
-              settle(() => resolve({ objects, resourceVersion: object.metadata?.resourceVersion ?? '' }));
-            } else if (eventType === 'ERROR') {
-              settle(() => reject(watchError(object, `streaming list of ${type.resource}`)));
-            }
-            // Nothing else comes before the initial events' end: they are the state at one resourceVersion.
-          },
-          (error) =>
-            settle(() =>
-              reject(
-                error ?? new Error(`streaming list of ${type.resource}: the watch ended before its initial events`),
-              ),
-            ),
-          inactivityTimeoutMs,
-          { signal },
-        )
-        .then(
-          (controller) => {
-            watch = controller;
-            if (settled) controller.abort();
-          },
-          (error) => settle(() => reject(error)),
-        );
-    });
-  }
-
-  /** One watch from the current resourceVersion; resolves with why it ended, rejects on errors. */
-  private watchOnce(signal: AbortSignal): Promise<'closed' | 'expired' | 'stalled' | 'stopped'> {
-    const { client, type, namespace, labelSelector, inactivityTimeoutMs = 150_000 } = this.options;
+    // The streaming list's objects until its initial events end; undefined once they have (or without one).
+    let initial: Map<string, T> | undefined = streamList ? new Map() : undefined;
     return new Promise((resolve, reject) => {
       let expired = false;
       let ended = false;
@@ -388,6 +348,12 @@ export class Informer<T extends KubeObject> implements Cache<T> {
         if (ended) return;
         ended = true;
         if (signal.aborted) resolve('stopped');
+        else if (initial)
+          reject(
+            error instanceof Error && !(error instanceof DOMException)
+              ? error
+              : new Error(`streaming list of ${type.resource}: the watch ended before its initial events`),
+          );
         else if (expired) resolve('expired');
         else if (error instanceof DOMException && error.name === 'TimeoutError') resolve('stalled');
         else if (error && !(error instanceof DOMException && error.name === 'AbortError')) reject(error);
@@ -398,7 +364,9 @@ export class Informer<T extends KubeObject> implements Cache<T> {
           type,
           namespace,
           {
-            resourceVersion: this.resourceVersion,
+            ...(streamList
+              ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' }
+              : { resourceVersion: this.resourceVersion }),
             allowWatchBookmarks: true,
             labelSelector,
             // The server ends the watch after this; spread reconnects of many clients over time.
@@ -406,6 +374,17 @@ export class Informer<T extends KubeObject> implements Cache<T> {
           },
           (eventType, object) => {
             const rv = object.metadata?.resourceVersion;
+            if (initial && eventType !== 'ERROR') {
+              // Only ADDED events and bookmarks come before the initial events' end: the state at one resourceVersion.
+              if (eventType === 'ADDED') {
+                const cached = this.cacheable(object);
+                initial.set(objectKey(cached), cached);
+              } else if (eventType === 'BOOKMARK' && object.metadata?.annotations?.[INITIAL_EVENTS_END] === 'true') {
+                this.replace({ objects: initial, resourceVersion: rv ?? '' });
+                initial = undefined;
+              }
+              return;
+            }
             switch (eventType) {
               case 'ADDED':
               case 'MODIFIED': {
@@ -423,9 +402,15 @@ export class Informer<T extends KubeObject> implements Cache<T> {
               case 'BOOKMARK':
                 break;
               case 'ERROR': {
-                const error = watchError(object, `watch ${type.resource}`);
-                if (error.code === 410) expired = true;
-                else reject(error);
+                const error = watchError(
+                  object,
+                  initial ? `streaming list of ${type.resource}` : `watch ${type.resource}`,
+                );
+                if (error.code === 410 && !initial) expired = true;
+                else {
+                  ended = true;
+                  reject(error);
+                }
                 this.currentWatch?.abort();
                 return;
               }
