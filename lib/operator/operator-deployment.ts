@@ -73,12 +73,8 @@ export const OPERATOR_MEMORY = {
   heapPerWebsiteKiB: 9.6,
   /** RSS with no Website, caches synced (MiB). */
   idleRssMiB: 70.2,
-  /**
-   * RSS per Website held, fresh process (KiB), filling its caches from lists in pages (the default):
-   * 5000 Websites took it from 72.3 to 153.8 MiB. From streaming lists (KUBE_API_WATCH_LIST=true)
-   * and --optimize-for-size, 70.2 to 125.1 MiB (140.7 MiB right after creating them): 11.2 KiB.
-   */
-  rssPerWebsiteKiB: 16.7,
+  /** RSS per Website held, fresh process (KiB): 5000 Websites took it from 70.2 to 125.1 MiB (140.7 MiB right after creating them). */
+  rssPerWebsiteKiB: 11.2,
 } as const;
 
 /**

@@ -304,17 +304,25 @@ describe('the operator, running as its ServiceAccount', () => {
     }
   });
 
-  test('with KUBE_API_WATCH_LIST=true its caches fill from streaming lists (watches with sendInitialEvents): Websites made before it started converge, with no LIST request and no warning', async () => {
+  test('its caches fill from streaming lists (watches with sendInitialEvents) by default, from lists in pages with KUBE_API_WATCH_LIST=false: Websites made before it started converge either way, with no warning', async () => {
     const names = ['e2e-watch-list-0', 'e2e-watch-list-1'];
     for (const name of names) await createWebsite(name, { title: name, replicas: 1 });
-    const operator = await start('op-watch-list', { KUBE_API_WATCH_LIST: 'true' });
+    const streaming = await start('op-watch-list');
     for (const name of names) await ready(name);
-    expect(await operator.metric('rest_client_requests_total', { verb: 'LIST' })).toBe(0);
-    // Per informer, the streaming list and the watch from its bookmark.
+    expect(await streaming.metric('rest_client_requests_total', { verb: 'LIST' })).toBe(0);
+    // The streaming list goes on as the watch after its initial events: one request per informer.
+    expect(await streaming.metric('rest_client_requests_total', { verb: 'WATCH', resource: 'websites' })).toBe(1);
+    expect(streaming.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+    await streaming.stop();
+
+    // Made while no operator runs: the paged operator learns of it from its list.
+    await createWebsite('e2e-list-pages', { title: 'Pages', replicas: 1 });
+    const paged = await start('op-list-pages', { KUBE_API_WATCH_LIST: 'false' });
+    await ready('e2e-list-pages');
     expect(
-      await operator.metric('rest_client_requests_total', { verb: 'WATCH', resource: 'websites' }),
-    ).toBeGreaterThanOrEqual(2);
-    expect(operator.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+      await paged.metric('rest_client_requests_total', { verb: 'LIST', resource: 'websites' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(paged.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
   });
 
   test('with two replicas only the leader reconciles; kill -9 of the leader hands over, SIGTERM releases the Lease', async () => {

@@ -19,7 +19,7 @@ export function testOperatorConfig(overrides: Partial<OperatorConfig> = {}): Ope
     retryPeriodMs: 2_000,
     concurrency: 4,
     resyncMs: 3_600_000,
-    watchList: false,
+    watchList: true,
     cacheSyncTimeoutMs: 1_000,
     fieldManager: 'website-operator',
     clusterDomain: 'cluster.local',

@@ -133,8 +133,8 @@ test('a replica that cannot take the Lease stays ready but says why in /readyz, 
 
 test('/readyz fails while the caches have not synced, listing which check failed', async () => {
   const api = new FakeKubeApi();
-  // Every list fails: the caches never sync.
-  api.failWith((r) => r.verb === 'LIST', new ApiError(503, 'ServiceUnavailable', 'etcd unavailable'), 1_000_000);
+  // Every list (a streaming list is a watch) fails: the caches never sync.
+  api.failWith((r) => r.verb === 'WATCH', new ApiError(503, 'ServiceUnavailable', 'etcd unavailable'), 1_000_000);
   const replica = await start(api, 'op-0');
   const { status, body } = await readyz(replica.operator);
   expect(status).toBe(503);

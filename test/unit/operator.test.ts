@@ -167,7 +167,7 @@ describe('WebsiteOperator', () => {
   });
 
   test("sizes resources for its capacity, 5000 Websites by default: requests, a memory limit, V8's old generation capped below it", () => {
-    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '160Mi' }, limits: { memory: '256Mi' } });
+    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } });
     expect(container.env).toContainEqual({
       name: 'NODE_OPTIONS',
       value: '--max-old-space-size=128 --max-semi-space-size=1',
@@ -181,7 +181,7 @@ describe('WebsiteOperator', () => {
     // A capacity sizes them: twice the live heap the benchmark measured per Website, plus what Node needs outside it.
     const large = deploymentOf({ capacity: 20_000 });
     expect(large.spec.template.spec.containers[0].resources).toEqual({
-      requests: { cpu: '100m', memory: '400Mi' },
+      requests: { cpu: '100m', memory: '304Mi' },
       limits: { memory: '544Mi' },
     });
     expect(envOf(large)).toMatchObject({

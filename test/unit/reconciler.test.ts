@@ -210,8 +210,8 @@ describe('operator configuration', () => {
     expect(loadConfig({ WEBHOOK_ENABLED: 'false' }).webhook).toBeUndefined();
     expect(loadConfig({ KUBE_API_QPS: '50' })).toMatchObject({ qps: 50, burst: undefined });
     expect(loadConfig({ KUBE_API_HTTP2: 'false' }).http2).toBe(false);
-    expect(loadConfig({}).watchList).toBe(false);
-    expect(loadConfig({ KUBE_API_WATCH_LIST: 'true' }).watchList).toBe(true);
+    expect(loadConfig({}).watchList).toBe(true);
+    expect(loadConfig({ KUBE_API_WATCH_LIST: 'false' }).watchList).toBe(false);
   });
 
   test.each([

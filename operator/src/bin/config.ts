@@ -33,7 +33,7 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | KUBE_API_QPS, KUBE_API_BURST | unset: no client-side limit (the API server's Priority and Fairness governs); a QPS alone gets a burst of 1.5 × QPS |
  * | KUBE_API_HTTP2 | true: one HTTP/2 connection to the API server, health-checked by PING; false: a pool of HTTP/1.1 keep-alive connections (client-go's DISABLE_HTTP2) |
  * | RESYNC_SECONDS | 600 |
- * | KUBE_API_WATCH_LIST | false: caches are filled by lists in pages of 500; true: by streaming lists (a watch with sendInitialEvents, Kubernetes 1.34 and later; a fresh process holds less), falling back to pages where the API server refuses them. Off by default: see docs/operate/operator.md |
+ * | KUBE_API_WATCH_LIST | true: caches are filled by streaming lists (a watch with sendInitialEvents that goes on as the cache's watch, Kubernetes 1.34 and later; a fresh process holds less: see docs/measure/benchmarks.md), falling back to pages where the API server refuses them; false: by lists in pages of 500 |
  * | WEBSITE_CAPACITY | unset: not checked; the operator Deployment sets the number of Websites its memory limit was sized for, and holding more logs a warning |
  * | CACHE_SYNC_TIMEOUT_SECONDS | 30 |
  * | CLUSTER_DOMAIN | cluster.local |
@@ -146,7 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     burst: number('KUBE_API_BURST', undefined, { min: 1 }),
     http2: flag('KUBE_API_HTTP2', true),
     resyncMs: number('RESYNC_SECONDS', 600, { min: 1, integer: false }) * 1000,
-    watchList: flag('KUBE_API_WATCH_LIST', false),
+    watchList: flag('KUBE_API_WATCH_LIST', true),
     capacity: number('WEBSITE_CAPACITY', undefined, { min: 1 }),
     cacheSyncTimeoutMs: number('CACHE_SYNC_TIMEOUT_SECONDS', 30, { min: 0, integer: false }) * 1000,
     fieldManager: MANAGED_BY,
