@@ -95,9 +95,9 @@ export interface InformerOptions {
   readonly pageSize?: number;
   /**
    * Fill the cache from a streaming list (KEP 3157, client-go's WatchListClient): one watch with
-   * `sendInitialEvents`, whose ADDED events are the objects and whose bookmark marked
-   * `k8s.io/initial-events-end` gives the resourceVersion to watch from; the objects arrive one
-   * event at a time instead of a page at a time. A server that refuses it (400 or 422: the
+   * `sendInitialEvents`, whose ADDED events are the objects, and which goes on as the watch after
+   * its bookmark marked `k8s.io/initial-events-end`; the objects arrive one event at a time
+   * instead of a page at a time. A server that refuses it (400 or 422: the
    * WatchList feature off, or a server before 1.27) is listed in pages from then on.
    * @default false: pages of `pageSize`
    */
