@@ -68,13 +68,13 @@ export interface OperatorResources {
  */
 export const OPERATOR_MEMORY = {
   /** V8 heap after a full GC with no Website (MiB). */
-  idleHeapMiB: 13.6,
-  /** V8 heap after a full GC per Website held (KiB): 9.6 right after creating 5000, 7.2 in a fresh process. */
-  heapPerWebsiteKiB: 9.6,
+  idleHeapMiB: 13.4,
+  /** V8 heap after a full GC per Website held (KiB): 9.9 right after creating 5000, 7.2 in a fresh process. */
+  heapPerWebsiteKiB: 9.9,
   /** RSS with no Website, caches synced (MiB). */
-  idleRssMiB: 70.2,
-  /** RSS per Website held, fresh process (KiB): 5000 Websites took it from 70.2 to 125.1 MiB (140.7 MiB right after creating them). */
-  rssPerWebsiteKiB: 11.2,
+  idleRssMiB: 70.5,
+  /** RSS per Website held, fresh process (KiB): 5000 Websites took it from 70.5 to 118.9 MiB (141.5 MiB right after creating them). */
+  rssPerWebsiteKiB: 9.9,
 } as const;
 
 /**
@@ -87,7 +87,7 @@ const OPERATOR_NON_HEAP_MIB = 128;
 
 /**
  * V8's old generation is capped at this many times the live heap: a burst of creations allocates
- * far more than stays live (RSS 140.7 MiB right after creating 5000 Websites, 125.1 MiB in a fresh
+ * far more than stays live (RSS 141.5 MiB right after creating 5000 Websites, 118.9 MiB in a fresh
  * process holding them), and V8 needs room above the live heap to collect
  * without running back to back.
  */
