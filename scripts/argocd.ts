@@ -34,7 +34,7 @@ async function up(): Promise<void> {
   if (existsSync(PIDS)) await down();
   // The cluster first (reused when it runs); its output tells how to reach it.
   execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), 'up'], { stdio: 'inherit' });
-  execFileSync('bash', [join(ROOT, 'scripts/system-deps.sh'), 'redis-server'], { stdio: 'inherit' });
+  execFileSync('bash', [join(ROOT, 'scripts/system-deps.sh'), 'argocd'], { stdio: 'inherit' }); // Redis, from Debian
   mkdirSync(STATE, { recursive: true });
   const argocd = await startArgoCd({ cluster, dir: join(STATE, 'run'), repository: ROOT, detached: true });
   writeFileSync(PIDS, `${JSON.stringify(argocd.pids, null, 2)}\n`);

@@ -51,6 +51,7 @@ usage() {
 # --- install ---------------------------------------------------------------------------------
 
 install() {
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" cassandra # its programs from Debian, when missing
   # One download at a time per cache: concurrent callers wait, then reuse the result.
   mkdir -p "$CACHE_DIR"
   exec 8>"$CACHE_DIR/.cassandra.lock"
@@ -115,6 +116,7 @@ running_pid() {
 
 start() {
   [[ $# -ge 1 && $# -le 3 ]] || usage
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" cassandra # its programs from Debian, when missing
   LISTEN_ADDRESS=${3:-127.0.0.1}
   local dir=$1 port=${2:-9042} timeout=${CASSANDRA_START_TIMEOUT:-120} heap=${CASSANDRA_HEAP:-1g}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"

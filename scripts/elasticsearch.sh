@@ -135,6 +135,7 @@ place() {
 }
 
 install() {
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" elasticsearch # its programs from Debian, when missing
   # One build at a time per cache: concurrent callers wait, then reuse the result.
   mkdir -p "$CACHE_DIR"
   exec 8>"$CACHE_DIR/.elasticsearch.lock"
@@ -302,6 +303,7 @@ json_string() {
 
 start() {
   [[ $# -ge 1 && $# -le 3 ]] || usage
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" elasticsearch # its programs from Debian, when missing
   LISTEN_ADDRESS=${3:-127.0.0.1}
   local dir=$1 port=${2:-9200} timeout=${ES_START_TIMEOUT:-180} heap=${ES_HEAP:-512m}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"

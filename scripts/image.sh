@@ -62,24 +62,8 @@ DEBIAN_NAME=localhost/website-stack/debian:$DEBIAN_TAG
 log() { printf '[image] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-deps() {
-  local missing=()
-  command -v buildah >/dev/null 2>&1 || missing+=(buildah)
-  command -v umoci >/dev/null 2>&1 || missing+=(umoci)
-  command -v runc >/dev/null 2>&1 || missing+=(runc)
-  command -v iptables >/dev/null 2>&1 || missing+=(iptables)
-  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
-  command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
-  [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  [[ $(id -u) -eq 0 ]] || command -v sudo >/dev/null 2>&1 \
-    || die "the image needs ${missing[*]}; install them (Debian: apt-get install ${missing[*]}) and rerun"
-  local sudo
-  sudo=$([[ $(id -u) -eq 0 ]] || echo sudo)
-  log "installing ${missing[*]} from Debian"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
+# The image's tools from Debian (scripts/system-deps.txt, group image), when missing.
+deps() { bash "$ROOT/scripts/system-deps.sh" image; }
 
 # Root is needed for debootstrap, for chroot isolation and for unpacking files of other owners.
 need_root() { [[ $(id -u) -eq 0 ]] || die "'$1' needs root (debootstrap and buildah's chroot isolation); run it with sudo"; }

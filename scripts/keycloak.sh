@@ -106,6 +106,7 @@ home_dir() {
 # --- install ---------------------------------------------------------------------------------
 
 install() {
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" keycloak # its programs from Debian, when missing
   local home
   home=$(home_dir)
   # One install at a time per cache: concurrent callers wait, then reuse the result.
@@ -236,6 +237,7 @@ update_redirect_uris() {
 
 start() {
   [[ $# -ge 1 && $# -le 3 ]] || usage
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" keycloak # its programs from Debian, when missing
   LISTEN_ADDRESS=${3:-127.0.0.1}
   local dir=$1 port=${2:-8080} timeout=${KEYCLOAK_START_TIMEOUT:-300} https_port=${KEYCLOAK_HTTPS_PORT:-}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"

@@ -81,17 +81,9 @@ website-operator ghcr.io/website-stack/website-operator:$VERSION
 EOF
 }
 
-# What this script needs beside scripts/image.sh's tools: gcc and a static libc for pause.
-deps() {
-  bash "$ROOT/scripts/image.sh" deps
-  local missing=()
-  command -v gcc >/dev/null 2>&1 || missing+=(gcc)
-  [[ -f /usr/lib/$(gcc -print-multiarch 2>/dev/null)/libc.a || -f /usr/lib/libc.a ]] || missing+=(libc6-dev)
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  log "installing ${missing[*]} from Debian"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
+# What this script needs from Debian (scripts/system-deps.txt, group node-images): scripts/image.sh's
+# tools, and gcc with a static libc for pause.
+deps() { bash "$ROOT/scripts/system-deps.sh" node-images; }
 
 require_go() {
   command -v go >/dev/null 2>&1 || die "Go is not installed: it fetches the Kubernetes source pause is built from and the Jaeger module the sampling strategies come from. Install Go >= 1.25 (https://go.dev/doc/install)"

@@ -98,18 +98,10 @@ coredns() {
 
 deps() {
   [[ $(id -u) -eq 0 ]] || die "a real node needs root (network and mount namespaces, cgroups, iptables); run it with sudo"
-  local missing=() need
-  # <command>:<Debian package>, found on the daemons' PATH.
-  for need in ipset:ipset iptables:iptables conntrack:conntrack runc:runc openssl:openssl nsenter:util-linux \
-    supervisord:supervisor envsubst:gettext-base; do
-    PATH=$NODE_PATH command -v "${need%%:*}" >/dev/null 2>&1 || missing+=("${need#*:}")
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  # (Where systemd runs, Debian's supervisor package also starts a supervisord of its own, for
+  # The node's tools from Debian (scripts/system-deps.txt, group real-node), when missing. (Where
+  # systemd runs, Debian's supervisor package also starts a supervisord of its own, for
   # /etc/supervisor/conf.d: not the node's, which `up` starts with its own configuration.)
-  log "installing ${missing[*]} from Debian"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  bash "$ROOT/scripts/system-deps.sh" real-node
 }
 
 wait_for() {

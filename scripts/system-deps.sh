@@ -1,43 +1,54 @@
 #!/usr/bin/env bash
-# System packages the tests use from Debian: nginx (the web server the Website pods run, to check
-# the page locally), Chromium (to look at that page as a person would), fonts for emoji and CJK
-# titles, so the screenshots show them as a person's browser would, jq (the shell operator
-# renders every object with it), shellcheck (actionlint runs it on the workflows' run: scripts
-# when it is on PATH), and Redis (Argo CD's cache, harness/argocd/argocd.ts). Installs what is missing.
+# Installs from Debian the system programs of the given lanes of `npm test` or scripts, as
+# scripts/system-deps.txt lists them, when missing; a no-op in milliseconds when all are there.
 #
-#   scripts/system-deps.sh [package ...]   only these (Debian names), e.g. redis-server; default all
+#   scripts/system-deps.sh GROUP ...   e.g. `trace`, `image`; `all` for every group
+#
+# Lanes run side by side and each installs its own list, so installs take one lock (apt's would
+# refuse a second apt-get instead of waiting for it).
 set -euo pipefail
 shopt -s inherit_errexit
+LIST="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/system-deps.txt"
 
-# Whether a package's program (or files) is here already.
+log() { printf '[system-deps] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[[ $# -gt 0 ]] || die "name the lanes or scripts whose programs to install (groups in $LIST), or 'all'"
+groups=" $* "
+
+# Whether a program (a command on PATH, /usr/sbin and /sbin included, or an absolute file) is here.
 present() {
-  case "$1" in
-    nginx-light) command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] ;;
-    chromium) command -v chromium >/dev/null 2>&1 ;;
-    fonts-noto-color-emoji) [[ -d /usr/share/fonts/truetype/noto ]] ;;
-    fonts-droid-fallback) [[ -d /usr/share/fonts/truetype/droid ]] ;;
-    jq) command -v jq >/dev/null 2>&1 ;;
-    shellcheck) command -v shellcheck >/dev/null 2>&1 ;;
-    redis-server) command -v redis-server >/dev/null 2>&1 ;;
-    libfaketime) [[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]] ;;
-    *) echo "[system-deps] error: unknown package '$1'" >&2; exit 2 ;;
-  esac
+  if [[ $1 == /* ]]; then [[ -e $1 ]]; else PATH=$PATH:/usr/sbin:/sbin command -v "$1" >/dev/null 2>&1; fi
 }
 
-wanted=("$@")
-[[ ${#wanted[@]} -eq 0 ]] && wanted=(nginx-light chromium fonts-noto-color-emoji fonts-droid-fallback jq shellcheck redis-server libfaketime)
-missing=()
-for package in "${wanted[@]}"; do present "$package" || missing+=("$package"); done
+missing_packages() {
+  local program package rest group
+  while read -r program package rest; do
+    [[ -z $program || $program == \#* ]] && continue
+    for group in $rest; do
+      if [[ $groups == *" all "* || $groups == *" $group "* ]]; then
+        present "$program" || echo "$package"
+        break
+      fi
+    done
+  done <"$LIST"
+}
+
+mapfile -t missing < <(missing_packages | sort -u)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]] && ! command -v sudo >/dev/null 2>&1; then
-  echo "[system-deps] error: the tests need ${missing[*]}; install them (Debian: apt-get install ${missing[*]}) and rerun" >&2
-  exit 1
+  die "needs ${missing[*]}; install them (Debian: apt-get install ${missing[*]}) and rerun"
 fi
 sudo=$([[ $(id -u) -eq 0 ]] || echo sudo)
-echo "[system-deps] installing ${missing[*]} from Debian" >&2
+exec 9>"${TMPDIR:-/tmp}/website-stack-system-deps.lock"
+flock 9
+# Another lane may have installed them while this one waited for the lock.
+mapfile -t missing < <(missing_packages | sort -u)
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+log "installing ${missing[*]} from Debian (for: $*)"
 $sudo apt-get update -qq
-# The nginx and redis packages would start system services; the tests start their own.
+# The nginx, redis and supervisor packages would start system services; the tests start their own.
 echo 'exit 101' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
 $sudo chmod +x /usr/sbin/policy-rc.d
 trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT

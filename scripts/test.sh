@@ -41,8 +41,6 @@ if [[ $# -eq 0 ]]; then
   export WEBSITE_STACK_PREBUILD_PID=$prebuild
 fi
 
-echo "[test] system packages (nginx, Chromium, fonts, Redis, libfaketime)"
-bash scripts/system-deps.sh
 bash scripts/cassandra.sh install >/dev/null # the trace tests' Cassandra, fetched from Maven Central once
 echo "[test] format and lint (biome ci; npm run format fixes what it can), and every relative link and anchor of README.md and docs/ (remark-validate-links)"
 biome ci --error-on-warnings .
@@ -54,17 +52,27 @@ node --disable-warning=ExperimentalWarning operator/bundle.ts
 export NODE_OPTIONS="${NODE_OPTIONS:-} --experimental-vm-modules --disable-warning=ExperimentalWarning"
 
 if [[ $# -gt 0 ]]; then
+  echo "[test] system packages of every lane (scripts/system-deps.txt)"
+  bash scripts/system-deps.sh all
   echo "[test] jest $*"
   exec jest "$@"
 fi
 
-results=$(mktemp -d)
-trap 'stop_prebuild; rm -rf "$results"' EXIT
-# Each lane writes its results as JSON (the human-readable report still goes to the terminal).
+# Each lane installs the system programs its projects run (scripts/system-deps.txt) before its first
+# test, then writes its results as JSON and its exit code beside them (the human-readable report
+# still goes to the terminal), for scripts/test-summary.ts. Kept after the run, with each suite's
+# time: test-results/lanes/.
+results=test-results/lanes
+rm -rf "$results"
+mkdir -p "$results"
 lane() {
-  local name=$1
+  local name=$1 projects=() rc=0
   shift
-  jest --json --outputFile="$results/$name.json" --selectProjects "$@"
+  while [[ $# -gt 0 && $1 != -* ]]; do projects+=("$1"); shift; done
+  bash scripts/system-deps.sh "${projects[@]}" || rc=$?
+  [[ $rc -ne 0 ]] || jest --json --outputFile="$results/$name.json" --selectProjects "${projects[@]}" "$@" || rc=$?
+  echo "$rc" >"$results/$name.status"
+  return "$rc"
 }
 
 echo "[test] jest: the cluster project; beside it the isolated project, then the argocd project; and the unit and package projects, then the trace project, then the node project"
@@ -85,11 +93,6 @@ lane node node --runInBand 2>&1 | sed -u 's/^/[node] /' || status=1
 wait "$cluster" || status=1
 wait "$isolated" || status=1
 
-# One line for every lane, in the plain form any CI reads ("N passed, N failed").
-node -e '
-  const fs = require("fs"), dir = process.argv[1];
-  const runs = fs.readdirSync(dir).map((f) => JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8")));
-  const sum = (key) => runs.reduce((n, r) => n + r[key], 0);
-  console.log(`jest: ${sum("numPassedTests")} passed, ${sum("numFailedTests")} failed`);
-' "$results"
+# Every lane counted, and named when it failed or wrote no results (scripts/test-summary.ts).
+node scripts/test-summary.ts "$results" cluster isolated argocd unit trace node || status=1
 exit "$status"
