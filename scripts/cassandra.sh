@@ -60,7 +60,6 @@ install() {
     echo "$HOME_DIR"
     return
   fi
-  command -v mvn >/dev/null 2>&1 || die "Maven is not installed; \`install\` needs it to fetch Cassandra from Maven Central (Debian: apt-get install maven)"
   java_bin >/dev/null
   local tmp="$HOME_DIR.tmp.$$" start=$SECONDS ok=0
   rm -rf "$tmp"
@@ -116,8 +115,9 @@ running_pid() {
 
 start() {
   [[ $# -ge 1 && $# -le 3 ]] || usage
-  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" cassandra # its programs from Debian, when missing
   LISTEN_ADDRESS=${3:-127.0.0.1}
+  require_local_address
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" cassandra # its programs from Debian, when missing
   local dir=$1 port=${2:-9042} timeout=${CASSANDRA_START_TIMEOUT:-120} heap=${CASSANDRA_HEAP:-1g}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"
   mkdir -p "$dir"

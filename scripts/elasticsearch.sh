@@ -144,7 +144,6 @@ install() {
     echo "$HOME_DIR"
     return
   fi
-  need mvn "\`install\` needs it to fetch Elasticsearch from Maven Central (Debian: apt-get install maven)"
   java_major >/dev/null
   local javac jar
   javac=$(jdk_tool javac)
@@ -303,13 +302,12 @@ json_string() {
 
 start() {
   [[ $# -ge 1 && $# -le 3 ]] || usage
-  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" elasticsearch # its programs from Debian, when missing
   LISTEN_ADDRESS=${3:-127.0.0.1}
+  require_local_address
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" elasticsearch # its programs from Debian, when missing
   local dir=$1 port=${2:-9200} timeout=${ES_START_TIMEOUT:-180} heap=${ES_HEAP:-512m}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"
   [[ $heap =~ ^[0-9]+[mMgG]$ ]] || die "ES_HEAP must look like 512m or 1g, not '$heap'"
-  need openssl "\`start\` needs it for the node's certificates (Debian: apt-get install openssl)"
-  need curl "\`start\` needs it to see that the node answers (Debian: apt-get install curl)"
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   # No passwords given: random ones, made once and kept in DIR/passwords (mode 0600).

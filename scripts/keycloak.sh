@@ -80,10 +80,6 @@ usage() {
   exit 2
 }
 
-require() {
-  command -v "$1" >/dev/null 2>&1 || die "$1 is not installed; $2"
-}
-
 # The JDK that runs Keycloak (and its build).
 java_home() {
   local home=${KEYCLOAK_JAVA_HOME:-$DEFAULT_JAVA_HOME} version major
@@ -117,8 +113,6 @@ install() {
     echo "$home"
     return
   fi
-  require mvn "\`install\` needs Maven to fetch Keycloak from Maven Central (Debian: apt-get install maven)"
-  require unzip "\`install\` needs it to unpack Keycloak (Debian: apt-get install unzip)"
   local java tmp="$home.tmp.$$" start=$SECONDS ok=0
   java=$(java_home)
   rm -rf "$tmp" "$home"
@@ -237,14 +231,13 @@ update_redirect_uris() {
 
 start() {
   [[ $# -ge 1 && $# -le 3 ]] || usage
-  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" keycloak # its programs from Debian, when missing
   LISTEN_ADDRESS=${3:-127.0.0.1}
+  require_local_address
+  bash "$(dirname "${BASH_SOURCE[0]}")/system-deps.sh" keycloak # its programs from Debian, when missing
   local dir=$1 port=${2:-8080} timeout=${KEYCLOAK_START_TIMEOUT:-300} https_port=${KEYCLOAK_HTTPS_PORT:-}
   [[ $port =~ ^[0-9]+$ ]] || die "PORT must be a number, not '$port'"
   [[ $https_port =~ ^[0-9]*$ ]] || die "KEYCLOAK_HTTPS_PORT must be a port number, not '$https_port'"
   [[ $timeout =~ ^[0-9]+$ ]] || die "KEYCLOAK_START_TIMEOUT must be a number of seconds, not '$timeout'"
-  require jq "scripts/keycloak.sh renders the realms with it (Debian: apt-get install jq)"
-  require curl "scripts/keycloak.sh waits for Keycloak with it (Debian: apt-get install curl)"
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   local pid
@@ -276,7 +269,6 @@ start() {
 
   local url="http://$LISTEN_ADDRESS:$port" scheme=http tls=() ca_file=
   if [[ -n $https_port ]]; then
-    require openssl "scripts/keycloak.sh makes the server's certificate with it (Debian: apt-get install openssl)"
     server_pki "$dir/pki" "website-stack local Keycloak CA" "$LISTEN_ADDRESS" "IP:$LISTEN_ADDRESS,IP:127.0.0.1,DNS:localhost"
     ca_file=$dir/pki/ca.crt
     CURL_CA=(--cacert "$ca_file")
