@@ -2,8 +2,11 @@
 // over TLS), on loopback: a connection that goes silent without a close must not take every later
 // request down with it.
 import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createSecureServer } from 'node:http2';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { BlackHoleProxy } from '../../harness/chaos/chaos.ts';
 import { eventually } from '../../harness/process/poll.ts';
@@ -243,6 +246,34 @@ describe('a watch', () => {
     } finally {
       await proxy.close();
       api.server.close();
+    }
+  });
+});
+
+describe('KubeClient.fromEnvironment', () => {
+  test('outside a pod with neither KUBECONFIG nor ~/.kube/config: one line that says what to set, not a request to localhost:8080', () => {
+    const home = mkdtempSync(join(tmpdir(), 'no-kubeconfig-'));
+    try {
+      expect(() => KubeClient.fromEnvironment({}, { HOME: home })).toThrow(
+        'no cluster to connect to: set KUBECONFIG (for the local cluster of npm run cluster:up: export KUBECONFIG=$PWD/.cluster/kubeconfig), or run the operator in a pod',
+      );
+      // A kubeconfig where client-node looks for one is used.
+      mkdirSync(join(home, '.kube'));
+      writeFileSync(
+        join(home, '.kube', 'config'),
+        'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+      );
+      const previous = process.env.HOME;
+      process.env.HOME = home; // client-node reads ~ from the process environment
+      try {
+        expect(KubeClient.fromEnvironment({}, { HOME: home }).kubeConfig.getCurrentCluster()?.server).toBe(
+          'https://127.0.0.1:6443',
+        );
+      } finally {
+        process.env.HOME = previous;
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });

@@ -279,4 +279,29 @@ describe('the operator over several namespaces', () => {
     await api.create(WEBSITES, website('team-new', 'site'));
     await until('the new namespace to converge', () => childrenOf(api, 'team-new', 'site') === 2);
   });
+
+  test('the Website CRD not installed: an error at each retry naming the CRD and how to install it, then reconciling once it is', async () => {
+    const api = new FakeKubeApi();
+    let installed = false;
+    const notServed = new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+    api.failWith(
+      (request) => !installed && request.resource === 'websites' && ['LIST', 'WATCH'].includes(request.verb),
+      notServed,
+      Number.POSITIVE_INFINITY,
+    );
+    await api.create(WEBSITES, website('team-a', 'site'));
+    const h = await start(api, ['team-a']);
+    await until('an error about the CRD', () => h.logs.find((l) => l.level === 'error' && l.resource === 'websites'));
+    expect(h.logs.find((l) => l.level === 'error' && l.resource === 'websites')).toMatchObject({
+      msg: `the API server does not serve websites.${GROUP}; retrying`,
+      error: notServed.message,
+      fix: `install the Website CRD (websites.${GROUP}) first: kubectl apply -f dist/website-operator/, or the WebsiteCrd construct's manifest`,
+    });
+    installed = true;
+    await until(
+      'the Website to converge once its CRD is installed',
+      () => childrenOf(api, 'team-a', 'site') === 2,
+      40_000,
+    );
+  });
 });

@@ -31,13 +31,20 @@ async function main(): Promise<void> {
     );
   const metrics = new OperatorMetrics();
   // The replica in the user agent: replicas share a ServiceAccount, and the audit log tells them apart by it.
-  const client = KubeClient.fromEnvironment({
-    qps: config.qps,
-    burst: config.burst,
-    http2: config.http2,
-    metrics,
-    userAgent: `website-operator/${config.identity}`,
-  });
+  let client: KubeClient;
+  try {
+    client = KubeClient.fromEnvironment({
+      qps: config.qps,
+      burst: config.burst,
+      http2: config.http2,
+      metrics,
+      userAgent: `website-operator/${config.identity}`,
+    });
+  } catch (error) {
+    // No cluster to connect to, or a kubeconfig client-node cannot read: retrying cannot help.
+    logger.fatal((error as Error).message);
+    process.exit(2);
+  }
   const components: Component[] = [];
   if (config.webhook) {
     // Loaded only when enabled: the webhook's X.509 and HTTPS server code is a chunk of its own in

@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorMetrics } from '../observability/metrics.ts';
-import { ApiError, isForbidden, isGone } from './api-error.ts';
+import { ApiError, isForbidden, isGone, isNotFound } from './api-error.ts';
 import { type BackoffOptions, backoffDelay, sleep } from './backoff.ts';
 import type { KubeApi, KubeObject, ResourceType } from './kube-api.ts';
 
@@ -108,6 +108,13 @@ export interface InformerOptions {
    * @default the API server's message alone
    */
   readonly forbiddenFix?: string;
+  /**
+   * What to do when the API server does not serve the resource (404 on its list: a custom
+   * resource whose CRD is not installed), which retrying alone cannot fix: logged at error level
+   * with the error at every retry.
+   * @default a warning with the API server's message alone
+   */
+  readonly notFoundFix?: string;
   /**
    * Applied to every object before it is cached and handed to the handlers (client-go's
    * TransformFunc): a cache of only the fields the controller reads.
@@ -243,7 +250,7 @@ export class Informer<T extends KubeObject> implements Cache<T> {
           if (isGone(error)) this.mustList = true;
           this.restarted('error');
           const delay = backoffDelay(failures, this.options.backoff ?? { baseMs: 500, maxMs: 30_000 });
-          const { logger, type, namespace, forbiddenFix } = this.options;
+          const { logger, type, namespace, forbiddenFix, notFoundFix } = this.options;
           const where = {
             resource: type.resource,
             namespace: namespace ?? '*',
@@ -256,6 +263,11 @@ export class Informer<T extends KubeObject> implements Cache<T> {
             logger?.error(
               { ...where, fix: forbiddenFix },
               `list/watch of ${type.resource} ${namespace ? `in namespace ${namespace}` : 'in all namespaces'} is forbidden; retrying`,
+            );
+          } else if (isNotFound(error) && notFoundFix) {
+            logger?.error(
+              { ...where, fix: notFoundFix },
+              `the API server does not serve ${type.resource}.${type.group}; retrying`,
             );
           } else {
             logger?.warn(where, 'list/watch failed, retrying');

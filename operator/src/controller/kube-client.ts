@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig, RequestContext } from '@kubernetes/client-node';
 import { type Dispatcher, request } from 'undici';
 import type { OperatorMetrics } from '../observability/metrics.ts';
@@ -117,7 +120,13 @@ export class KubeClient implements KubeApi {
   }
 
   /** In a pod: the ServiceAccount; elsewhere: $KUBECONFIG or ~/.kube/config. */
-  static fromEnvironment(options?: KubeClientOptions): KubeClient {
+  static fromEnvironment(options?: KubeClientOptions, env: NodeJS.ProcessEnv = process.env): KubeClient {
+    // With none of them, client-node would fall back to http://localhost:8080, where every request
+    // fails with an error that names neither the cause nor the fix.
+    if (!env.KUBERNETES_SERVICE_HOST && !env.KUBECONFIG && !existsSync(join(env.HOME ?? homedir(), '.kube', 'config')))
+      throw new Error(
+        'no cluster to connect to: set KUBECONFIG (for the local cluster of npm run cluster:up: export KUBECONFIG=$PWD/.cluster/kubeconfig), or run the operator in a pod',
+      );
     const kc = new KubeConfig();
     kc.loadFromDefault();
     return new KubeClient(kc, options);

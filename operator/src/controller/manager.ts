@@ -75,6 +75,8 @@ export interface InformerRequest {
   readonly resync?: boolean;
   /** What to do when list or watch in `namespace` (undefined: all namespaces) is forbidden. */
   readonly forbiddenFix?: (namespace: string | undefined) => string;
+  /** What to do when the API server does not serve the resource (InformerOptions.notFoundFix). */
+  readonly notFoundFix?: string;
   /** What of each object the cache keeps (InformerOptions.transform). */
   readonly transform?: (object: KubeObject) => KubeObject;
 }
@@ -163,6 +165,7 @@ export class Manager {
       resyncMs,
       watchList: this.config.watchList,
       forbiddenFix: request.forbiddenFix,
+      notFoundFix: request.notFoundFix,
       transform: request.transform,
       logger,
       metrics,

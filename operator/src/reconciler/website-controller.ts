@@ -27,7 +27,10 @@ export interface OperatorConfig extends ManagerConfig {
 }
 
 export function setupWebsiteController(manager: Manager, config: OperatorConfig): Controller<WebsiteV1 & KubeObject> {
-  const websites = manager.informer<WebsiteV1 & KubeObject>(websitesType(config.group), { forbiddenFix });
+  const websites = manager.informer<WebsiteV1 & KubeObject>(websitesType(config.group), {
+    forbiddenFix,
+    notFoundFix: `install the Website CRD (websites.${config.group}) first: kubectl apply -f dist/website-operator/, or the WebsiteCrd construct's manifest`,
+  });
   // Only the children the operator labels: a watch of every Deployment would cache the cluster's.
   const owned = { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}`, resync: false, forbiddenFix };
   const masks = childMasks(config);
