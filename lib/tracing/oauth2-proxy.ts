@@ -33,7 +33,12 @@ export interface QueryOidcProps {
    * @default none
    */
   readonly backendLogoutUrl?: OidcSetting;
-  /** Email domains allowed in. @default ['*'] (anyone the issuer authenticates) */
+  /**
+   * Email domains allowed in: a user whose verified email is in none of them is refused (403) after
+   * logging in. The issuer decides who can log in at all (the realm's users, or those its client
+   * admits); this narrows it further, e.g. `['example.com']` for a realm shared with outsiders.
+   * @default ['*']: every user the issuer authenticates, so the issuer's client is the gate
+   */
   readonly emailDomains?: readonly string[];
   /**
    * The addresses (CIDRs) of the reverse proxies in front of the UI, such as the ingress
@@ -139,6 +144,10 @@ export function oauth2ProxySidecar(
       '--skip-provider-button=true',
       '--cookie-secure=true',
       '--cookie-httponly=true',
+      // Said outright rather than left to each browser's default: the session cookie goes with
+      // top-level navigations to the UI (the login's redirect back included), never with requests
+      // other sites make.
+      '--cookie-samesite=lax',
       '--skip-jwt-bearer-tokens=true',
       '--api-route=^/api/',
       `--ping-path=${PING_PATH}`,

@@ -77,7 +77,7 @@ describe('OIDC in front of Jaeger query, with Keycloak and Chromium', () => {
     }
   });
 
-  test('logging in returns to Jaeger; the session cookie is HttpOnly and Secure and opens the query API; after sign-out the API answers 401', async () => {
+  test('logging in returns to Jaeger; the session cookie is HttpOnly, Secure and SameSite=Lax and opens the query API; after sign-out the API answers 401', async () => {
     const context = await browser.newContext();
     try {
       const { page, status } = await logIn(context, services.keycloak.users.allowed);
@@ -85,7 +85,7 @@ describe('OIDC in front of Jaeger query, with Keycloak and Chromium', () => {
       expect(page.url()).toBe(`${ui}/search`);
       const cookies = await context.cookies(ui);
       const session = cookies.find((c) => c.name === '_oauth2_proxy');
-      expect(session).toMatchObject({ httpOnly: true, secure: true });
+      expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax' });
       const api = await context.request.get(`${ui}/api/services`);
       expect(api.status()).toBe(200);
       expect(await api.json()).toHaveProperty('data');
