@@ -208,11 +208,16 @@ usage_hint() {
 MSG
 }
 
+# Waits for a command to succeed: $1 says what for, $2 the bound in seconds; on timeout, the last
+# lines of $WAIT_LOG (a component's log, when set) say why.
 wait_for() {
   local what=$1 deadline=$((SECONDS + ${2:-120}))
   shift 2
   until "$@" >/dev/null 2>&1; do
-    (( SECONDS < deadline )) || die "timed out waiting for $what"
+    if (( SECONDS >= deadline )); then
+      [[ -z ${WAIT_LOG:-} ]] || tail -n 20 "$WAIT_LOG" >&2 || true
+      die "timed out waiting for $what"
+    fi
     sleep 1
   done
 }
@@ -340,7 +345,10 @@ restart_component() {
   log "$component stopped; starting it again"
   (cd "$cwd" && exec setsid "${cmd[@]}" >>"$KWOK_WORKDIR/clusters/$NAME/logs/$component.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
-  wait_for "kube-apiserver /readyz" 60 kubectl_ get --raw /readyz --request-timeout=2s
+  # A bound, not a pause: on a machine busy with other builds and tests, the API server has taken
+  # over a minute to start again (its CRDs, aggregator and informers all start afresh).
+  WAIT_LOG=$KWOK_WORKDIR/clusters/$NAME/logs/$component.log wait_for "kube-apiserver /readyz" 180 \
+    kubectl_ get --raw /readyz --request-timeout=2s
 }
 
 case "${1:-}" in
