@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `npm test`: lint, type-check, then every jest project.
 #
-# With no arguments, the jest projects run in three lanes side by side: the cluster project (its
-# suites share one cluster, one at a time, and mostly wait on controllers); the isolated project
-# (the chaos run and the operator image, one at a time on a cluster of their own: they would disturb
-# the others), then the argocd project (a real Argo CD on a cluster of its own, mostly waiting on
-# it); and the unit and package projects, then the trace project, then the node project (dist/ on a
-# cluster with a real node). The
-# lines of the first two lanes are prefixed with their project's name. The last line counts the
-# tests of every lane.
+# With no arguments, the jest projects run in three lanes side by side, each a chain of projects
+# (one jest run each, its lines prefixed with the project's name): the trace project, then the node
+# project (the longest chain: the trace stack's servers, then dist/ on a cluster with a real node);
+# the cluster project (its suites share one cluster, one at a time, and mostly wait on controllers),
+# then the package project; and the isolated project (the chaos run and the operator image, on a
+# cluster of their own: they would disturb the others), then the unit project, then the argocd
+# project (a real Argo CD on a cluster of its own, mostly waiting on it). The last line counts the
+# tests of every lane (scripts/test-summary.ts).
 # With arguments, one jest run gets them as they are (`npm test -- --selectProjects unit`,
 # `npm test -- test/unit/workload.test.ts`).
 set -euo pipefail
@@ -21,13 +21,12 @@ cd "$(dirname "$0")/.."
 prebuild=
 stop_prebuild() { [[ -z $prebuild ]] || kill -- "-$prebuild" 2>/dev/null || true; }
 trap stop_prebuild EXIT
-# In the order the lanes below need them, one at a time (binaries.sh): the longest chain of lanes
-# is unit, then trace, then node, so actionlint (quick; the unit tests) and the trace stack's
-# binaries come first (the trace lane starts when the unit lane is done, and the cluster lane's
+# In the order the lanes below need them, one at a time (binaries.sh): actionlint (quick; the unit
+# tests) and the trace stack's binaries first (the trace lane starts at once, and the cluster lane's
 # operator.test.ts traces into Jaeger too); then the cluster set (every lane with a cluster), the
-# real node's (the last lane), and Argo CD (after the isolated lane). One stream, not two: the
-# cores are busy with the lanes as it is, and two streams side by side were no faster cold (52.7 against
-# 51.5 minutes one at a time in the earlier order; docs/contribute/tests.md).
+# real node's (after the trace lane), and Argo CD (the isolated lane's last project). One stream,
+# not two: the cores are busy with the lanes as it is, and two streams side by side were no faster
+# cold (52.7 against 51.5 minutes one at a time in an earlier order; docs/contribute/tests.md).
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
   echo "[test] Go binaries (scripts/binaries.sh actionlint tracing oauth2-proxy es-index-cleaner cluster node argocd), and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
@@ -58,41 +57,42 @@ if [[ $# -gt 0 ]]; then
   exec jest "$@"
 fi
 
-# Each lane installs the system programs its projects run (scripts/system-deps.txt) before its first
-# test, then writes its results as JSON and its exit code beside them (the human-readable report
-# still goes to the terminal), for scripts/test-summary.ts. Kept after the run, with each suite's
-# time: test-results/lanes/.
+# A project of a lane installs the system programs it runs (scripts/system-deps.txt) before its
+# first test, then writes its results as JSON and its exit code beside them (the human-readable
+# report still goes to the terminal, its lines prefixed with the project's name), for
+# scripts/test-summary.ts. Kept after the run, with each suite's time: test-results/lanes/.
 results=test-results/lanes
 rm -rf "$results"
 mkdir -p "$results"
-lane() {
-  local name=$1 projects=() rc=0
-  shift
-  while [[ $# -gt 0 && $1 != -* ]]; do projects+=("$1"); shift; done
-  bash scripts/system-deps.sh "${projects[@]}" || rc=$?
-  [[ $rc -ne 0 ]] || jest --json --outputFile="$results/$name.json" --selectProjects "${projects[@]}" "$@" || rc=$?
+project() {
+  local name=$1 rc=0 args=()
+  # The node project's suites share one real node: one at a time.
+  [[ $name != node ]] || args=(--runInBand)
+  bash scripts/system-deps.sh "$name" || rc=$?
+  [[ $rc -ne 0 ]] || jest --json --outputFile="$results/$name.json" --selectProjects "$name" "${args[@]}" || rc=$?
   echo "$rc" >"$results/$name.status"
   return "$rc"
 }
+# A lane: its projects in order, going on past a failed one. Each project's global setup waits for
+# its binaries, if the prebuild has not finished them yet.
+lane() {
+  local rc=0 name
+  for name in "$@"; do
+    project "$name" 2>&1 | sed -u "s/^/[$name] /" || rc=1
+  done
+  return "$rc"
+}
 
-echo "[test] jest: the cluster project; beside it the isolated project, then the argocd project; and the unit and package projects, then the trace project, then the node project"
-# Each project's global setup waits for its binaries, if the prebuild has not finished them yet.
-(lane cluster cluster 2>&1 | sed -u 's/^/[cluster] /') &
-cluster=$!
-(
-  rc=0
-  lane isolated isolated 2>&1 | sed -u 's/^/[isolated] /' || rc=1
-  lane argocd argocd 2>&1 | sed -u 's/^/[argocd] /' || rc=1
-  exit $rc
-) &
-isolated=$!
+echo "[test] jest, three lanes side by side: trace then node; cluster then package; isolated then unit then argocd"
+lane trace node &
+first=$!
+lane cluster package &
+second=$!
 status=0
-lane unit unit package || status=1
-lane trace trace || status=1
-lane node node --runInBand 2>&1 | sed -u 's/^/[node] /' || status=1
-wait "$cluster" || status=1
-wait "$isolated" || status=1
+lane isolated unit argocd || status=1
+wait "$first" || status=1
+wait "$second" || status=1
 
 # Every lane counted, and named when it failed or wrote no results (scripts/test-summary.ts).
-node scripts/test-summary.ts "$results" cluster isolated argocd unit trace node || status=1
+node scripts/test-summary.ts "$results" trace node cluster package isolated unit argocd || status=1
 exit "$status"
