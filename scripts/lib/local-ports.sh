@@ -2,13 +2,15 @@
 # elasticsearch.sh, keycloak.sh), which source this file. Needs their die(). The address is
 # $LISTEN_ADDRESS, which a script sets to the ADDRESS its `start` was given (default 127.0.0.1).
 
-# Dies unless $LISTEN_ADDRESS is one of this machine's addresses (127.0.0.0/8 always is): no server
-# listens on an address the machine does not have, and a connection test there would be answered, or
-# not, by another host. The real node's host address appears only once that node runs.
+# Dies unless $LISTEN_ADDRESS is one of this machine's addresses: no server listens on an address
+# the machine does not have, and a connection test there would be answered, or not, by another
+# host. The real node's host address appears only once that node runs. One route lookup, which the
+# kernel answers with "local" for the machine's own addresses (127.0.0.0/8 among them): a dump of
+# every address (`ip addr`) can be interrupted by addresses that other processes add meanwhile.
 require_local_address() {
-  local address=${LISTEN_ADDRESS:-127.0.0.1}
-  [[ $address == 127.* ]] && return 0
-  ip -o addr show | grep -qF " inet $address/" && return 0
+  local address=${LISTEN_ADDRESS:-127.0.0.1} route
+  route=$(ip route get "$address" 2>/dev/null) || route=
+  [[ $route == local\ * ]] && return 0
   die "address $address is not on this machine: start the real node first (sudo npm run cluster:up -- --real-node), which adds its host address 172.31.254.1, or give an address that \`ip addr\` lists"
 }
 
