@@ -42,6 +42,12 @@ export interface ArgoCdOptions {
   readonly repository: string;
   /** Leave the processes running after this one exits (`npm run argocd:up`). */
   readonly detached?: boolean;
+  /**
+   * How often the application controller compares each Application with the cluster
+   * (`--app-resync`, without jitter), so that a test's window sees several comparisons.
+   * @default Argo CD's own (120 s, plus up to 60 s of jitter)
+   */
+  readonly appResyncSeconds?: number;
 }
 
 export interface ArgoCd {
@@ -408,6 +414,9 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
       // Each resource's health in the Application (kubectl shows it); Argo CD's API server, which
       // Core leaves out, would read it from Redis otherwise.
       '--persist-resource-health',
+      ...(options.appResyncSeconds
+        ? ['--app-resync', String(options.appResyncSeconds), '--app-resync-jitter', '0']
+        : []),
     ]);
     const [appSetMetrics, appSetProbe, appSetWebhook] = [await freePort(), await freePort(), await freePort()];
     const applicationSets = await runInCluster('argocd-applicationset-controller', [
