@@ -2,13 +2,13 @@
 # `npm test`: lint, type-check, then every jest project.
 #
 # With no arguments, the jest projects run in three lanes side by side, each a chain of projects
-# (one jest run each, its lines prefixed with the project's name): the trace project, then the node
-# project (the longest chain: the trace stack's servers, then dist/ on a cluster with a real node);
-# the cluster project (its suites share one cluster, one at a time, and mostly wait on controllers),
-# then the package project; and the isolated project (the chaos run and the operator image, on a
-# cluster of their own: they would disturb the others), then the unit project, then the argocd
-# project (a real Argo CD on a cluster of its own, mostly waiting on it). The last line counts the
-# tests of every lane (scripts/test-summary.ts).
+# (one jest run each, its lines prefixed with the project's name), about equally long: the trace
+# project (the trace stack's servers), then the unit project, then the argocd project (a real Argo CD
+# on a cluster of its own, mostly waiting on it); the cluster project (its suites share one cluster,
+# one at a time, and mostly wait on controllers), then the package project; and the isolated project
+# (the chaos run and the operator image, on a cluster of their own: they would disturb the others),
+# then the node project (dist/ on a cluster with a real node, which runs the image the isolated
+# project built). The last line counts the tests of every lane (scripts/test-summary.ts).
 # With arguments, one jest run gets them as they are (`npm test -- --selectProjects unit`,
 # `npm test -- test/unit/workload.test.ts`).
 set -euo pipefail
@@ -24,7 +24,7 @@ trap stop_prebuild EXIT
 # In the order the lanes below need them, one at a time (binaries.sh): actionlint (quick; the unit
 # tests) and the trace stack's binaries first (the trace lane starts at once, and the cluster lane's
 # operator.test.ts traces into Jaeger too); then the cluster set (every lane with a cluster), the
-# real node's (after the trace lane), and Argo CD (the isolated lane's last project). One stream,
+# real node's (after the isolated project), and Argo CD (the trace lane's last project). One stream,
 # not two: the cores are busy with the lanes as it is, and two streams side by side were no faster
 # cold (52.7 against 51.5 minutes one at a time in an earlier order; docs/contribute/tests.md).
 if [[ $# -eq 0 ]]; then
@@ -83,16 +83,16 @@ lane() {
   return "$rc"
 }
 
-echo "[test] jest, three lanes side by side: trace then node; cluster then package; isolated then unit then argocd"
-lane trace node &
+echo "[test] jest, three lanes side by side: trace then unit then argocd; cluster then package; isolated then node"
+lane trace unit argocd &
 first=$!
 lane cluster package &
 second=$!
 status=0
-lane isolated unit argocd || status=1
+lane isolated node || status=1
 wait "$first" || status=1
 wait "$second" || status=1
 
 # Every lane counted, and named when it failed or wrote no results (scripts/test-summary.ts).
-node scripts/test-summary.ts "$results" trace node cluster package isolated unit argocd || status=1
+node scripts/test-summary.ts "$results" trace unit argocd cluster package isolated node || status=1
 exit "$status"
