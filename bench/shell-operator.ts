@@ -172,6 +172,11 @@ export interface ShellOperatorBenchResult {
   readonly requestsPerCycleByKind: Readonly<Record<string, number>>;
   /** Duration of the steady-state cycles, in milliseconds (the operator's own log). */
   readonly cycleMs: readonly number[];
+  /**
+   * Duration of the cycles the Websites waited through: each cycle that ended between the first
+   * Website's creation and the last Deployment seen, and the one ending after it (in milliseconds).
+   */
+  readonly creationCycleMs: readonly number[];
 }
 
 /**
@@ -298,7 +303,13 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
         `N=${n}: Websites failed to apply in steady cycles (${failed.join(', ')}), so the figures would not be a baseline; first failure: ${firstFailure.text}`,
       );
     }
-    const cycleMs = steady.map((l) => Number(/, (\d+) ms$/.exec(l.text)![1]));
+    const durationOf = (l: { text: string }) => Number(/, (\d+) ms$/.exec(l.text)![1]);
+    const cycleMs = steady.map(durationOf);
+    const lastDeploymentAt = start + allDeploymentsMs;
+    const afterStart = operator.cycles().filter((l) => l.at >= start);
+    const creationCycleMs = afterStart
+      .slice(0, afterStart.findIndex((l) => l.at > lastDeploymentAt) + 1 || afterStart.length)
+      .map(durationOf);
     const stopped = await operator.stop();
     if (stopped.code !== 0) throw new Error(`the shell operator exited with ${stopped.code} on SIGTERM`);
     return {
@@ -315,6 +326,7 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
       requestsPerCycle: requests.total,
       requestsPerCycleByKind: requests.byKind,
       cycleMs,
+      creationCycleMs,
     };
   } finally {
     await operator.stop();

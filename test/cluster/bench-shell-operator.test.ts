@@ -30,8 +30,11 @@ describe('the shell operator benchmark', () => {
     expect(0).toBeLessThan(p50);
     expect([p50, p90, p99]).toEqual([...[p50, p90, p99]].sort((a, b) => a - b));
     expect(p99).toBeLessThanOrEqual(max);
-    // A Website waits at most for the rest of a sleep and one whole cycle.
-    expect(max).toBeLessThan(interval * 1000 + 2 * Math.max(...result.cycleMs) + 1000);
+    // A Website waits at most for the rest of a sleep and the cycles it spans: the one running when
+    // it was created and the next, as long as the operator's log says those cycles took (on a busy
+    // machine, much longer than the steady ones), and a second for the watches that see it.
+    expect(result.creationCycleMs.length).toBeGreaterThan(0);
+    expect(max).toBeLessThan(interval * 1000 + 2 * Math.max(...result.creationCycleMs, ...result.cycleMs) + 1000);
     expect(result.cycleMs).toHaveLength(2);
 
     // Steady state: discovery is cached, so one LIST and one server-side apply per child, nothing else.

@@ -9,6 +9,8 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { parseAllDocuments } from 'yaml';
+import { type Block, blocks, SHELL_LANGS } from '../../harness/docs/markdown.ts';
+import { walkthroughPages, walkthroughSteps } from '../../harness/docs/walkthrough.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPTS = Object.keys(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts);
@@ -21,31 +23,7 @@ const PAGES = [
     .map((file) => join('docs', file)),
 ];
 
-interface Block {
-  readonly page: string;
-  readonly line: number;
-  readonly lang: string;
-  readonly text: string;
-}
-
-/** The fenced code blocks of a page, with the line each starts on. */
-function blocks(page: string): Block[] {
-  const lines = readFileSync(join(ROOT, page), 'utf8').split('\n');
-  const found: Block[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)(```+)(\S*)/.exec(lines[i]);
-    if (!open) continue;
-    const [, indent, fence, lang] = open;
-    const body: string[] = [];
-    let j = i + 1;
-    for (; j < lines.length && !lines[j].startsWith(`${indent}${fence}`); j++) body.push(lines[j].slice(indent.length));
-    found.push({ page, line: i + 1, lang, text: body.join('\n') });
-    i = j;
-  }
-  return found;
-}
-
-const ALL = PAGES.flatMap(blocks);
+const ALL = PAGES.flatMap((page) => blocks(ROOT, page));
 const of = (...langs: string[]) => ALL.filter((b) => langs.includes(b.lang)).map((b) => [`${b.page}:${b.line}`, b]);
 
 test('the README and docs/ hold command blocks, each fence with its language', () => {
@@ -53,7 +31,7 @@ test('the README and docs/ hold command blocks, each fence with its language', (
   expect(ALL.filter((b) => b.lang === '').map((b) => `${b.page}:${b.line}`)).toEqual([]);
 });
 
-describe.each(of('sh', 'bash', 'shell'))('shell block %s', (_, block) => {
+describe.each(of(...SHELL_LANGS))('shell block %s', (_, block) => {
   const { text } = block as Block;
   test('is valid bash', () => {
     execFileSync('bash', ['-n'], { input: text });
@@ -100,4 +78,38 @@ test('every page is reachable from the README through docs/README.md', () => {
     (page) => !index.includes(`(${relative('docs', page)}`) && !index.includes(`(./${relative('docs', page)}`),
   );
   expect(unlisted).toEqual([]);
+});
+
+describe('walkthroughs: the pages a reader follows step by step are run as written', () => {
+  const marked = walkthroughPages(PAGES);
+  const tests = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.test.ts'))
+    .map((file) => join('test', file));
+  const opened = tests.flatMap((file) =>
+    [...readFileSync(join(ROOT, file), 'utf8').matchAll(/Walkthrough\.open\('([^']+)'\)/g)].map((m) => ({
+      page: m[1],
+      test: file,
+    })),
+  );
+
+  test('the README tour is one', () => {
+    expect(marked.map((m) => m.page)).toContain('README.md');
+  });
+
+  test('each marked page names the test that opens it, and each page a test opens is marked', () => {
+    expect(opened.sort((a, b) => a.page.localeCompare(b.page))).toEqual(
+      marked.sort((a, b) => a.page.localeCompare(b.page)),
+    );
+  });
+
+  test.each(marked.map((m) => [m.page]))(
+    '%s: every step runs to an end or is marked to run in the background',
+    (page) => {
+      // A watch (`-w`, `--watch`, `-f` of logs) never ends: the runner would wait for it forever.
+      const endless = walkthroughSteps(page).filter(
+        (step) => !step.background && /\s(-w|--watch|logs\s.*-f)(\s|$)/m.test(step.text),
+      );
+      expect(endless.map((step) => `${page}:${step.line}`)).toEqual([]);
+    },
+  );
 });

@@ -16,6 +16,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { Language, type Node, Parser } from 'web-tree-sitter';
+import { walkthroughSteps } from '../../harness/docs/walkthrough.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -90,9 +91,14 @@ interface Script {
   readonly scripts: string[];
   /** The group it installs itself (`scripts/system-deps.sh <group>`), if any. */
   readonly installs?: string;
+  /** The npm scripts it runs (`npm run <name>`). */
+  readonly npm: string[];
 }
 
 const SCRIPT_PATH = /(?:^|[/'"\s$}])((?:scripts\/|lib\/)?[\w-]+(?:\/[\w-]+)*\.sh)\b/g;
+/** A TypeScript program a command runs (`node scripts/tracing.ts up`). */
+const TS_PROGRAM = /(?:^|\s)((?:scripts|operator|harness)\/[\w./-]+\.ts)\b/g;
+const PACKAGE_SCRIPTS: Record<string, string> = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts;
 
 /** The repository file a script reference names, relative to the root or to the scripts folder. */
 function scriptFile(name: string, from?: string): string | undefined {
@@ -110,6 +116,7 @@ function readScriptText(text: string, file = 'scripts/inline.sh'): Script {
   const commands = new Set<string>();
   const functions = new Set<string>();
   const scripts: string[] = [];
+  const npm: string[] = [];
   let installs: string | undefined;
   const visit = (node: Node): void => {
     if (node.type === 'function_definition') functions.add(node.childForFieldName('name')!.text);
@@ -130,13 +137,15 @@ function readScriptText(text: string, file = 'scripts/inline.sh'): Script {
         const script = scriptFile(m[1], file);
         if (script) scripts.push(script);
       }
+      for (const m of ran.matchAll(TS_PROGRAM)) scripts.push(m[1]);
+      if (name === 'npm' && words[i + 1] === 'run' && words[i + 2]) npm.push(words[i + 2]);
       const install = /system-deps\.sh\S*\s+([\w-]+)/.exec(ran);
       if (install && install[1] !== 'all') installs = install[1];
     }
     for (const child of node.namedChildren) if (child) visit(child);
   };
   visit(tree.rootNode);
-  return { commands, functions, scripts, installs };
+  return { commands, functions, scripts, installs, npm };
 }
 
 interface Reached {
@@ -204,6 +213,10 @@ function readTypeScript(file: string, out: Reached, queue: string[]): void {
           out.named.set(arg.text, file);
         }
       }
+      // A docs page run as a walkthrough (harness/docs/walkthrough.ts): its shell blocks run too.
+      const page = value(node.arguments[0]);
+      if (callee === 'open' && page?.endsWith('.md') && node.expression.getText().startsWith('Walkthrough.'))
+        queue.push(page);
       if (CALLS.has(callee)) {
         const program = value(node.arguments[0]);
         if (program !== undefined) out.started.set(program, file);
@@ -222,21 +235,33 @@ function reach(roots: string[]): Reached {
   const queue = [...roots];
   while (queue.length) {
     const file = queue.pop()!;
-    if (seen.has(file) || !existsSync(join(ROOT, file))) continue;
+    if (seen.has(file) || (!file.startsWith('npm run ') && !existsSync(join(ROOT, file)))) continue;
     seen.add(file);
     if (file.endsWith('.ts')) {
       readTypeScript(file, out, queue);
       continue;
     }
-    if (!file.endsWith('.sh')) continue;
-    const script = readScript(file);
+    let script: Script;
+    if (file.endsWith('.sh')) script = readScript(file);
+    else if (file.endsWith('.md'))
+      script = readScriptText(
+        walkthroughSteps(file)
+          .map((step) => step.text)
+          .join('\n'),
+        file,
+      );
+    else if (file.startsWith('npm run ')) {
+      const name = file.slice('npm run '.length);
+      script = readScriptText([PACKAGE_SCRIPTS[`pre${name}`], PACKAGE_SCRIPTS[name]].filter(Boolean).join('\n'), file);
+    } else continue;
     if (script.installs) {
       out.selfInstalling.set(file, script.installs);
       continue;
     }
-    const functions = new Set([...script.functions, ...script.scripts.flatMap((s) => [...readScript(s).functions])]);
+    const shellScripts = script.scripts.filter((s) => s.endsWith('.sh'));
+    const functions = new Set([...script.functions, ...shellScripts.flatMap((s) => [...readScript(s).functions])]);
     for (const command of script.commands) if (!functions.has(command)) out.started.set(command, file);
-    queue.push(...script.scripts);
+    queue.push(...script.scripts, ...script.npm.map((name) => `npm run ${name}`));
   }
   return out;
 }
@@ -279,7 +304,9 @@ describe('every program a lane starts is installed by that lane (scripts/system-
     const { started, named } = reach([]);
     const script = readScript(file);
     for (const command of script.commands) started.set(command, file);
-    const sourced = new Set(script.scripts.flatMap((s) => [...readScript(s).functions]));
+    const sourced = new Set(
+      script.scripts.filter((s) => s.endsWith('.sh')).flatMap((s) => [...readScript(s).functions]),
+    );
     for (const name of [...script.functions, ...sourced]) started.delete(name);
     expect(missingFrom(listOf(group), { started, named, selfInstalling: new Map() }, built)).toEqual([]);
   });
