@@ -28,7 +28,7 @@ import { blocks, SHELL_LANGS } from './markdown.ts';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The marker of a walkthrough page, naming the test that runs it. */
-export const WALKTHROUGH_MARKER = /<!--\s*walkthrough:\s*(\S+)\s*-->/;
+export const WALKTHROUGH_MARKER = /^<!--\s*walkthrough:\s*(test\/[\w./-]+\.test\.ts)\s*-->$/m;
 
 export interface Step {
   /** The line of the block's opening fence. */

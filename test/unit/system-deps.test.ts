@@ -158,6 +158,8 @@ interface Reached {
 }
 
 const RUNNER = /^(run|start|spawn|exec)(Process|Daemon|Server)?$/;
+/** `Walkthrough.open('<page>')`, or a test's `walkthrough('<page>')` helper around it. */
+const WALKTHROUGH_CALL = /^(Walkthrough\.open|walkthrough)$/;
 const CALLS = new Set(['execFileSync', 'execFile', 'spawnSync', 'spawn', 'execa', 'execFileAsync']);
 
 /** One TypeScript file: the modules it imports, what it starts, and the scripts it runs. */
@@ -215,8 +217,7 @@ function readTypeScript(file: string, out: Reached, queue: string[]): void {
       }
       // A docs page run as a walkthrough (harness/docs/walkthrough.ts): its shell blocks run too.
       const page = value(node.arguments[0]);
-      if (callee === 'open' && page?.endsWith('.md') && node.expression.getText().startsWith('Walkthrough.'))
-        queue.push(page);
+      if (WALKTHROUGH_CALL.test(node.expression.getText()) && page?.endsWith('.md')) queue.push(page);
       if (CALLS.has(callee)) {
         const program = value(node.arguments[0]);
         if (program !== undefined) out.started.set(program, file);

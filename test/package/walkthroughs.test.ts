@@ -1,0 +1,225 @@
+// The pages a reader follows command by command, run as a reader runs them
+// (harness/docs/walkthrough.ts): each page's shell blocks in order, in a copy of the working tree, with
+// only what the page tells the reader to set, and after each block what the page promises. One page
+// after the other, not side by side: both run the operator on this machine on its default ports.
+// - The README's five-minute tour: a cluster with the operator's folder applied and its Deployment
+//   scaled to 0, the operator running in a second shell with its metrics on the port the tour gives,
+//   the Website Ready with its URL, its reconcile traces in Jaeger with the API requests beneath.
+// - docs/use/control-plane-tracing.md: the same on a cluster whose API server and etcd trace into
+//   that Jaeger: the API server's spans children of the operator's requests (its kubeconfig is in
+//   system:masters) and etcd's beneath them, and a v1beta1 read's conversion under the API server's
+//   call to the webhook.
+// Each ends with nothing left running.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { type ClusterAccess, kubectlOk } from '../../harness/cluster/kubectl.ts';
+import { Walkthrough } from '../../harness/docs/walkthrough.ts';
+import { eventually } from '../../harness/process/poll.ts';
+
+interface JaegerSpan {
+  spanID: string;
+  operationName: string;
+  processID: string;
+  references: { refType: string; spanID: string }[];
+  tags: { key: string; value: unknown }[];
+}
+interface JaegerTraces {
+  data: { spans: JaegerSpan[]; processes: Record<string, { serviceName: string }> }[];
+}
+
+const kindOf = (span: JaegerSpan) => span.tags.find((tag) => tag.key === 'span.kind')?.value;
+const parentOf = (span: JaegerSpan) => span.references.find((ref) => ref.refType === 'CHILD_OF')?.spanID;
+
+/** A page's walkthrough in a fresh copy, and the cluster its steps start there. */
+function walkthrough(page: string): { walk: () => Walkthrough; cluster: () => ClusterAccess } {
+  let opened: Walkthrough | undefined;
+  beforeAll(() => {
+    opened = Walkthrough.open(page);
+  });
+  afterAll(() => opened?.close('npm run tracing:down; npm run cluster:down'), 10 * 60_000);
+  const walk = () => opened!;
+  return {
+    walk,
+    cluster: () => ({
+      kubeconfig: join(walk().dir, '.cluster/kubeconfig'),
+      kubectl: join(walk().dir, '.cluster/bin/kubectl'),
+    }),
+  };
+}
+
+/** After the first block: the reader's shell has the cluster and the trace stack, the operator at 0 replicas. */
+async function expectClusterAndStack(walk: Walkthrough, cluster: ClusterAccess): Promise<void> {
+  const env = walk.exported();
+  expect(env.KUBECONFIG).toBe(cluster.kubeconfig);
+  expect(env.JAEGER_QUERY).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect(env.COLLECTOR_OTLP_HTTP).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  const replicas = await kubectlOk(cluster, [
+    'get',
+    'deployment/website-operator',
+    '-n',
+    'website-system',
+    '-o',
+    'jsonpath={.spec.replicas}',
+  ]);
+  expect(replicas).toBe('0');
+}
+
+/** The second shell's operator, serving its metrics on the port the page gives it. */
+async function expectOperatorRunning(walk: Walkthrough): Promise<void> {
+  await walk.run(/npm run operator/);
+  const metrics = await eventually(
+    'the operator of the second shell to serve its metrics on 127.0.0.1:8090',
+    async () => {
+      const response = await fetch('http://127.0.0.1:8090/metrics', { signal: AbortSignal.timeout(5000) });
+      return response.ok && (await response.text());
+    },
+    {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+      progress: () => `its output so far:\n${walk.backgroundOutput(/npm run operator/)}`,
+    },
+  );
+  expect(metrics).toMatch(/^# TYPE controller_runtime_reconcile_total counter$/m);
+}
+
+/** Ctrl-C in the second shell, then the page's last block: nothing of the copy left running. */
+async function expectStopped(walk: Walkthrough): Promise<void> {
+  await walk.stopBackground();
+  const { output } = await walk.run(/npm run tracing:down && npm run cluster:down/, { timeoutMs: 3 * 60_000 });
+  expect(output).toMatch(/cluster 'website-stack' is down/);
+  expect(existsSync(join(walk.dir, '.tracing/pids.json'))).toBe(false);
+  // The cluster's and the trace stack's processes name the copy on their command lines.
+  expect(spawnSync('pgrep', ['-f', walk.dir]).status).toBe(1);
+  expect(walk.remaining()).toEqual([]);
+}
+
+describe("README.md's five-minute tour", () => {
+  const { walk, cluster } = walkthrough('README.md');
+
+  test(
+    'the first block starts the cluster and the trace stack, and applies the operator folder scaled to 0',
+    async () => {
+      // A machine without the binaries builds them here: tens of minutes (npm test has built them).
+      await walk().run(/npm run cluster:up/, { timeoutMs: 40 * 60_000 });
+      await expectClusterAndStack(walk(), cluster());
+    },
+    45 * 60_000,
+  );
+
+  test('the second shell runs the operator, its metrics on port 8090', () => expectOperatorRunning(walk()), 120_000);
+
+  test(
+    'the Website becomes Ready, with its URL and a Ready condition the tour points at',
+    async () => {
+      const { output } = await walk().run(/kind: Website/, { timeoutMs: 3 * 60_000 });
+      expect(output).toMatch(/website\.web\.example\.com\/hello created/);
+      expect(output).toMatch(/website\.web\.example\.com\/hello condition met/);
+      // `get ws -o wide`: the URL column holds the Service's in-cluster address.
+      expect(output).toMatch(/^hello\s.*http:\/\/website-hello\.website-system\.svc\.cluster\.local/m);
+      // describe: the Ready condition and the operator's events.
+      expect(output).toMatch(/Status:\s+True\s+Type:\s+Ready/);
+      expect(output).toMatch(/Events:/);
+    },
+    4 * 60_000,
+  );
+
+  test(
+    "the Website's reconcile traces are in Jaeger, with the API requests beneath the reconcile span",
+    async () => {
+      // The first reconcile creates the Deployment and the Service: its trace has client spans beneath.
+      const withRequests = (traces: JaegerTraces) =>
+        traces.data.some(({ spans }) => {
+          const reconcile = spans.find((span) => span.operationName === 'reconcile Website');
+          return spans.some((span) => parentOf(span) === reconcile?.spanID && kindOf(span) === 'client');
+        });
+      const { output } = await walk().runUntil(/curl .*JAEGER_QUERY/, (out) => withRequests(JSON.parse(out)), 60_000);
+      expect(withRequests(JSON.parse(output))).toBe(true);
+    },
+    2 * 60_000,
+  );
+
+  test('Ctrl-C in the second shell and the last block leave nothing running', () => expectStopped(walk()), 5 * 60_000);
+});
+
+describe('docs/use/control-plane-tracing.md', () => {
+  const { walk, cluster } = walkthrough('docs/use/control-plane-tracing.md');
+
+  test(
+    'the first block starts the trace stack and a traced cluster, and applies the operator folder scaled to 0',
+    async () => {
+      await walk().run(/npm run cluster:up -- --tracing/, { timeoutMs: 40 * 60_000 });
+      await expectClusterAndStack(walk(), cluster());
+    },
+    45 * 60_000,
+  );
+
+  test('the second shell runs the operator, its metrics on port 8090', () => expectOperatorRunning(walk()), 120_000);
+
+  test(
+    'the Website becomes Ready, and reads back as v1beta1 through the conversion webhook',
+    async () => {
+      const { output } = await walk().run(/kind: Website/, { timeoutMs: 3 * 60_000 });
+      expect(output).toMatch(/website\.web\.example\.com\/traced condition met/);
+      expect(output).toMatch(/^apiVersion: web\.example\.com\/v1beta1$/m);
+    },
+    4 * 60_000,
+  );
+
+  test(
+    "a reconcile's trace holds the API server's spans as children of the operator's requests, and etcd's beneath",
+    async () => {
+      const relations = (traces: JaegerTraces) =>
+        traces.data.some(({ spans, processes }) => {
+          const service = (span: JaegerSpan) => processes[span.processID].serviceName;
+          const byId = new Map(spans.map((span) => [span.spanID, span]));
+          const apiUnderOperator = spans.some((span) => {
+            const parent = byId.get(parentOf(span) ?? '');
+            return (
+              service(span) === 'apiserver' &&
+              parent !== undefined &&
+              service(parent) === 'website-operator' &&
+              kindOf(parent) === 'client'
+            );
+          });
+          return apiUnderOperator && spans.some((span) => service(span) === 'etcd');
+        });
+      const { output } = await walk().runUntil(
+        /operation=reconcile%20Website/,
+        (out) => relations(JSON.parse(out)),
+        90_000,
+      );
+      expect(relations(JSON.parse(output))).toBe(true);
+    },
+    2 * 60_000,
+  );
+
+  test(
+    "a conversion's trace: the operator's POST /convert under the API server's call to the webhook",
+    async () => {
+      const underApiServer = (traces: JaegerTraces) =>
+        traces.data.some(({ spans, processes }) => {
+          const service = (span: JaegerSpan) => processes[span.processID].serviceName;
+          const byId = new Map(spans.map((span) => [span.spanID, span]));
+          return spans.some((span) => {
+            const parent = byId.get(parentOf(span) ?? '');
+            return (
+              span.operationName === 'POST /convert' &&
+              service(span) === 'website-operator' &&
+              parent?.operationName === 'HTTP POST' &&
+              service(parent) === 'apiserver'
+            );
+          });
+        });
+      const { output } = await walk().runUntil(
+        /operation=POST%20%2Fconvert/,
+        (out) => underApiServer(JSON.parse(out)),
+        90_000,
+      );
+      expect(underApiServer(JSON.parse(output))).toBe(true);
+    },
+    2 * 60_000,
+  );
+
+  test('Ctrl-C in the second shell and the last block leave nothing running', () => expectStopped(walk()), 5 * 60_000);
+});
