@@ -165,10 +165,15 @@ const CALLS = new Set(['execFileSync', 'execFile', 'spawnSync', 'spawn', 'execa'
 /** One TypeScript file: the modules it imports, what it starts, and the scripts it runs. */
 function readTypeScript(file: string, out: Reached, queue: string[]): void {
   const text = readFileSync(join(ROOT, file), 'utf8');
-  for (const imported of ts.preProcessFile(text, true, true).importedFiles) {
-    if (imported.fileName.startsWith('.')) queue.push(relative(ROOT, join(ROOT, dirname(file), imported.fileName)));
-  }
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  // Relative imports and re-exports; an `import type` loads nothing at run time, so starts nothing.
+  for (const statement of source.statements) {
+    if (!ts.isImportDeclaration(statement) && !ts.isExportDeclaration(statement)) continue;
+    if (ts.isImportDeclaration(statement) ? statement.importClause?.isTypeOnly : statement.isTypeOnly) continue;
+    const from = statement.moduleSpecifier;
+    if (from && ts.isStringLiteral(from) && from.text.startsWith('.'))
+      queue.push(relative(ROOT, join(ROOT, dirname(file), from.text)));
+  }
   // Constants: a name's string value (`const RUNTIME = process.env.X ?? 'runc'`) and the scripts its
   // initializer names (`const script = join(ROOT, 'scripts/binaries.sh')`).
   const values = new Map<string, string>();
