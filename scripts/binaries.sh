@@ -3,7 +3,8 @@
 # OpenTelemetry Collector from their Go modules, once, and caches them outside the repo keyed by
 # version (docs/contribute/setup.md: what npm test builds, and why from source).
 #
-#   scripts/binaries.sh [name|group ...]   build (if missing) and print "name=path" lines
+#   scripts/binaries.sh [name|group ...]            build (if missing) and print "name=path" lines
+#   scripts/binaries.sh download [name|group ...]   download their Go modules only (download())
 #
 # Groups: cluster = kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
 # (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
@@ -63,8 +64,10 @@ CACHE_DIR="${WEBSITE_STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-stack}
 BIN_DIR="$CACHE_DIR/bin"
 CLUSTER=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
 TRACING=(jaeger hotrod otelcol)
+# In the order scripts/real-node.sh starts them: kube-router and CoreDNS last, the longest builds,
+# so that a cold node starts its containerd and kubelet while those two still compile.
 NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback cni-portmap
-  coredns kube-router)
+  kube-router coredns)
 STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
   cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
   cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt
@@ -192,14 +195,135 @@ kubernetes_module() {
   wrapper_module kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION" "${replaces[@]}"
 }
 
-# Within build(): `go install <package>@$version` of a module whose go.mod has no replace directives,
-# so it builds with its own go.sum; the installed binary <binary> becomes $tmp. LDFLAGS adds to the
-# linker flags (the -X settings a release's Makefile stamps its version with).
-#   go_install BINARY PACKAGE [LDFLAGS]
+# The Go package binary $1 is built from: a path within the directory source_dir prints, or, when
+# that is empty, a package `go install <package>@<version>` builds from the module's own go.mod.
+package_of() {
+  case "$1" in
+    kube-router) echo github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
+    kube-*|kubectl|kubelet) echo "k8s.io/kubernetes/cmd/$1" ;;
+    etcd) echo go.etcd.io/etcd/server/v3 ;;
+    kwok|kwokctl) echo "sigs.k8s.io/kwok/cmd/$1" ;;
+    jaeger) echo ./cmd/jaeger ;;
+    hotrod) echo ./examples/hotrod ;;
+    tracegen|es-index-cleaner) echo "./cmd/$1" ;;
+    builder) echo go.opentelemetry.io/collector/cmd/builder ;;
+    actionlint) echo github.com/rhysd/actionlint/cmd/actionlint ;;
+    kro) echo github.com/kubernetes-sigs/kro/cmd/controller ;;
+    argocd) echo ./cmd/website-stack-components ;;
+    oauth2-proxy) echo github.com/oauth2-proxy/oauth2-proxy/v7 ;;
+    containerd|containerd-shim-runc-v2|ctr) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
+    cni-bridge|cni-loopback) echo "github.com/containernetworking/plugins/plugins/main/${1#cni-}" ;;
+    cni-host-local) echo github.com/containernetworking/plugins/plugins/ipam/host-local ;;
+    cni-portmap) echo github.com/containernetworking/plugins/plugins/meta/portmap ;;
+    coredns|go-website-operator) echo . ;;
+  esac
+}
+
+# The directory binary $1 builds in, made ready for the build (printed), or nothing for a binary
+# that `go install <package>@<version>` builds.
+source_dir() {
+  local dir
+  case "$1" in
+    kube-router) ;;
+    kube-*|kubectl|kubelet) kubernetes_module ;;
+    etcd) wrapper_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" ;;
+    jaeger|hotrod|tracegen|es-index-cleaner) jaeger_module | sed -n 1p ;;
+    argocd)
+      dir=$(argocd_module | sed -n 1p)
+      # Only the components the tests run (scripts/argocd/main.go), as upstream's ./cmd dispatches them.
+      mkdir -p "$dir/cmd/website-stack-components"
+      cp "$SCRIPTS/argocd/main.go" "$dir/cmd/website-stack-components/main.go"
+      echo "$dir"
+      ;;
+    coredns)
+      # The plugins of the real node's Corefile only (scripts/real-node/coredns/main.go).
+      dir=$(wrapper_module coredns github.com/coredns/coredns "$COREDNS_VERSION")
+      cp "$SCRIPTS/real-node/coredns/main.go" "$dir/main.go"
+      echo "$dir"
+      ;;
+    go-website-operator)
+      # Built in a copy, so that the build writes nothing into the repository.
+      dir="$CACHE_DIR/src/go-website-operator-$(version_of "$1")"
+      mkdir -p "$dir" && cp "$GO_OPERATOR/main.go" "$GO_OPERATOR/go.mod" "$GO_OPERATOR/go.sum" "$dir/"
+      echo "$dir"
+      ;;
+  esac
+}
+
+# How a build in source_dir treats go.mod: upstream modules and our own program build with their
+# own go.sum (readonly); a wrapper module or Argo CD's copy has its graph resolved on the first build.
+mod_of() {
+  case "$1" in
+    jaeger|hotrod|tracegen|es-index-cleaner|go-website-operator) echo readonly ;;
+    *) echo mod ;;
+  esac
+}
+
+# `scripts/binaries.sh download NAME...`: the Go modules the named binaries build from, downloaded
+# into GOMODCACHE, every source side by side, nothing compiled. A build loads its whole module graph
+# before it compiles, so a cold build would otherwise wait for its downloads with the cores idle;
+# `npm test` starts this beside its one-at-a-time build stream. Each source is fetched under the lock
+# its builds take (lock_of), so a build of it waits for its download instead of repeating it.
+# A download that fails is only logged: the build downloads again and reports what is wrong.
+download() {
+  local -A names_of=()
+  local name source
+  for name in "$@"; do
+    # The Collector Builder fetches otelcol's modules as it generates its source.
+    [[ $name != otelcol ]] || continue
+    [[ -z $(preset_of "$name") && ! -x "$BIN_DIR/$name-$(version_of "$name")" ]] || continue
+    source=$(lock_of "$name")
+    names_of[$source]+=" $name"
+  done
+  [[ ${#names_of[@]} -gt 0 ]] || return 0
+  require_go
+  mkdir -p "$BIN_DIR"
+  for source in "${!names_of[@]}"; do
+    # shellcheck disable=SC2086 # the names, split
+    download_source "$source" ${names_of[$source]} &
+  done
+  wait
+}
+
+download_source() {
+  local source=$1 start=$SECONDS dir name
+  local -a packages=()
+  shift
+  exec 9>"$BIN_DIR/.lock-$source"
+  flock 9
+  dir=$(source_dir "$1") || { log "downloading the modules of $source failed; its build will try again"; return 0; }
+  for name in "$@"; do packages+=("$(package_of "$name")@$(version_of "$name")"); done
+  if [[ -n $dir ]]; then
+    (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=$(mod_of "$1")" go list -deps "${packages[@]%@*}" >/dev/null)
+  else
+    # -n: what the build would run, printed, not run; the packages are loaded all the same.
+    CGO_ENABLED=0 GOBIN="$CACHE_DIR/src/download" go install -n "${packages[@]}" 2>/dev/null
+  fi || { log "downloading the modules of $source failed; its build will try again"; return 0; }
+  log "downloaded the modules of $source in $((SECONDS - start)) s"
+}
+
+# Within build(): `go install <package>@$version`, the module built with its own go.mod and go.sum;
+# the installed binary becomes $tmp. LDFLAGS adds to the linker flags (the -X settings a release's
+# Makefile stamps its version with).
+#   go_install [LDFLAGS]
 go_install() {
-  local binary=$1 package=$2 gobin="$CACHE_DIR/src/$name-$version"
-  mkdir -p "$gobin"
-  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w ${3:-}" "$package@$version" && mv "$gobin/$binary" "$tmp"
+  local gobin
+  mkdir -p "$CACHE_DIR/src"
+  gobin=$(mktemp -d "$CACHE_DIR/src/gobin.XXXXXX")
+  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w ${1:-}" "$(package_of "$name")@$version" \
+    && mv "$gobin"/* "$tmp"
+  local ok=$?
+  rm -rf "$gobin"
+  return "$ok"
+}
+
+# Within build(): `go build` of the package in source_dir. LDFLAGS as go_install's.
+#   go_build [LDFLAGS]
+go_build() {
+  local dir
+  dir=$(source_dir "$name") \
+    && (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=$(mod_of "$name")" \
+      go build -trimpath -ldflags "-s -w ${1:-}" -o "$tmp" "$(package_of "$name")")
 }
 
 build() {
@@ -251,98 +375,48 @@ build() {
   local beat=$! ok=0
   case "$name" in
     kube-router)
-      go_install kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
-        "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" || ok=$?
+      go_install "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" || ok=$?
       ;;
     kube-*|kubectl|kubelet)
-      local dir minor; dir=$(kubernetes_module); minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
-      local ld="-s -w"
+      local minor=${KUBERNETES_VERSION#v1.} ld="" pkg
+      minor=${minor%%.*}
       for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
       done
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" "k8s.io/kubernetes/cmd/$name") || ok=$?
+      go_build "$ld" || ok=$?
       ;;
-    etcd)
-      local dir; dir=$(wrapper_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION")
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3) || ok=$?
-      ;;
-    kwok|kwokctl)
-      local gobin="$CACHE_DIR/src/kwok-$version"
-      mkdir -p "$gobin"
-      CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/$name@$version" || ok=$?
-      [[ $ok == 0 ]] && mv "$gobin/$name" "$tmp"
-      ;;
-    jaeger|hotrod|tracegen|es-index-cleaner)
-      local module dir commit_time kv pkg=./examples/hotrod ld="-s -w"
-      module=$(jaeger_module) || ok=$?
-      if [[ $ok == 0 ]]; then
-        { read -r dir; read -r commit_time; } <<<"$module"
-        [[ $name == tracegen || $name == es-index-cleaner ]] && pkg=./cmd/$name
-        if [[ $name == jaeger ]]; then
-          # Upstream's BUILD_INFO_V2 (scripts/makefiles/BuildInfo.mk), so `jaeger version` reports v2.13.0.
-          pkg=./cmd/jaeger
-          for kv in "latestVersion=$JAEGER_VERSION" "commitSHA=$JAEGER_MODULE_VERSION" "date=$commit_time"; do
-            ld+=" -X github.com/jaegertracing/jaeger/internal/version.$kv"
-          done
-        fi
-        (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" go build -trimpath -ldflags "$ld" -o "$tmp" "$pkg") || ok=$?
-      fi
-      ;;
-    builder)
-      go_install builder go.opentelemetry.io/collector/cmd/builder || ok=$?
-      ;;
-    actionlint)
-      # `actionlint -version` reports the module version from the build info.
-      go_install actionlint github.com/rhysd/actionlint/cmd/actionlint || ok=$?
-      ;;
-    kro)
-      # The package is cmd/controller; the binary is renamed kro in the cache.
-      go_install controller github.com/kubernetes-sigs/kro/cmd/controller || ok=$?
-      ;;
-    go-website-operator)
-      # Built in a copy, so that the build writes nothing into the repository.
-      local dir="$CACHE_DIR/src/go-website-operator-$version"
-      mkdir -p "$dir" && cp "$GO_OPERATOR/main.go" "$GO_OPERATOR/go.mod" "$GO_OPERATOR/go.sum" "$dir/"
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" go build -trimpath -ldflags "-s -w" -o "$tmp" .) || ok=$?
+    jaeger)
+      # Upstream's BUILD_INFO_V2 (scripts/makefiles/BuildInfo.mk), so `jaeger version` reports v2.13.0.
+      local commit_time kv ld=""
+      commit_time=$(jaeger_module | sed -n 2p) || ok=$?
+      for kv in "latestVersion=$JAEGER_VERSION" "commitSHA=$JAEGER_MODULE_VERSION" "date=$commit_time"; do
+        ld+=" -X github.com/jaegertracing/jaeger/internal/version.$kv"
+      done
+      [[ $ok != 0 ]] || go_build "$ld" || ok=$?
       ;;
     argocd)
-      local module dir commit_time ld="-s -w" kv
-      module=$(argocd_module) || ok=$?
-      if [[ $ok == 0 ]]; then
-        { read -r dir; read -r commit_time; } <<<"$module"
-        # Upstream's LDFLAGS (Makefile), so `argocd version` and the controllers' logs report the release.
-        for kv in "version=${ARGOCD_VERSION#v}" "buildDate=$commit_time" "gitTag=$ARGOCD_VERSION" "gitTreeState=clean"; do
-          ld+=" -X github.com/argoproj/argo-cd/v3/common.$kv"
-        done
-        # Only the components the tests run (scripts/argocd/main.go), as upstream's ./cmd dispatches them.
-        mkdir -p "$dir/cmd/website-stack-components"
-        cp "$SCRIPTS/argocd/main.go" "$dir/cmd/website-stack-components/main.go"
-        (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ld" -o "$tmp" ./cmd/website-stack-components) || ok=$?
-      fi
+      # Upstream's LDFLAGS (Makefile), so `argocd version` and the controllers' logs report the release.
+      local commit_time kv ld=""
+      commit_time=$(argocd_module | sed -n 2p) || ok=$?
+      for kv in "version=${ARGOCD_VERSION#v}" "buildDate=$commit_time" "gitTag=$ARGOCD_VERSION" "gitTreeState=clean"; do
+        ld+=" -X github.com/argoproj/argo-cd/v3/common.$kv"
+      done
+      [[ $ok != 0 ]] || go_build "$ld" || ok=$?
       ;;
+    etcd|hotrod|tracegen|es-index-cleaner|coredns|go-website-operator) go_build || ok=$? ;;
+    # `actionlint -version` reports the module version from the build info; kro's package is
+    # cmd/controller, renamed kro in the cache.
+    kwok|kwokctl|builder|actionlint|kro) go_install || ok=$? ;;
     oauth2-proxy)
       # Upstream's version stamp (Makefile), so `oauth2-proxy --version` reports the release.
-      go_install oauth2-proxy github.com/oauth2-proxy/oauth2-proxy/v7 \
-        "-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$version" || ok=$?
+      go_install "-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$version" || ok=$?
       ;;
     containerd|containerd-shim-runc-v2|ctr)
       # Upstream's version stamp (Makefile), so `containerd --version` reports the release.
-      go_install "$name" "github.com/containerd/containerd/v2/cmd/$name" \
-        "-X github.com/containerd/containerd/v2/version.Version=$version" || ok=$?
+      go_install "-X github.com/containerd/containerd/v2/version.Version=$version" || ok=$?
       ;;
     cni-*)
-      local plugin=${name#cni-} kind=main
-      [[ $plugin == host-local ]] && kind=ipam
-      [[ $plugin == portmap ]] && kind=meta
-      go_install "$plugin" "github.com/containernetworking/plugins/plugins/$kind/$plugin" \
-        "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" || ok=$?
-      ;;
-    coredns)
-      # The plugins of the real node's Corefile only (scripts/real-node/coredns/main.go).
-      local dir
-      dir=$(wrapper_module coredns github.com/coredns/coredns "$COREDNS_VERSION")
-      cp "$SCRIPTS/real-node/coredns/main.go" "$dir/main.go"
-      (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w" -o "$tmp" .) || ok=$?
+      go_install "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" || ok=$?
       ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.
@@ -371,7 +445,8 @@ resolve() {
 }
 
 main() {
-  local names=() n path
+  local names=() n path command=build
+  [[ ${1:-} != download ]] || { command=download; shift; }
   for n in "$@"; do
     case "$n" in
       cluster) names+=("${CLUSTER[@]}") ;;
@@ -381,6 +456,8 @@ main() {
     esac
   done
   [[ ${#names[@]} -eq 0 ]] && names=("${CLUSTER[@]}")
+  for n in "${names[@]}"; do version_of "$n" >/dev/null; done
+  [[ $command == build ]] || { download "${names[@]}"; return; }
   for n in "${names[@]}"; do
     version_of "$n" >/dev/null
     # A plain assignment, so that a failure inside resolve stops the script (set -e).

@@ -9,6 +9,7 @@
 #   scripts/node-images.sh build [name ...]   build what is missing or out of date (all images, or
 #                                             those named); prints "<reference> <tar>" per image
 #   scripts/node-images.sh list               print the references, building nothing
+#   scripts/node-images.sh names              print the names (images/<name>.Containerfile)
 #
 # Each image is the Containerfile images/<name>.Containerfile, built by buildah as scripts/image.sh
 # builds the operator image (buildah's own vfs storage, chroot isolation, the host network, no
@@ -274,5 +275,6 @@ build() {
 case "${1:-}" in
   build) shift; build "$@" ;;
   list) images | cut -d' ' -f2 ;;
-  *) die "usage: $SELF build [name ...] | list" ;;
+  names) images | cut -d' ' -f1 ;;
+  *) die "usage: $SELF build [name ...] | list | names" ;;
 esac

@@ -75,14 +75,16 @@ kubectl_() { "$DIR/bin/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 # A command inside the node's namespaces.
 in_node() { nsenter --net="/run/netns/$NETNS" --mount="$RUN/mnt" -- "$@"; }
 
-# BIN[<name>]: the path of each binary of group node.
+# BIN[<name>]: the path of each binary of group node, resolved (built when missing) by `binaries
+# NAME...` when a stage first needs it: on a cold machine, containerd and the kubelet start while
+# kube-router and CoreDNS, the longest builds, still compile (the order of group node).
 declare -A BIN
+eval "$(grep -E '^(COREDNS|KUBERNETES)_VERSION=' "$ROOT/scripts/binaries.sh")"
 binaries() {
   local line
   while IFS= read -r line; do
     BIN[${line%%=*}]=${line#*=}
-  done < <("$ROOT/scripts/binaries.sh" node)
-  eval "$(grep -E '^(COREDNS|KUBERNETES)_VERSION=' "$ROOT/scripts/binaries.sh")"
+  done < <("$ROOT/scripts/binaries.sh" "$@")
 }
 
 # CoreDNS as kubeadm deploys it: kubeadm's own manifests, from the Kubernetes module the node's
@@ -239,7 +241,7 @@ stop_process() {
 stop_strays() {
   local pid exe name
   local -a pids=() binaries=()
-  for name in "${DAEMONS[@]}"; do binaries+=("$(readlink -f "${BIN[$name]}")"); done
+  for name in "${DAEMONS[@]}"; do [[ -z ${BIN[$name]:-} ]] || binaries+=("$(readlink -f "${BIN[$name]}")"); done
   for pid in $(ip netns pids "$NETNS" 2>/dev/null); do
     exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
     exe=${exe% (deleted)}
@@ -331,14 +333,12 @@ apply() {
   rm -rf "$dir"
 }
 
-# The image list of scripts/node-images.sh: "<reference> <docker-archive tar>" lines.
-IMAGE_LIST=
-image_list() { [[ -n $IMAGE_LIST ]] || IMAGE_LIST=$(bash "$ROOT/scripts/node-images.sh" build); echo "$IMAGE_LIST"; }
 
 ctr_() { in_node "${BIN[ctr]}" --address "$STATE/containerd/containerd.sock" -n k8s.io "$@"; }
 
-# Imports each image whose archive changed since it was last imported (stamps/ holds the archive's
-# size and time per image).
+# Imports the images of scripts/node-images.sh named (all when none is), built first when missing,
+# each one whose archive changed since it was last imported (stamps/ holds the archive's size and
+# time per image).
 images() {
   local ref tar stamp
   mkdir -p "$STATE/stamps"
@@ -349,7 +349,7 @@ images() {
     # (ctr warns about cgroup v1 on every call.)
     ctr_ images import --snapshotter overlayfs "$tar" 2> >(grep -v 'cgroup v1 is deprecated' >&2) >/dev/null
     stat -c '%s %Y' "$tar" >"$stamp"
-  done < <(image_list)
+  done < <(bash "$ROOT/scripts/node-images.sh" build "$@")
 }
 
 node_ready() {
@@ -358,7 +358,7 @@ node_ready() {
 
 up() {
   deps
-  binaries
+  binaries containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback cni-portmap kubelet kube-proxy
   local start=$SECONDS
   [[ -f $PKI/ca.key ]] || die "no cluster CA at $PKI: the cluster must be created by scripts/cluster.sh up --real-node"
   if ! owned; then
@@ -388,7 +388,10 @@ up() {
   containerd_config
   daemon containerd "$STATE/containerd/config.toml" "$STATE/cni/net.d/10-website-stack.conflist"
   wait_for "containerd" 60 ctr_ version
-  images
+  # Every image but CoreDNS's, whose binary may still be building.
+  local -a pod_images
+  mapfile -t pod_images < <(bash "$ROOT/scripts/node-images.sh" names | grep -vx coredns)
+  images "${pod_images[@]}"
 
   render kubelet.yaml "$STATE/kubelet.yaml"
   mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
@@ -397,8 +400,11 @@ up() {
   daemon kube-proxy "$STATE/kube-proxy.yaml" "$STATE/kube-proxy.kubeconfig" "$STATE/pki/kube-proxy.crt" "$PKI/ca.crt"
   wait_for "node $NODE_NAME Ready" 120 node_ready
   # kube-router finds its Node object at start (or exits).
+  binaries kube-router
   daemon kube-router "$STATE/kube-router.kubeconfig" "$STATE/pki/kube-router.crt" "$PKI/ca.crt"
   wait_for "kube-router" 60 in_node curl -fsS http://127.0.0.1:20244/healthz
+  binaries coredns
+  images coredns
   coredns
   wait_for "CoreDNS" 120 kubectl_ -n kube-system rollout status deployment/coredns --timeout 5s
   log "node '$NODE_NAME' Ready, with CoreDNS, in $((SECONDS - start)) s"
@@ -450,6 +456,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  images) binaries; images ;;
+  images) binaries ctr; images ;;
   *) die "usage: scripts/real-node.sh up|down|status|images" ;;
 esac

@@ -21,20 +21,24 @@ cd "$(dirname "$0")/.."
 prebuild=
 stop_prebuild() { [[ -z $prebuild ]] || kill -- "-$prebuild" 2>/dev/null || true; }
 trap stop_prebuild EXIT
-# In the order the lanes below need them, one at a time (binaries.sh): actionlint (quick; the unit
-# tests) and the trace stack's binaries first (the trace lane starts at once, and the cluster lane's
-# operator.test.ts traces into Jaeger too); then the cluster set (every lane with a cluster), the
-# real node's (after the isolated project), and Argo CD (the trace lane's last project). One stream,
-# not two: the cores are busy with the lanes as it is, and two streams side by side were no faster
-# cold (52.7 against 51.5 minutes one at a time in an earlier order; docs/contribute/tests.md).
+# In the order the lanes below need them, one at a time (binaries.sh): the trace stack's binaries
+# first (the trace lane starts at once, and the cluster lane's operator.test.ts traces into Jaeger
+# too); then the cluster set (every lane with a cluster), the real node's (its lane is the last to
+# end), actionlint (the unit tests, which wait behind the trace project anyway), and Argo CD (the
+# trace lane's last project). One stream, not two: the cores are busy with the lanes as it is, and
+# two streams side by side were no faster cold (52.7 against 51.5 minutes one at a time in an
+# earlier order; docs/contribute/tests.md). Beside it, every build's Go modules download at once
+# (`binaries.sh download`), so that no build waits for the network with the cores idle.
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
-  echo "[test] Go binaries (scripts/binaries.sh actionlint tracing oauth2-proxy es-index-cleaner cluster node argocd), and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
+  binaries="tracing oauth2-proxy es-index-cleaner cluster node actionlint argocd"
+  echo "[test] Go binaries (scripts/binaries.sh $binaries), and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
   # Elasticsearch and Keycloak come from Maven Central (Keycloak then builds itself once): a
   # minute or two each, cold, beside the Go builds.
-  setsid bash -c 'bash scripts/binaries.sh actionlint tracing oauth2-proxy es-index-cleaner cluster node argocd &
+  setsid bash -c "bash scripts/binaries.sh download $binaries &
+    bash scripts/binaries.sh $binaries &
     bash scripts/elasticsearch.sh install && bash scripts/keycloak.sh install
-    wait' >test-results/binaries.log 2>&1 &
+    wait" >test-results/binaries.log 2>&1 &
   prebuild=$!
   # Whatever a lane needs from that list, it waits for that build to make (scripts/binaries.sh).
   export WEBSITE_STACK_PREBUILD_PID=$prebuild

@@ -6,6 +6,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
@@ -162,8 +163,8 @@ describe('scripts/binaries.sh', () => {
       ['cni-host-local', 'CNI_PLUGINS_VERSION'],
       ['cni-loopback', 'CNI_PLUGINS_VERSION'],
       ['cni-portmap', 'CNI_PLUGINS_VERSION'],
-      ['coredns', 'COREDNS_VERSION', '-kubeadm-plugins'],
       ['kube-router', 'KUBE_ROUTER_VERSION'],
+      ['coredns', 'COREDNS_VERSION', '-kubeadm-plugins'],
     ];
     const paths = node.map(([name, versionVariable, suffix = '']) =>
       cached(`${name}-${pinned(versionVariable)}${suffix}`),
@@ -269,6 +270,21 @@ describe('scripts/binaries.sh', () => {
       expect(await beside).toEqual({ code: 0, stdout: `actionlint=${actionlint}\n` });
     });
 
+    // npm test downloads every build's modules beside its build stream.
+    test('download fetches a module once under its build lock, compiling nothing: its build waits for it', async () => {
+      const downloading = caller(['download', 'kwok', 'kwokctl']);
+      await eventually('the download of kwok to start', () => builds().includes('start kwokctl'), { intervalMs: 20 });
+      const building = caller(['kwok']);
+      writeFileSync(release(), '');
+      expect(await downloading).toEqual({ code: 0, stdout: '' });
+      expect(await building).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\n` });
+      // One `go install -n` for both binaries of the module, then the build, after it.
+      expect(builds()).toEqual(['start kwokctl', 'end kwokctl', 'start kwok', 'end kwok']);
+      expect(readdirSync(join(dir, 'cache', 'bin')).filter((file) => !file.startsWith('.'))).toEqual([
+        `kwok-${pinned('KWOK_VERSION')}`,
+      ]);
+    });
+
     test('a caller whose binaries are cached is not held up by a build of another binary', async () => {
       const kubectl = cached(`kubectl-${pinned('KUBERNETES_VERSION')}`);
       const building = caller(['kwok']);
@@ -278,6 +294,11 @@ describe('scripts/binaries.sh', () => {
       writeFileSync(release(), '');
       expect(await building).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\n` });
     });
+  });
+
+  test('download skips what is cached, and then needs no Go', () => {
+    cached(`kwok-${pinned('KWOK_VERSION')}`);
+    expect(run(['download', 'kwok'], { PATH: noGo })).toEqual({ code: 0, stdout: '', stderr: '' });
   });
 
   test('keys the cached otelcol by the Collector version and a hash of the builder manifest', () => {
