@@ -3,7 +3,9 @@
 // the reader to set. A page says it is one with a line `<!-- walkthrough: test/<lane>/<file> -->`
 // naming its test; a block preceded by `<!-- step: background -->` is one the page runs in a second
 // shell until the reader stops it (`npm run operator`), which the runner starts in the background
-// and stops at the end. Each step runs in a bash of its own with `set -e` (a failing command fails
+// and stops at the end; a block anywhere on the page preceded by `<!-- save: <file> -->` is one the
+// page tells the reader to save as that file (relative to the repository), which the runner does
+// before the first step. Each step runs in a bash of its own with `set -e` (a failing command fails
 // the step, as it would stop a reader), starting in the directory and with the exported variables
 // the step before left, as one shell would keep them.
 import { execFileSync, spawn } from 'node:child_process';
@@ -94,8 +96,10 @@ function readerEnvironment(): Record<string, string> {
 export class Walkthrough {
   /**
    * A copy of the working tree (tracked files and new ones not ignored, as `git clone` of a commit
-   * of it would hold) in a new directory, with the checkout's node_modules linked in: the page's
-   * `npm run` lines find it installed, as they would after a reader's first `npm run`.
+   * of it would hold) in a new directory, a git repository of that one commit on branch main, as a
+   * clone is (Argo CD is served its committed branches), with the checkout's node_modules linked in:
+   * the page's `npm run` lines find it installed, as they would after a reader's first `npm run`.
+   * Then the blocks the page tells the reader to save, saved.
    */
   static open(page: string): Walkthrough {
     const dir = mkdtempSync(join(tmpdir(), 'walkthrough-'));
@@ -110,7 +114,15 @@ export class Walkthrough {
       mkdirSync(dirname(join(dir, file)), { recursive: true });
       cpSync(join(ROOT, file), join(dir, file), { preserveTimestamps: true });
     }
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'ignore' });
+    git('init', '--quiet', '--initial-branch=main');
+    git('add', '--all');
+    git('-c', 'user.name=walkthrough', '-c', 'user.email=walkthrough@localhost', 'commit', '--quiet', '-m', 'clone');
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    for (const block of blocks(ROOT, page)) {
+      const save = block.comments.map((comment) => /^save:\s*(\S+)$/.exec(comment)?.[1]).find(Boolean);
+      if (save) writeFileSync(join(dir, save), `${block.text}\n`);
+    }
     return new Walkthrough(page, dir);
   }
 

@@ -8,9 +8,11 @@ import { argoCdBinary } from '../../harness/argocd/argocd.ts';
 import { ARGOCD_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
 
 export default function globalSetup(): void {
-  argoCdBinary();
   const cluster = (command: string) =>
     execFileSync('bash', [join(ROOT, 'scripts/cluster.sh'), command], { env: ARGOCD_CLUSTER.env, stdio: 'inherit' });
   cluster('down');
+  // The cluster first: on a cold machine Argo CD is the last binary npm test builds, and the cluster
+  // comes up while it compiles.
   cluster('up');
+  argoCdBinary();
 }

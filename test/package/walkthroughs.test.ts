@@ -9,6 +9,10 @@
 //   that Jaeger: the API server's spans children of the operator's requests (its kubeconfig is in
 //   system:masters) and etcd's beneath them, and a v1beta1 read's conversion under the API server's
 //   call to the webhook.
+// - docs/use/dist-and-argocd.md: Argo CD against the local cluster, serving the copy's own git
+//   repository (a clone's), the page's ApplicationSet saved and applied: its three Applications
+//   Synced, the sample Websites Progressing until the operator of the second shell reports their
+//   status, then every Application Healthy.
 // Each ends with nothing left running.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -44,13 +48,19 @@ function someSpan(out: string, holds: (related: Related, trace: JaegerTrace) => 
   });
 }
 
-/** A page's walkthrough in a fresh copy, and the cluster its steps start there. */
-function walkthrough(page: string): { walk: () => Walkthrough; cluster: () => ClusterAccess } {
+/**
+ * A page's walkthrough in a fresh copy, and the cluster its steps start there; `cleanup` stops what
+ * the page starts, should a step fail before its last.
+ */
+function walkthrough(
+  page: string,
+  cleanup = 'npm run tracing:down; npm run cluster:down',
+): { walk: () => Walkthrough; cluster: () => ClusterAccess } {
   let opened: Walkthrough | undefined;
   beforeAll(() => {
     opened = Walkthrough.open(page);
   });
-  afterAll(() => opened?.close('npm run tracing:down; npm run cluster:down'), 10 * 60_000);
+  afterAll(() => opened?.close(cleanup), 10 * 60_000);
   const walk = () => opened!;
   return {
     walk,
@@ -78,13 +88,13 @@ async function expectClusterAndStack(walk: Walkthrough, cluster: ClusterAccess):
   expect(replicas).toBe('0');
 }
 
-/** The second shell's operator, serving its metrics on the port the page gives it. */
-async function expectOperatorRunning(walk: Walkthrough): Promise<void> {
+/** The second shell's operator, serving its metrics on the port the page gives it (the operator's default: 8080). */
+async function expectOperatorRunning(walk: Walkthrough, metricsPort = 8090): Promise<void> {
   await walk.run(/npm run operator/);
   const metrics = await eventually(
-    'the operator of the second shell to serve its metrics on 127.0.0.1:8090',
+    `the operator of the second shell to serve its metrics on 127.0.0.1:${metricsPort}`,
     async () => {
-      const response = await fetch('http://127.0.0.1:8090/metrics', { signal: AbortSignal.timeout(5000) });
+      const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(5000) });
       return response.ok && (await response.text());
     },
     {
@@ -96,12 +106,13 @@ async function expectOperatorRunning(walk: Walkthrough): Promise<void> {
   expect(metrics).toMatch(/^# TYPE controller_runtime_reconcile_total counter$/m);
 }
 
-/** Ctrl-C in the second shell, then the page's last block: nothing of the copy left running. */
-async function expectStopped(walk: Walkthrough): Promise<void> {
+/** Ctrl-C in the second shell, then the page's last block (`last`): nothing of the copy left running. */
+async function expectStopped(walk: Walkthrough, last = /npm run tracing:down && npm run cluster:down/): Promise<void> {
   await walk.stopBackground();
-  const { output } = await walk.run(/npm run tracing:down && npm run cluster:down/, { timeoutMs: 3 * 60_000 });
+  const { output } = await walk.run(last, { timeoutMs: 3 * 60_000 });
   expect(output).toMatch(/cluster 'website-stack' is down/);
   expect(existsSync(join(walk.dir, '.tracing/pids.json'))).toBe(false);
+  expect(existsSync(join(walk.dir, '.argocd/pids.json'))).toBe(false);
   // The cluster's and the trace stack's processes name the copy on their command lines.
   expect(spawnSync('pgrep', ['-f', walk.dir]).status).toBe(1);
   expect(walk.remaining()).toEqual([]);
@@ -213,4 +224,66 @@ describe('docs/use/control-plane-tracing.md', () => {
   );
 
   test('Ctrl-C in the second shell and the last block leave nothing running', () => expectStopped(walk()), 5 * 60_000);
+});
+
+describe('docs/use/dist-and-argocd.md', () => {
+  const { walk, cluster } = walkthrough('docs/use/dist-and-argocd.md', 'npm run argocd:down; npm run cluster:down');
+  /** `kubectl get applications` lines: name, sync status, health status. */
+  const applications = (output: string) =>
+    output
+      .split('\n')
+      .filter((line) => /^(website-api|website-samples|tracing)\s/.test(line))
+      .map((line) => line.split(/\s+/).slice(0, 3).join(' '))
+      .sort();
+
+  test(
+    "the first block starts the cluster and Argo CD, serving the clone's repository",
+    async () => {
+      // A machine without Argo CD's binary builds it here (npm test's background build makes it).
+      await walk().run(/npm run argocd:up/, { timeoutMs: 40 * 60_000 });
+      const env = walk().exported();
+      expect(env.KUBECONFIG).toBe(cluster().kubeconfig);
+      expect(env.ARGOCD_REPO_URL).toMatch(/^git:\/\/127\.0\.0\.1:\d+\/\S+$/);
+      expect(env.ARGOCD_NAMESPACE).toBe('argocd');
+    },
+    45 * 60_000,
+  );
+
+  test(
+    'the saved ApplicationSet makes three Applications, all Synced; the samples Progressing without an operator',
+    async () => {
+      const { output } = await walk().run(/applicationset\.yaml/, { timeoutMs: 8 * 60_000 });
+      expect(output).toMatch(/applicationset\.argoproj\.io\/website-stack created/);
+      expect(applications(output)).toEqual([
+        'tracing Synced Healthy',
+        'website-api Synced Healthy',
+        'website-samples Synced Progressing',
+      ]);
+    },
+    9 * 60_000,
+  );
+
+  test(
+    'the second shell runs the operator, its metrics on port 8080',
+    () => expectOperatorRunning(walk(), 8080),
+    120_000,
+  );
+
+  test(
+    "every Application turns Healthy once the operator reports the Websites' status",
+    async () => {
+      const { output } = await walk().run(/status\.health\.status/, { timeoutMs: 4 * 60_000 });
+      for (const name of ['website-api', 'website-samples', 'tracing'])
+        expect(output).toMatch(new RegExp(`application\\.argoproj\\.io/${name} condition met`));
+      expect(output).toMatch(/^hello\s/m);
+      expect(output).toMatch(/^docs\s/m);
+    },
+    5 * 60_000,
+  );
+
+  test(
+    'Ctrl-C in the second shell and the last block leave nothing running',
+    () => expectStopped(walk(), /npm run argocd:down[^\n]*\nnpm run cluster:down/),
+    5 * 60_000,
+  );
 });
