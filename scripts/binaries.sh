@@ -5,8 +5,6 @@
 #
 #   scripts/binaries.sh [name|group ...]            build (if missing) and print "name=path" lines
 #   scripts/binaries.sh download [name|group ...]   download their Go modules only (download())
-#   scripts/binaries.sh warm [name|group ...]       download them and compile their packages into the
-#                                                   build cache at nice 19 (download())
 #
 # Groups: cluster = kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
 # (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
@@ -261,8 +259,7 @@ mod_of() {
   esac
 }
 
-# The compiler's settings of every build (and of warm(), whose compiles the builds must find in the
-# build cache: the same settings, or the cache keys differ).
+# The compiler's settings of every build.
 compile_settings() {
   # No DWARF: the binaries ship stripped (-ldflags -s -w), so generating it in every compile is
   # time for nothing.
@@ -279,17 +276,9 @@ compile_settings() {
 # `npm test` starts this beside its one-at-a-time build stream. Each source is fetched under the lock
 # its builds take (lock_of), so a build of it waits for its download instead of repeating it.
 # A download that fails is only logged: the build downloads again and reports what is wrong.
-#
-# `scripts/binaries.sh warm NAME...`: the same, then each named binary's packages compiled into the
-# build cache only (no binary), at the lowest CPU priority (nice 19), outside the lock: the compiles
-# take the cycles the build stream and the tests leave idle, and the binary's build, when the stream
-# comes to it, finds most of its packages compiled (the build cache serves both at once). For the
-# binaries built in a directory (source_dir); one that `go install <package>@<version>` builds is
-# only downloaded.
 download() {
   local -A names_of=()
-  local name source warm=false
-  [[ ${1:-} != --warm ]] || { warm=true; shift; }
+  local name source
   for name in "$@"; do
     # The Collector Builder fetches otelcol's modules as it generates its source.
     [[ $name != otelcol ]] || continue
@@ -302,16 +291,16 @@ download() {
   mkdir -p "$BIN_DIR"
   for source in "${!names_of[@]}"; do
     # shellcheck disable=SC2086 # the names, split
-    download_source "$warm" "$source" ${names_of[$source]} &
+    download_source "$source" ${names_of[$source]} &
   done
   wait
 }
 
-#   download_source WARM SOURCE NAME...
+#   download_source SOURCE NAME...
 download_source() {
-  local warm=$1 source=$2 start=$SECONDS dir name
+  local source=$1 start=$SECONDS dir name
   local -a packages=()
-  shift 2
+  shift
   exec 9>"$BIN_DIR/.lock-$source"
   flock 9
   dir=$(source_dir "$1") || { log "downloading the modules of $source failed; its build will try again"; return 0; }
@@ -323,14 +312,6 @@ download_source() {
     CGO_ENABLED=0 GOBIN="$CACHE_DIR/src/download" go install -n "${packages[@]}" 2>/dev/null
   fi || { log "downloading the modules of $source failed; its build will try again"; return 0; }
   log "downloaded the modules of $source in $((SECONDS - start)) s"
-  flock -u 9
-  [[ $warm == true && -n $dir ]] || return 0
-  start=$SECONDS
-  compile_settings
-  (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=$(mod_of "$1")" \
-    nice -n 19 go build -trimpath -o /dev/null "${packages[@]%@*}") \
-    || { log "compiling the packages of $source ahead failed; its build compiles them"; return 0; }
-  log "compiled the packages of $source into the build cache in $((SECONDS - start)) s (at nice 19)"
 }
 
 # Within build(): `go install <package>@$version`, the module built with its own go.mod and go.sum;
@@ -471,10 +452,7 @@ resolve() {
 
 main() {
   local names=() n path command=build
-  case ${1:-} in
-    download) command=download; shift ;;
-    warm) command=warm; shift ;;
-  esac
+  [[ ${1:-} != download ]] || { command=download; shift; }
   for n in "$@"; do
     case "$n" in
       cluster) names+=("${CLUSTER[@]}") ;;
@@ -485,10 +463,7 @@ main() {
   done
   [[ ${#names[@]} -eq 0 ]] && names=("${CLUSTER[@]}")
   for n in "${names[@]}"; do version_of "$n" >/dev/null; done
-  case $command in
-    download) download "${names[@]}"; return ;;
-    warm) download --warm "${names[@]}"; return ;;
-  esac
+  [[ $command == build ]] || { download "${names[@]}"; return; }
   for n in "${names[@]}"; do
     version_of "$n" >/dev/null
     # A plain assignment, so that a failure inside resolve stops the script (set -e).

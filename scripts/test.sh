@@ -28,9 +28,9 @@ trap stop_prebuild EXIT
 # trace lane's last project). One stream, not two: the cores are busy with the lanes as it is, and
 # two streams side by side were no faster cold (52.7 against 51.5 minutes one at a time in an
 # earlier order; docs/contribute/tests.md). Beside it, every build's Go modules download at once
-# (`binaries.sh download`), so that no build waits for the network with the cores idle, and Argo CD's
-# packages, the last and among the longest builds, compile into the build cache at nice 19 from the
-# start (`binaries.sh warm`), on the cycles the stream and the lanes leave idle.
+# (`binaries.sh download`), so that no build waits for the network with the cores idle. (Compiling
+# Argo CD's packages ahead at nice 19 beside the stream was tried: Argo CD then built in 58 s instead
+# of 437, but every other build slowed, and the run took 48.3 minutes against 44.9; tests.md.)
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
   binaries="tracing oauth2-proxy es-index-cleaner cluster node actionlint argocd"
@@ -38,7 +38,6 @@ if [[ $# -eq 0 ]]; then
   # Elasticsearch and Keycloak come from Maven Central (Keycloak then builds itself once): a
   # minute or two each, cold, beside the Go builds.
   setsid bash -c "bash scripts/binaries.sh download $binaries &
-    bash scripts/binaries.sh warm argocd &
     bash scripts/binaries.sh $binaries &
     bash scripts/elasticsearch.sh install && bash scripts/keycloak.sh install
     wait" >test-results/binaries.log 2>&1 &

@@ -296,29 +296,6 @@ describe('scripts/binaries.sh', () => {
     });
   });
 
-  test("warm compiles a binary's packages into the build cache only, at nice 19, with the build's compiler settings, outside its lock", () => {
-    // A `go` that logs its arguments, its nice value, GOFLAGS and whether the build lock is free.
-    const log = join(dir, 'go.log');
-    const lock = join(dir, 'cache', 'bin', '.lock-etcd');
-    mkdirSync(join(dir, 'fake-go'));
-    writeFileSync(
-      join(dir, 'fake-go', 'go'),
-      [
-        '#!/bin/bash',
-        `if flock -n ${lock} true; then lock=free; else lock=held; fi`,
-        `echo "$* | nice $(ps -o ni= $$ | tr -d ' ') | GOFLAGS=$GOFLAGS | lock $lock" >>${log}`,
-      ].join('\n'),
-    );
-    chmodSync(join(dir, 'fake-go', 'go'), 0o755);
-    const result = run(['warm', 'etcd'], { PATH: `${join(dir, 'fake-go')}:${noGo}` });
-    expect(result.code).toBe(0);
-    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual([
-      'list -deps go.etcd.io/etcd/server/v3 | nice 0 | GOFLAGS= -mod=mod | lock held',
-      'build -trimpath -o /dev/null go.etcd.io/etcd/server/v3 | nice 19 | GOFLAGS= -gcflags=all=-dwarf=false -mod=mod | lock free',
-    ]);
-    expect(readdirSync(join(dir, 'cache', 'bin')).filter((file) => !file.startsWith('.'))).toEqual([]);
-  });
-
   test('download skips what is cached, and then needs no Go', () => {
     cached(`kwok-${pinned('KWOK_VERSION')}`);
     expect(run(['download', 'kwok'], { PATH: noGo })).toEqual({ code: 0, stdout: '', stderr: '' });
