@@ -125,8 +125,17 @@ sampling_strategies() {
   echo "$json"
 }
 
+# The path of binary $1, built by scripts/binaries.sh when missing: each image waits for its own
+# binary only (on a cold machine CoreDNS's compiles last, while the others are long built).
+binary() {
+  local path
+  path=$(bash "$ROOT/scripts/binaries.sh" "$1" | sed -n "s|^$1=||p")
+  [[ -n $path ]] || die "scripts/binaries.sh $1 printed no path for $1"
+  echo "$path"
+}
+
 # The build context of image $1, as "<file name> <source path>" lines: what its Containerfile COPYs.
-# BIN holds scripts/binaries.sh's paths by binary name.
+# (Each path is assigned before it is printed, so that a failed build stops the script.)
 context_of() {
   local name=$1 dir=$ROOT/images path
   case "$name" in
@@ -134,20 +143,26 @@ context_of() {
       path=$(pause_binary)
       echo "pause $path"
       ;;
-    coredns) echo "coredns ${BIN[coredns]}" ;;
-    jaeger)
-      echo "jaeger ${BIN[jaeger]}"
-      echo "sampling-strategies.json $(sampling_strategies)"
+    coredns | hotrod | es-index-cleaner | oauth2-proxy)
+      path=$(binary "$name")
+      echo "$name $path"
       ;;
-    hotrod) echo "hotrod ${BIN[hotrod]}" ;;
-    es-index-cleaner) echo "es-index-cleaner ${BIN[es-index-cleaner]}" ;;
+    jaeger)
+      path=$(binary jaeger)
+      echo "jaeger $path"
+      path=$(sampling_strategies)
+      echo "sampling-strategies.json $path"
+      ;;
     otelcol-contrib)
-      echo "otelcol ${BIN[otelcol]}"
+      path=$(binary otelcol)
+      echo "otelcol $path"
       echo "otelcol-contrib.yaml $dir/otelcol-contrib.yaml"
       ;;
-    oauth2-proxy) echo "oauth2-proxy ${BIN[oauth2-proxy]}" ;;
     nginx) echo "nginx.conf $dir/nginx.conf" ;;
-    shell-operator) echo "kubectl ${BIN[kubectl]}" ;;
+    shell-operator)
+      path=$(binary kubectl)
+      echo "kubectl $path"
+      ;;
     *) die "no build context for image '$name'" ;;
   esac
 }
@@ -225,7 +240,7 @@ operator_image() {
 
 build() {
   local -a wanted=("$@")
-  local name ref line known
+  local name ref known
   known=$(images | cut -d' ' -f1)
   for name in "${wanted[@]}"; do
     grep -qx -- "$name" <<<"$known" || die "no image named '$name' (images: ${known//$'\n'/ })"
@@ -238,13 +253,6 @@ build() {
   flock 9
   WORK=$(mktemp -d "$OUT_DIR/work.XXXXXX")
   trap 'rm -rf "$WORK"' EXIT
-
-  local -A BIN=()
-  local binaries
-  binaries=$(bash "$ROOT/scripts/binaries.sh" coredns jaeger hotrod es-index-cleaner otelcol oauth2-proxy kubectl)
-  while IFS= read -r line; do
-    BIN[${line%%=*}]=${line#*=}
-  done <<<"$binaries"
 
   local debian_ref
   debian_ref=$(bash "$ROOT/scripts/image.sh" debian)

@@ -336,20 +336,28 @@ apply() {
 
 ctr_() { in_node "${BIN[ctr]}" --address "$STATE/containerd/containerd.sock" -n k8s.io "$@"; }
 
-# Imports the images of scripts/node-images.sh named (all when none is), built first when missing,
-# each one whose archive changed since it was last imported (stamps/ holds the archive's size and
-# time per image).
-images() {
+# Imports each image of the "<reference> <tar>" lines on stdin (as scripts/node-images.sh build
+# prints them) whose archive changed since it was last imported (stamps/ holds the archive's size
+# and time per image).
+import_images() {
   local ref tar stamp
   mkdir -p "$STATE/stamps"
   while read -r ref tar; do
+    [[ -n $ref ]] || continue
     stamp=$STATE/stamps/$(echo "$ref" | tr '/:' '__')
     if [[ "$(cat "$stamp" 2>/dev/null)" == "$(stat -c '%s %Y' "$tar")" ]]; then continue; fi
     log "importing $ref"
     # (ctr warns about cgroup v1 on every call.)
     ctr_ images import --snapshotter overlayfs "$tar" 2> >(grep -v 'cgroup v1 is deprecated' >&2) >/dev/null
     stat -c '%s %Y' "$tar" >"$stamp"
-  done < <(bash "$ROOT/scripts/node-images.sh" build "$@")
+  done
+}
+
+# Builds the images of scripts/node-images.sh named (all when none is) when missing, and imports them.
+images() {
+  local list
+  list=$(bash "$ROOT/scripts/node-images.sh" build "$@")
+  import_images <<<"$list"
 }
 
 node_ready() {
@@ -358,7 +366,6 @@ node_ready() {
 
 up() {
   deps
-  binaries containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback cni-portmap kubelet kube-proxy
   local start=$SECONDS
   [[ -f $PKI/ca.key ]] || die "no cluster CA at $PKI: the cluster must be created by scripts/cluster.sh up --real-node"
   if ! owned; then
@@ -368,6 +375,14 @@ up() {
   [[ $STATE != *[[:space:]%]* ]] || die "the node's state directory ($STATE) has a space or a %: use another WEBSITE_STACK_CLUSTER_DIR"
   mkdir -p "$STATE" "$RUN"
   echo "$DIR" >"$RUN/owner"
+  # Every pod image but CoreDNS's is built beside the stages below (on a cold machine, minutes of
+  # buildah while the node's binaries still compile: they need none of them), and imported once
+  # containerd runs. CoreDNS's waits for its binary, the last to compile.
+  local -a pod_images
+  mapfile -t pod_images < <(bash "$ROOT/scripts/node-images.sh" names | grep -vx coredns)
+  bash "$ROOT/scripts/node-images.sh" build "${pod_images[@]}" >"$STATE/pod-images" &
+  local pod_images_build=$!
+  binaries containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback cni-portmap kubelet kube-proxy
   network
   mounts
   local cgroup
@@ -388,10 +403,6 @@ up() {
   containerd_config
   daemon containerd "$STATE/containerd/config.toml" "$STATE/cni/net.d/10-website-stack.conflist"
   wait_for "containerd" 60 ctr_ version
-  # Every image but CoreDNS's, whose binary may still be building.
-  local -a pod_images
-  mapfile -t pod_images < <(bash "$ROOT/scripts/node-images.sh" names | grep -vx coredns)
-  images "${pod_images[@]}"
 
   render kubelet.yaml "$STATE/kubelet.yaml"
   mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
@@ -403,6 +414,8 @@ up() {
   binaries kube-router
   daemon kube-router "$STATE/kube-router.kubeconfig" "$STATE/pki/kube-router.crt" "$PKI/ca.crt"
   wait_for "kube-router" 60 in_node curl -fsS http://127.0.0.1:20244/healthz
+  wait "$pod_images_build" || die "building the pod images failed (scripts/node-images.sh's log above)"
+  import_images <"$STATE/pod-images"
   binaries coredns
   images coredns
   coredns

@@ -3,8 +3,9 @@
 #
 # With no arguments, the jest projects run in three lanes side by side, each a chain of projects
 # (one jest run each, its lines prefixed with the project's name), about equally long: the trace
-# project (the trace stack's servers), then the unit project, then the argocd project (a real Argo CD
-# on a cluster of its own, mostly waiting on it); the cluster project (its suites share one cluster,
+# project (the trace stack's servers), then the unit project beside the argocd project (a real Argo
+# CD on a cluster of its own, mostly waiting on it while the unit tests keep a core busy); the
+# cluster project (its suites share one cluster,
 # one at a time, and mostly wait on controllers), then the package project; and the isolated project
 # (the chaos run and the operator image, on a cluster of their own: they would disturb the others),
 # then the node project (dist/ on a cluster with a real node, which runs the image the isolated
@@ -24,8 +25,8 @@ trap stop_prebuild EXIT
 # In the order the lanes below need them, one at a time (binaries.sh): the trace stack's binaries
 # first (the trace lane starts at once, and the cluster lane's operator.test.ts traces into Jaeger
 # too); then the cluster set (every lane with a cluster), the real node's (its lane is the last to
-# end), actionlint (the unit tests, which wait behind the trace project anyway), and Argo CD (the
-# trace lane's last project). One stream, not two: the cores are busy with the lanes as it is, and
+# end), actionlint (the unit tests, which wait behind the trace project anyway), and Argo CD (beside
+# them, the trace lane's last step). One stream, not two: the cores are busy with the lanes as it is, and
 # two streams side by side were no faster cold (52.7 against 51.5 minutes one at a time in an
 # earlier order; docs/contribute/tests.md). Beside it, every build's Go modules download at once
 # (`binaries.sh download`), so that no build waits for the network with the cores idle. (Compiling
@@ -84,18 +85,24 @@ project() {
   echo "$rc" >"$results/$name.status"
   return "$rc"
 }
-# A lane: its projects in order, going on past a failed one. Each project's global setup waits for
-# its binaries, if the prebuild has not finished them yet.
+# A lane: its steps in order, going on past a failed one; a step is a project, or projects joined by
+# + that run side by side. Each project's global setup waits for its binaries, if the prebuild has
+# not finished them yet.
 lane() {
-  local rc=0 name
-  for name in "$@"; do
-    project "$name" 2>&1 | sed -u "s/^/[$name] /" || rc=1
+  local rc=0 step name pid
+  for step in "$@"; do
+    local -a pids=()
+    for name in ${step//+/ }; do
+      project "$name" 2>&1 | sed -u "s/^/[$name] /" &
+      pids+=("$!")
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   done
   return "$rc"
 }
 
-echo "[test] jest, three lanes side by side: trace then unit then argocd; cluster then package; isolated then node"
-lane trace unit argocd &
+echo "[test] jest, three lanes side by side: trace then unit beside argocd; cluster then package; isolated then node"
+lane trace unit+argocd &
 first=$!
 lane cluster package &
 second=$!
