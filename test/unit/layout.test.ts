@@ -116,8 +116,9 @@ test('every jest project has a folder of its own under test/, and a lane in scri
   const lanes = readFileSync(join(ROOT, 'scripts/test.sh'), 'utf8');
   for (const project of PROJECTS) {
     expect(sources(`test/${project}`).length).toBeGreaterThan(0);
-    // `lane <projects...>`: a project no lane names would never run in `npm test`.
-    expect(lanes).toMatch(new RegExp(`^\\s*lane (\\w+ )*${project}\\b`, 'm'));
+    // `lane <steps...>`, a step a project or projects joined by +: a project no lane names would
+    // never run in `npm test`.
+    expect(lanes).toMatch(new RegExp(`^\\s*lane ([\\w+]+ )*(\\w+\\+)*${project}\\b`, 'm'));
     // ... and the summary would not count it.
     expect(lanes).toMatch(new RegExp(`^node scripts/test-summary\\.ts "\\$results"( \\w+)* ${project}\\b`, 'm'));
   }
