@@ -9,7 +9,7 @@ export interface WebsiteStatus {
  */
 availableReplicas?: number
 /**
- * In-cluster URL of the Website's Service, for example http://website-<name>.<namespace>.svc.cluster.local.
+ * Where the Website answers: with the operator's Gateway, http(s)://<host>/ once the Gateway has accepted its route; otherwise the in-cluster URL of its Service, for example http://website-<name>.<namespace>.svc.cluster.local.
  */
 url?: string
 /**

@@ -16,4 +16,8 @@ replicas: number
  * Theme (background) colour of the page, a CSS hex colour: #RGB or #RRGGBB. Defaults to #2196F3.
  */
 color?: string
+/**
+ * Host the Website is served at through the platform's Gateway, a DNS name such as shop.example.com: only under the suffixes the operator allows. Without it the operator gives the Website <name>-<namespace>.<its domain>. An operator without a Gateway serves no host.
+ */
+host?: string
 }

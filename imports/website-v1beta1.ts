@@ -13,6 +13,10 @@ heading: string
  */
 instances: number
 theme?: WebsiteV1Beta1Theme
+/**
+ * Host the Website is served at through the platform's Gateway, a DNS name such as shop.example.com: only under the suffixes the operator allows. Without it the operator gives the Website <name>-<namespace>.<its domain>. An operator without a Gateway serves no host.
+ */
+host?: string
 }
 /**
  * Look of the page.

@@ -37,4 +37,5 @@ export * from './website/types.ts';
 export * from './website/website.ts';
 export * from './website/website-crd.ts';
 export * from './workload/page.ts';
+export * from './workload/website-route.ts';
 export * from './workload/website-workload.ts';

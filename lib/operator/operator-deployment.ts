@@ -4,6 +4,7 @@ import { type LintExemption, lintAnnotations, singlePodLintExemptions, WORKLOAD_
 import { replicaSpread } from '../scheduling.ts';
 import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
+import { gatewayEnvironment, type WebsiteGateway } from '../workload/website-route.ts';
 import {
   LEASE_NAME,
   OPERATOR_NAME,
@@ -268,6 +269,12 @@ export interface OperatorDeploymentProps {
    * @default 'website-operator-webhook'
    */
   readonly webhookServiceName?: string;
+  /**
+   * The platform's Gateway the Websites' routes attach to, passed as GATEWAY_* and WEBSITE_DOMAIN
+   * (gatewayEnvironment).
+   * @default no Gateway: no routes
+   */
+  readonly gateway?: WebsiteGateway;
 }
 
 /** Resources and capacity from either or both props (see OperatorDeploymentProps.capacity). */
@@ -328,6 +335,7 @@ export class OperatorDeployment extends Construct {
       { name: 'NODE_OPTIONS', value: nodeOptionsFor(resources.memoryLimit) },
       { name: 'MALLOC_ARENA_MAX', value: OPERATOR_MALLOC_ARENA_MAX },
       { name: 'WEBSITE_CAPACITY', value: String(capacity) },
+      ...(props.gateway ? gatewayEnvironment(props.gateway) : []),
       ...(props.otlpEndpoint
         ? [
             { name: 'OTEL_SERVICE_NAME', value: OPERATOR_NAME },

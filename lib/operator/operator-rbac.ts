@@ -1,7 +1,8 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { DEFAULT_GROUP } from '../website/schema.ts';
-import { WEBSITE_OWNS } from '../workload/website-workload.ts';
+import { GATEWAY_API_GROUP, type WebsiteGateway } from '../workload/website-route.ts';
+import { websiteOwns } from '../workload/website-workload.ts';
 import {
   LEASE_NAME,
   OPERATOR_NAME,
@@ -37,6 +38,12 @@ export interface OperatorRbacProps {
    */
   readonly leaderElection?: boolean;
   /**
+   * The platform's Gateway the Websites' routes attach to: the Website rules grant HTTPRoutes too,
+   * and a Role in the Gateway's namespace lets the operator read its Gateways (gatewayRules).
+   * @default no Gateway: nothing of the Gateway API is granted
+   */
+  readonly gateway?: WebsiteGateway;
+  /**
    * Name of the leader-election Lease.
    * @default 'website-operator'
    */
@@ -56,24 +63,33 @@ export interface OperatorRbacProps {
 }
 
 /**
- * The Role rules of spec §5, for `group`, plus `patch` on deployments and services (every kind of
- * WEBSITE_OWNS): the operator ensures its children by server-side apply, which is an HTTP PATCH (creating through apply needs
- * `create` too, which the spec grants). Granted in every namespace the operator watches.
+ * The Role rules of spec §5, for `group`, plus `patch` on deployments and services (every kind a
+ * Website owns, websiteOwns; with a Gateway, httproutes too): the operator ensures its children by
+ * server-side apply, which is an HTTP PATCH (creating through apply needs `create` too, which the
+ * spec grants). Granted in every namespace the operator watches.
  */
-export function websiteRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {
+export function websiteRules(group: string = DEFAULT_GROUP, gateway = false): k8s.PolicyRule[] {
   return [
     {
       apiGroups: [group],
       resources: ['websites', 'websites/status'],
       verbs: ['get', 'list', 'watch', 'update', 'patch'],
     },
-    ...WEBSITE_OWNS.map((owned) => ({
+    ...websiteOwns(gateway).map((owned) => ({
       apiGroups: [owned.group],
       resources: [owned.resource],
       verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
     })),
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
+}
+
+/**
+ * In the Gateway's namespace: read its Gateways (whose listeners tell http from https for
+ * `status.url`). Nothing else of the Gateway: the routes' status says whether it accepted them.
+ */
+export function gatewayRules(): k8s.PolicyRule[] {
+  return [{ apiGroups: [GATEWAY_API_GROUP], resources: ['gateways'], verbs: ['get', 'list', 'watch'] }];
 }
 
 /**
@@ -151,6 +167,9 @@ export class OperatorRbac extends Construct {
   /** Watching all namespaces only: the Website rules, cluster-wide. */
   public readonly watchClusterRole?: k8s.KubeClusterRole;
   public readonly watchClusterRoleBinding?: k8s.KubeClusterRoleBinding;
+  /** With a Gateway outside the operator's namespace: the Gateway rules there (gatewayRules). */
+  public readonly gatewayRole?: k8s.KubeRole;
+  public readonly gatewayRoleBinding?: k8s.KubeRoleBinding;
   /** Built-in certificate mode only: the Website CRD rules (webhookCrdRules). */
   public readonly clusterRole?: k8s.KubeClusterRole;
   public readonly clusterRoleBinding?: k8s.KubeClusterRoleBinding;
@@ -170,8 +189,11 @@ export class OperatorRbac extends Construct {
     });
 
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata });
+    const gateway = props.gateway !== undefined;
+    const gatewayHere = props.gateway?.namespace === props.namespace;
     const rules = [
-      ...(watched?.includes(props.namespace) ? websiteRules(props.group) : []),
+      ...(watched?.includes(props.namespace) ? websiteRules(props.group, gateway) : []),
+      ...(gatewayHere ? gatewayRules() : []),
       ...(leaderElection ? leaseRules(props.leaseName) : []),
       ...(operatorCertificates ? webhookSecretRules(props.webhookSecretName) : []),
     ];
@@ -187,7 +209,13 @@ export class OperatorRbac extends Construct {
       if (namespace === props.namespace) continue;
       const watchMetadata = { name: `${name}-${props.namespace}`, namespace, labels: operatorLabels('rbac') };
       this.watchRoles.push(
-        new k8s.KubeRole(this, `Role-${namespace}`, { metadata: watchMetadata, rules: websiteRules(props.group) }),
+        new k8s.KubeRole(this, `Role-${namespace}`, {
+          metadata: watchMetadata,
+          rules: [
+            ...websiteRules(props.group, gateway),
+            ...(props.gateway?.namespace === namespace ? gatewayRules() : []),
+          ],
+        }),
       );
       this.watchRoleBindings.push(
         new k8s.KubeRoleBinding(this, `RoleBinding-${namespace}`, {
@@ -196,6 +224,19 @@ export class OperatorRbac extends Construct {
           subjects,
         }),
       );
+    }
+    if (props.gateway && !gatewayHere && !watched?.includes(props.gateway.namespace)) {
+      const gatewayMetadata = {
+        name: `${name}-gateway-${props.namespace}`,
+        namespace: props.gateway.namespace,
+        labels: operatorLabels('rbac'),
+      };
+      this.gatewayRole = new k8s.KubeRole(this, 'GatewayRole', { metadata: gatewayMetadata, rules: gatewayRules() });
+      this.gatewayRoleBinding = new k8s.KubeRoleBinding(this, 'GatewayRoleBinding', {
+        metadata: gatewayMetadata,
+        roleRef: bind('Role', gatewayMetadata.name),
+        subjects,
+      });
     }
     // A ClusterRole bound to the ServiceAccount; `prefix` tells the two apart in construct ids.
     const clusterRole = (prefix: string, roleName: string, clusterRules: k8s.PolicyRule[]) => {
@@ -213,7 +254,7 @@ export class OperatorRbac extends Construct {
       [this.watchClusterRole, this.watchClusterRoleBinding] = clusterRole(
         'Watch',
         `${name}-${props.namespace}`,
-        websiteRules(props.group),
+        websiteRules(props.group, gateway),
       );
     if (operatorCertificates)
       [this.clusterRole, this.clusterRoleBinding] = clusterRole(

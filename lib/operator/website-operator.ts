@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
 import type { ConversionWebhookService, WebsiteCrdOperator } from '../website/website-crd.ts';
+import { type WebsiteGateway, websiteGatewayProblems } from '../workload/website-route.ts';
 import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
 import {
   LEASE_NAME,
@@ -121,6 +122,15 @@ export interface WebsiteOperatorProps {
    * @default true
    */
   readonly networkPolicy?: boolean | OperatorNetworkPolicyOptions;
+  /**
+   * The platform's Gateway (Gateway API v1; the Gateway, its implementation and the Gateway API
+   * CRDs are the platform's): each Website gets an HTTPRoute attached to it for its host,
+   * `<name>-<namespace>.<domain>` or its `spec.host` under `hostSuffixes`, and `status.url` becomes
+   * that address once the Gateway accepts the route. Adds the HTTPRoute rules to the Website rules
+   * and a Role to read Gateways in the Gateway's namespace (which must exist).
+   * @default no Gateway: no routes, no Gateway API RBAC, `status.url` the Service's in-cluster address
+   */
+  readonly gateway?: WebsiteGateway;
 }
 
 /**
@@ -161,6 +171,9 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
     this.group = props.group ?? DEFAULT_GROUP;
     const leaderElection = props.leaderElection ?? true;
     const webhookCertificates = props.webhookCertificates ?? 'operator';
+    const gatewayProblems = props.gateway ? websiteGatewayProblems(props.gateway) : [];
+    if (gatewayProblems.length > 0)
+      throw new Error(`WebsiteOperator at '${this.node.path}': gateway ${gatewayProblems.join('; ')}`);
 
     if (props.createNamespace ?? true) {
       new k8s.KubeNamespace(this, 'Namespace', {
@@ -175,6 +188,7 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       leaseName: LEASE_NAME,
       webhookCertificates,
       webhookSecretName: WEBHOOK_SECRET_NAME,
+      gateway: props.gateway,
     });
     this.deployment = new OperatorDeployment(this, 'Deployment', {
       namespace: this.namespace,
@@ -191,6 +205,7 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       webhookCertificates,
       webhookSecretName: WEBHOOK_SECRET_NAME,
       webhookServiceName: WEBHOOK_SERVICE_NAME,
+      gateway: props.gateway,
     });
     this.webhookService = new WebhookService(this, 'WebhookService', {
       namespace: this.namespace,

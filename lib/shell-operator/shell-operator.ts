@@ -14,7 +14,7 @@ import {
 } from '../security.ts';
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
 import { linearChannel, pageHtml } from '../workload/page.ts';
-import { WEBSITE_OWNS, WebsiteWorkload } from '../workload/website-workload.ts';
+import { WebsiteWorkload, websiteOwns } from '../workload/website-workload.ts';
 
 /** Name of the shell operator's ServiceAccount, Role, RoleBinding, ConfigMap and Deployment. */
 export const SHELL_OPERATOR_NAME = 'website-shell-operator';
@@ -143,7 +143,8 @@ export function shellOperatorRoleRules(group: string = DEFAULT_GROUP): k8s.Polic
     // list: each cycle reads every Website in one request. It never reads one alone (no get), nor watches.
     { apiGroups: [group], resources: ['websites'], verbs: ['list'] },
     // patch: server-side apply is a PATCH. create: an apply that creates the object is authorized as create too.
-    ...WEBSITE_OWNS.map((owned) => ({
+    // Its children are a Deployment and a Service: the baseline renders no routes.
+    ...websiteOwns(false).map((owned) => ({
       apiGroups: [owned.group],
       resources: [owned.resource],
       verbs: ['create', 'patch'],

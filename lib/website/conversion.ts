@@ -1,6 +1,6 @@
 /**
  * Pure conversion between the Website versions (spec §9). v1beta1 `heading`, `instances` and
- * `theme.color` are v1 `title`, `replicas` and `color`. Metadata is carried untouched, status as is,
+ * `theme.color` are v1 `title`, `replicas` and `color`; `host` is `host` in both. Metadata is carried untouched, status as is,
  * and the colour default is added on the way to v1, so round trips of valid objects are lossless.
  */
 import { DEFAULT_COLOR, DEFAULT_GROUP } from './schema.ts';
@@ -12,20 +12,30 @@ export class ConversionError extends Error {
 }
 
 export function v1beta1ToV1(object: WebsiteV1beta1, group: string = DEFAULT_GROUP): WebsiteV1 {
-  const { heading, instances, theme } = object.spec;
+  const { heading, instances, theme, host } = object.spec;
   return {
     ...object,
     apiVersion: `${group}/v1`,
-    spec: { title: heading, replicas: instances, color: theme?.color ?? DEFAULT_COLOR },
+    spec: {
+      title: heading,
+      replicas: instances,
+      color: theme?.color ?? DEFAULT_COLOR,
+      ...(host === undefined ? {} : { host }),
+    },
   };
 }
 
 export function v1ToV1beta1(object: WebsiteV1, group: string = DEFAULT_GROUP): WebsiteV1beta1 {
-  const { title, replicas, color } = object.spec;
+  const { title, replicas, color, host } = object.spec;
   return {
     ...object,
     apiVersion: `${group}/v1beta1`,
-    spec: { heading: title, instances: replicas, theme: { color: color ?? DEFAULT_COLOR } },
+    spec: {
+      heading: title,
+      instances: replicas,
+      theme: { color: color ?? DEFAULT_COLOR },
+      ...(host === undefined ? {} : { host }),
+    },
   };
 }
 

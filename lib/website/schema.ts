@@ -14,6 +14,10 @@ export const COLOR_PATTERN = '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$';
 export const WORKLOAD_PREFIX = 'website-';
 /** A Service name is a DNS-1035 label of at most 63 characters, and it is `website-<name>`. */
 export const MAX_WEBSITE_NAME_LENGTH = 63 - WORKLOAD_PREFIX.length;
+/** A DNS name, as the Gateway API's `Hostname` accepts it without a wildcard: `spec.host`. */
+export const HOSTNAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+/** The Gateway API's bound on a hostname. */
+export const MAX_HOSTNAME_LENGTH = 253;
 /** Upper bound on the title, so CEL cost estimates stay bounded and pages stay reasonable. */
 export const MAX_TITLE_LENGTH = 4096;
 
@@ -108,6 +112,14 @@ const colorSchema: JsonSchema = {
   pattern: COLOR_PATTERN,
 };
 
+const hostSchema: JsonSchema = {
+  type: 'string',
+  description:
+    "Host the Website is served at through the platform's Gateway, a DNS name such as shop.example.com: only under the suffixes the operator allows. Without it the operator gives the Website <name>-<namespace>.<its domain>. An operator without a Gateway serves no host.",
+  maxLength: MAX_HOSTNAME_LENGTH,
+  pattern: HOSTNAME_PATTERN,
+};
+
 /** The shape of metav1.Condition, as controller-gen writes it. */
 const conditionSchema: JsonSchema = {
   type: 'object',
@@ -162,7 +174,7 @@ export const websiteStatusSchema: JsonSchema = {
     url: {
       type: 'string',
       description:
-        "In-cluster URL of the Website's Service, for example http://website-<name>.<namespace>.svc.cluster.local.",
+        "Where the Website answers: with the operator's Gateway, http(s)://<host>/ once the Gateway has accepted its route; otherwise the in-cluster URL of its Service, for example http://website-<name>.<namespace>.svc.cluster.local.",
     },
     observedGeneration: {
       type: 'integer',
@@ -209,6 +221,7 @@ export function websiteV1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS
         title: titleSchema('spec.title'),
         replicas: replicasSchema(replicas),
         color: colorSchema,
+        host: hostSchema,
       },
     },
   );
@@ -229,6 +242,7 @@ export function websiteV1beta1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_B
           default: {},
           properties: { color: colorSchema },
         },
+        host: hostSchema,
       },
     },
   );

@@ -147,7 +147,7 @@ const statusColumns: readonly PrinterColumn[] = [
     description: 'Available pods.',
     priority: 1,
   },
-  { name: 'URL', type: 'string', jsonPath: '.status.url', description: 'In-cluster URL.', priority: 1 },
+  { name: 'URL', type: 'string', jsonPath: '.status.url', description: 'Where the Website answers.', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 

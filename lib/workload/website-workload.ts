@@ -5,6 +5,7 @@ import { restrictedContainerSecurityContext, restrictedPodSecurityContext } from
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
 import type { WebsiteV1 } from '../website/types.ts';
 import { renderNginxConfig, renderPage, START_SCRIPT, WEB_PORT } from './page.ts';
+import { GATEWAY_API_GROUP, hostnameProblem, type WebsiteGateway } from './website-route.ts';
 
 /** Unprivileged nginx (runs as uid 101, listens above 1024), pinned by tag. */
 export const DEFAULT_WEB_IMAGE = 'nginxinc/nginx-unprivileged:1.28.0-alpine';
@@ -65,6 +66,18 @@ export interface WebsiteWorkloadProps {
    * @default DEFAULT_WORKLOAD_RESOURCES
    */
   readonly resources?: WebsiteWorkloadResources;
+  /**
+   * The Website's HTTPRoute: attached to this Gateway (its namespace, name and sectionName), for
+   * this host, to the Website's Service. The operator decides the host (website-route.ts).
+   * @default no route
+   */
+  readonly route?: WebsiteRoute;
+}
+
+/** Where a Website's HTTPRoute attaches, and the host it routes. */
+export interface WebsiteRoute {
+  readonly gateway: Pick<WebsiteGateway, 'namespace' | 'name' | 'sectionName'>;
+  readonly host: string;
 }
 
 /**
@@ -81,6 +94,11 @@ export interface OwnedKind {
    * (and drops the rest of the status). None: the operator reads none of it.
    */
   readonly statusRead?: readonly string[];
+  /**
+   * Owned only by an operator given a Gateway (WebsiteGateway): rendered, watched and granted then
+   * only, so that a cluster without the Gateway API needs none of it.
+   */
+  readonly gatewayOnly?: boolean;
 }
 
 /**
@@ -101,7 +119,21 @@ export const WEBSITE_OWNS: readonly OwnedKind[] = [
     statusRead: ['observedGeneration', 'replicas', 'availableReplicas', 'updatedReplicas'],
   },
   { kind: 'Service', group: '', version: 'v1', resource: 'services' },
+  {
+    kind: 'HTTPRoute',
+    group: GATEWAY_API_GROUP,
+    version: 'v1',
+    resource: 'httproutes',
+    // Whether the Gateway has accepted the route: the Website's Ready condition and status.url.
+    statusRead: ['parents'],
+    gatewayOnly: true,
+  },
 ];
+
+/** What a Website owns under an operator given a Gateway, or not: WEBSITE_OWNS, less the route without one. */
+export function websiteOwns(gateway: boolean): readonly OwnedKind[] {
+  return gateway ? WEBSITE_OWNS : WEBSITE_OWNS.filter((owned) => !owned.gatewayOnly);
+}
 
 /** The `apiVersion` of objects of an owned kind: `apps/v1`, or `v1` for the core group. */
 export function ownedApiVersion(owned: OwnedKind): string {
@@ -124,7 +156,8 @@ export function workloadName(websiteName: string): string {
 
 /**
  * What one Website owns: Deployment `website-<name>` running the page and Service `website-<name>`
- * on port 80, both with a controller owner reference to the Website. The operator renders this at
+ * on port 80, and with `route` HTTPRoute `website-<name>` from the Website's host to that Service,
+ * all with a controller owner reference to the Website. The operator renders this at
  * run time, once per Website and change; nothing here depends on anything but the Website.
  *
  * Both are plain cdk8s `ApiObject`s rather than cdk8s-plus-34's `k8s.KubeDeployment` and
@@ -137,6 +170,8 @@ export class WebsiteWorkload extends Construct {
   public readonly deployment: ApiObject;
   /** Service `website-<name>` (`v1`), a plain `ApiObject`: add to it with `addJsonPatch`. */
   public readonly service: ApiObject;
+  /** With `route` only: HTTPRoute `website-<name>` (`gateway.networking.k8s.io/v1`), a plain `ApiObject`. */
+  public readonly httpRoute?: ApiObject;
 
   constructor(scope: Construct, id: string, props: WebsiteWorkloadProps) {
     super(scope, id);
@@ -220,6 +255,36 @@ export class WebsiteWorkload extends Construct {
       metadata: { name, namespace: metadata.namespace, labels, ownerReferences },
       spec: serviceSpec,
     });
+    if (props.route) {
+      const problem = hostnameProblem(props.route.host);
+      if (problem) fail(`route host ${JSON.stringify(props.route.host)}: ${problem}`);
+      const { namespace: gatewayNamespace, name: gatewayName, sectionName } = props.route.gateway;
+      this.httpRoute = new ApiObject(this, 'HTTPRoute', {
+        apiVersion: `${GATEWAY_API_GROUP}/v1`,
+        kind: 'HTTPRoute',
+        metadata: { name, namespace: metadata.namespace, labels, ownerReferences },
+        // Every field the API server would default is written out as that default: drift detection
+        // compares each rendered field with the stored one.
+        spec: {
+          parentRefs: [
+            {
+              group: GATEWAY_API_GROUP,
+              kind: 'Gateway',
+              namespace: gatewayNamespace,
+              name: gatewayName,
+              ...(sectionName === undefined ? {} : { sectionName }),
+            },
+          ],
+          hostnames: [props.route.host],
+          rules: [
+            {
+              matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+              backendRefs: [{ group: '', kind: 'Service', name, port: 80, weight: 1 }],
+            },
+          ],
+        },
+      });
+    }
   }
 }
 

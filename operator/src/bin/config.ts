@@ -10,7 +10,9 @@ import {
   WEBHOOK_CERT_DIR,
   WEBHOOK_SECRET_NAME,
   WEBHOOK_SERVICE_NAME,
+  type WebsiteGateway,
   watchNamespacesProblem,
+  websiteGatewayProblems,
 } from '../library.ts';
 import type { OperatorConfig } from '../reconciler/website-controller.ts';
 import type { WebhookConfig } from '../webhook/webhook-component.ts';
@@ -38,6 +40,11 @@ import type { WebhookConfig } from '../webhook/webhook-component.ts';
  * | CACHE_SYNC_TIMEOUT_SECONDS | 30 |
  * | CLUSTER_DOMAIN | cluster.local |
  * | WEB_IMAGE | the WebsiteWorkload default |
+ * | GATEWAY_NAME | unset: no routes, `status.url` is the Service's in-cluster address; set: each Website gets an HTTPRoute attached to this Gateway (needs WEBSITE_DOMAIN) |
+ * | GATEWAY_NAMESPACE | OPERATOR_NAMESPACE |
+ * | GATEWAY_SECTION_NAME | unset: every listener of the Gateway that admits the routes |
+ * | WEBSITE_DOMAIN | with GATEWAY_NAME: the domain of the Websites' hosts, `<name>-<namespace>.<domain>` |
+ * | WEBSITE_HOST_SUFFIXES | unset: no `spec.host` allowed; suffixes separated by commas under which a Website may ask for its own host |
  * | METRICS_PORT, HEALTH_PORT | 8080, 8081 |
  * | SHUTDOWN_TIMEOUT_SECONDS | 25 |
  * | WEBHOOK_ENABLED | true: serve the conversion webhook |
@@ -130,6 +137,40 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     return names;
   }
 
+  // The platform's Gateway, when GATEWAY_NAME names one.
+  function gateway(operatorNamespace: string): WebsiteGateway | undefined {
+    const name = env.GATEWAY_NAME?.trim();
+    const others = ['GATEWAY_NAMESPACE', 'GATEWAY_SECTION_NAME', 'WEBSITE_DOMAIN', 'WEBSITE_HOST_SUFFIXES'];
+    if (!name) {
+      const stray = others.filter((variable) => env[variable]?.trim());
+      if (stray.length > 0)
+        throw new ConfigError(
+          `${stray.join(', ')} set without GATEWAY_NAME: name the Gateway the Websites' routes attach to`,
+        );
+      return undefined;
+    }
+    const domain = env.WEBSITE_DOMAIN?.trim();
+    if (!domain)
+      throw new ConfigError(
+        `GATEWAY_NAME=${JSON.stringify(name)} needs WEBSITE_DOMAIN: the domain under which each Website gets its host, <name>-<namespace>.<domain>`,
+      );
+    const suffixes = env.WEBSITE_HOST_SUFFIXES?.trim();
+    const sectionName = env.GATEWAY_SECTION_NAME?.trim();
+    const result: WebsiteGateway = {
+      namespace: text('GATEWAY_NAMESPACE', operatorNamespace),
+      name,
+      ...(sectionName ? { sectionName } : {}),
+      domain,
+      ...(suffixes ? { hostSuffixes: suffixes.split(',').map((suffix) => suffix.trim()) } : {}),
+    };
+    const problems = websiteGatewayProblems(result);
+    if (problems.length > 0)
+      throw new ConfigError(
+        `the Gateway settings are not valid: ${problems.join('; ')} (GATEWAY_NAMESPACE, GATEWAY_NAME, GATEWAY_SECTION_NAME, WEBSITE_DOMAIN, WEBSITE_HOST_SUFFIXES)`,
+      );
+    return result;
+  }
+
   const operatorNamespace = text('OPERATOR_NAMESPACE', OPERATOR_NAMESPACE);
   const config: ProcessConfig = {
     group: text('WEBSITE_GROUP', DEFAULT_GROUP),
@@ -152,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig 
     fieldManager: MANAGED_BY,
     clusterDomain: text('CLUSTER_DOMAIN', 'cluster.local'),
     webImage: env.WEB_IMAGE?.trim() || undefined,
+    gateway: gateway(operatorNamespace),
     metricsPort: number('METRICS_PORT', OPERATOR_PORTS.metrics),
     healthPort: number('HEALTH_PORT', OPERATOR_PORTS.health),
     shutdownTimeoutMs: number('SHUTDOWN_TIMEOUT_SECONDS', 25, { min: 1, integer: false }) * 1000,

@@ -63,6 +63,11 @@ export interface ManagerDependencies {
 
 export interface InformerRequest {
   /**
+   * The namespaces to watch.
+   * @default the manager's watchNamespaces
+   */
+  readonly namespaces?: readonly string[];
+  /**
    * Only objects matching this label selector.
    * @default every object
    */
@@ -154,7 +159,8 @@ export class Manager {
     request: InformerRequest = {},
   ): MultiNamespaceInformer<T> {
     const { client, logger, metrics } = this.deps;
-    const namespaces = this.config.watchNamespaces === '*' ? undefined : this.config.watchNamespaces;
+    const namespaces =
+      request.namespaces ?? (this.config.watchNamespaces === '*' ? undefined : this.config.watchNamespaces);
     // Infinity: no periodic resync.
     const resyncMs = request.resync === false ? Number.POSITIVE_INFINITY : this.config.resyncMs;
     const informer = new MultiNamespaceInformer<T>({
@@ -195,10 +201,13 @@ export class Manager {
     return this.elector ? this.elector.isLeader() : true;
   }
 
-  /** Whether every cache (of `namespace` only, or `*` for the cluster-wide ones) has synced. */
+  /**
+   * Whether every cache (of `namespace` only, or `*` for the cluster-wide ones) has synced. An
+   * informer of other namespaces (the Gateway's) has nothing there to wait for.
+   */
   synced(namespace?: string): boolean {
     return this.informers.every((informer) =>
-      namespace === undefined ? informer.hasSynced() : informer.informers.get(namespace)?.hasSynced(),
+      namespace === undefined ? informer.hasSynced() : (informer.informers.get(namespace)?.hasSynced() ?? true),
     );
   }
 
@@ -211,7 +220,7 @@ export class Manager {
     for (const component of this.deps.components ?? []) await component.start(signal);
     for (const namespace of this.namespaceKeys()) {
       metrics.namespaceSynced.set({ namespace }, 0);
-      const caches = this.informers.map((informer) => informer.informers.get(namespace)!.waitForSync());
+      const caches = this.informers.map((informer) => informer.informers.get(namespace)?.waitForSync());
       void Promise.all(caches).then(() => metrics.namespaceSynced.set({ namespace }, 1));
     }
     const informers = this.informers.map((informer) => informer.run(signal));

@@ -19,8 +19,9 @@ export interface RenderedChild {
 }
 
 /**
- * Every object a Website owns (WEBSITE_OWNS), rendered by the same construct `npm run synth` uses,
- * as plain JSON, in the order WEBSITE_OWNS declares their kinds. A fresh App per Website: nothing is
+ * Every object a Website owns (WEBSITE_OWNS: its Deployment and Service, and its HTTPRoute when
+ * `options.route` is given), rendered by the same construct `npm run synth` uses, as plain JSON,
+ * in the order WEBSITE_OWNS declares their kinds. A fresh App per Website: nothing is
  * shared between Websites, nothing touches disk. Reusing one would save under 1 µs of the render:
  * almost all of it is cdk8s resolving, then copying and key-sorting, every field in toJson.
  */

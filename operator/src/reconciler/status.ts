@@ -7,6 +7,12 @@ export const READY_REASONS = {
   available: 'Available',
   progressing: 'Progressing',
   failed: 'ReconcileFailed',
+  // With a Gateway (website.ts): the Gateway has not yet accepted the Website's route, or refuses
+  // it; the route is withheld, its host not allowed or held by another Website.
+  routePending: 'RoutePending',
+  routeNotAccepted: 'RouteNotAccepted',
+  hostNotAllowed: 'HostNotAllowed',
+  hostConflict: 'HostConflict',
 } as const;
 
 interface DeploymentStatus {
@@ -52,6 +58,15 @@ export function failedCondition(website: WebsiteV1, message: string): Omit<Websi
     reason: READY_REASONS.failed,
     message,
   };
+}
+
+/** Ready=False for the Website's route: pending, refused by the Gateway, or withheld. */
+export function routeCondition(
+  website: WebsiteV1,
+  reason: string,
+  message: string,
+): Omit<WebsiteCondition, 'lastTransitionTime'> {
+  return { type: 'Ready', status: 'False', observedGeneration: website.metadata.generation, reason, message };
 }
 
 /**

@@ -4,11 +4,19 @@ import { type InformerHandler, objectKey } from '../controller/informer.ts';
 import type { KubeObject } from '../controller/kube-api.ts';
 import type { Manager, ManagerConfig } from '../controller/manager.ts';
 import { type FieldMask, fieldMask, METADATA_MASK, projection } from '../controller/projection.ts';
-import { MANAGED_BY, WEBSITE_OWNS, type WebsiteV1, type WebsiteWorkloadResources } from '../library.ts';
+import {
+  GATEWAY_API_GROUP,
+  MANAGED_BY,
+  type WebsiteGateway,
+  type WebsiteV1,
+  type WebsiteWorkloadResources,
+  websiteOwns,
+} from '../library.ts';
+import { HostClaims, trackHostClaims } from './host-claims.ts';
 import { renderWorkload } from './render.ts';
 import { finalizerName, traceparentAnnotationName, WebsiteReconciler, websitesType } from './website.ts';
 
-/** The Website controller: for Websites, owning every kind of WEBSITE_OWNS (Deployments and Services). */
+/** The Website controller: for Websites, owning every kind of websiteOwns (Deployments and Services, and HTTPRoutes with a Gateway). */
 
 export interface OperatorConfig extends ManagerConfig {
   /** API group of the Website resource. */
@@ -19,6 +27,11 @@ export interface OperatorConfig extends ManagerConfig {
   readonly clusterDomain: string;
   readonly webImage?: string;
   readonly webResources?: WebsiteWorkloadResources;
+  /**
+   * The platform's Gateway: each Website gets an HTTPRoute attached to it, and `status.url` its
+   * address there once the Gateway accepts the route. Undefined: no routes.
+   */
+  readonly gateway?: WebsiteGateway;
   /**
    * Websites the operator's memory was sized for (the Deployment sets it with its limit); holding
    * more is logged as a warning. Undefined: not checked.
@@ -35,11 +48,31 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
   const owned = { labelSelector: `app.kubernetes.io/managed-by=${MANAGED_BY}`, resync: false, forbiddenFix };
   const masks = childMasks(config);
   const children = new Map(
-    WEBSITE_OWNS.map((type) => [
+    websiteOwns(config.gateway !== undefined).map((type) => [
       type.kind,
-      manager.informer(type, { ...owned, transform: projection(masks.get(type.kind)!) }),
+      manager.informer(type, {
+        ...owned,
+        transform: projection(masks.get(type.kind)!),
+        ...(type.gatewayOnly ? { notFoundFix: GATEWAY_API_FIX } : {}),
+      }),
     ]),
   );
+  const gateway = config.gateway;
+  // The Gateway's namespace only, for its listeners (http or https): the route's own status says
+  // whether the Gateway accepted it.
+  const gateways =
+    gateway &&
+    manager.informer(
+      { group: GATEWAY_API_GROUP, version: 'v1', resource: 'gateways' },
+      {
+        namespaces: [gateway.namespace],
+        resync: false,
+        notFoundFix: GATEWAY_API_FIX,
+        forbiddenFix: () =>
+          `grant this ServiceAccount get, list and watch on gateways in namespace ${gateway.namespace} (the WebsiteOperator construct's gateway prop creates that Role)`,
+      },
+    );
+  const hosts = gateway && new HostClaims(gateway);
   const reconciler = new WebsiteReconciler({
     client: manager.writer,
     group: config.group,
@@ -49,6 +82,7 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
     fieldManager: config.fieldManager,
     clusterDomain: config.clusterDomain,
     render: { image: config.webImage, resources: config.webResources },
+    gateway: gateway && hosts && gateways ? { gateway, hosts, gateways } : undefined,
     // A child's name taken by another owner ends the reconcile with a TerminalError: no retries,
     // which could not help. What brings the Website back is a change to it (its informer), the
     // periodic resync, or a change to that object: the child informers hold only objects with
@@ -71,8 +105,14 @@ export function setupWebsiteController(manager: Manager, config: OperatorConfig)
     concurrency: config.concurrency,
     traceparentAnnotation: traceparentAnnotationName(config.group),
   });
+  // A Website waiting for a host another held is reconciled again when that one lets it go.
+  if (hosts) trackHostClaims(hosts, websites, children.get('HTTPRoute')!, (key) => controller.queue.add(key));
   return controller;
 }
+
+/** What to do when the API server does not serve the Gateway API. */
+const GATEWAY_API_FIX =
+  'install the Gateway API CRDs (standard channel, v1.0 or later) and a Gateway implementation, or run the operator without a Gateway';
 
 /**
  * Reports the capacity as a metric, and warns each time the Websites held rise above it: the
@@ -108,7 +148,7 @@ function watchCapacity(
  * cached.
  */
 export function childMasks(
-  config: Pick<OperatorConfig, 'group' | 'webImage' | 'webResources'>,
+  config: Pick<OperatorConfig, 'group' | 'webImage' | 'webResources' | 'gateway'>,
 ): ReadonlyMap<string, FieldMask> {
   const sample: WebsiteV1 & KubeObject = {
     apiVersion: `${config.group}/v1`,
@@ -120,6 +160,7 @@ export function childMasks(
     image: config.webImage,
     resources: config.webResources,
     group: config.group,
+    route: config.gateway && { gateway: config.gateway, host: 'sample.example.com' },
   });
   return new Map(
     rendered.map(({ owned, object }): [string, FieldMask] => {

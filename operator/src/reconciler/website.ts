@@ -6,18 +6,27 @@ import type { CallOptions, KubeApi, KubeObject, ResourceType } from '../controll
 import { TerminalError } from '../controller/terminal-error.ts';
 import type { HandlerResult } from '../controller/work-queue.ts';
 import {
+  type GatewayListener,
   MANAGED_BY,
   type OwnedKind,
-  WEBSITE_OWNS,
+  type RouteParentStatus,
+  routeScheme,
+  routeState,
+  type WebsiteGateway,
+  type WebsiteRoute,
   type WebsiteStatus,
   type WebsiteV1,
+  websiteHost,
+  websiteHostProblem,
+  websiteOwns,
   websiteUrl,
   workloadName,
 } from '../library.ts';
 import type { Logger } from '../observability/logger.ts';
 import { inSyncSpan } from '../observability/tracing.ts';
+import type { HostClaims } from './host-claims.ts';
 import { type RenderedChild, type RenderOptions, renderWorkload } from './render.ts';
-import { failedCondition, nextStatus, readyCondition } from './status.ts';
+import { failedCondition, nextStatus, READY_REASONS, readyCondition, routeCondition } from './status.ts';
 
 /**
  * The Website reconciler: spec §4 operator rules 2–4 and the finalizer workflow of §3. It reads
@@ -52,7 +61,7 @@ export interface WebsiteReconcilerOptions {
   readonly group: string;
   readonly websites: Cache<WebsiteV1 & KubeObject>;
   /**
-   * One cache per kind of WEBSITE_OWNS, by kind. They hold only children with the managed-by
+   * One cache per kind a Website owns (websiteOwns), by kind. They hold only children with the managed-by
    * label: anything else of their names is not seen.
    */
   readonly children: ReadonlyMap<string, Cache<KubeObject>>;
@@ -62,7 +71,13 @@ export interface WebsiteReconcilerOptions {
   /** Cluster DNS domain of `status.url`. */
   readonly clusterDomain: string;
   /** Web server image and resources of the children. */
-  readonly render?: Omit<RenderOptions, 'group'>;
+  readonly render?: Omit<RenderOptions, 'group' | 'route'>;
+  /**
+   * The platform's Gateway: each Website gets an HTTPRoute attached to it (then a kind of
+   * `children` too), and `status.url` its address once the Gateway accepts the route.
+   * @default no routes: `status.url` is the Service's in-cluster address
+   */
+  readonly gateway?: WebsiteRouting;
   /**
    * Told of a child's name taken by an object the Website does not own (the reconcile then ends
    * with a TerminalError, not retried): whoever reconciles must requeue the Website when that
@@ -70,6 +85,21 @@ export interface WebsiteReconcilerOptions {
    */
   readonly onForeignChild?: (website: WebsiteV1 & KubeObject, type: ResourceType, child: KubeObject) => void;
   readonly logger?: Logger;
+}
+
+/** What the reconciler needs to route Websites through the platform's Gateway. */
+export interface WebsiteRouting {
+  readonly gateway: WebsiteGateway;
+  /** Which Website holds each host (kept from the Website and route informers). */
+  readonly hosts: HostClaims;
+  /** The Gateways of the Gateway's namespace, by key: its listeners tell http from https. */
+  readonly gateways: Cache<KubeObject>;
+}
+
+/** Why a Website gets no route: its host is not allowed, or another Website holds it. */
+interface RouteWithheld {
+  readonly reason: 'HostNotAllowed' | 'HostConflict';
+  readonly message: string;
 }
 
 /** What ensuring one child did. */
@@ -102,13 +132,19 @@ export class WebsiteReconciler {
    * resolves and copies every field; about 0.1 ms a render in the benchmark). The newest
    * RENDER_MEMO_SIZE only, so that memory does not grow with the Websites held. Reads refresh.
    */
-  private readonly renders = new Map<string, { uid: string; generation: number; children: RenderedChild[] }>();
+  private readonly renders = new Map<
+    string,
+    { uid: string; generation: number; host: string | undefined; children: RenderedChild[] }
+  >();
+  /** Every kind a Website owns under this operator: with a Gateway, its HTTPRoute too. */
+  private readonly owns: readonly OwnedKind[];
 
   constructor(options: WebsiteReconcilerOptions) {
     this.options = options;
     this.type = websitesType(options.group);
     this.finalizer = finalizerName(options.group);
     this.hashAnnotation = `websites.${options.group}/applied-hash`;
+    this.owns = websiteOwns(options.gateway !== undefined);
   }
 
   /**
@@ -129,33 +165,64 @@ export class WebsiteReconciler {
     const call = { signal };
     if (website.metadata.deletionTimestamp) return this.finalize(website, call);
     try {
-      // 2. and 3. Create or update every child (the Deployment and the Service); add the
-      // finalizer. These writes do not depend on each other, so they go out together.
-      const rendered = this.render(key, website);
+      // With a Gateway: the Website's route, or why it gets none (a condition, not an error:
+      // retrying cannot help until the Website, or the one holding its host, changes).
+      const { route, withheld } = this.route(key, website);
+      // 2. and 3. Create or update every child (the Deployment, the Service, the route); add the
+      // finalizer; delete a route the Website may no longer have. These writes do not depend on
+      // each other, so they go out together.
+      const rendered = this.render(key, website, route);
+      const absent = this.owns.filter((owned) => !rendered.some((child) => child.owned === owned));
       // Every write is waited for, so none is left running when the reconcile fails, and the
       // children that were written get their event either way.
       const [finalizerResult, ...childResults] = await Promise.allSettled([
         this.ensureFinalizer(website, call),
         ...rendered.map((child) => this.ensureChild(website, child, call)),
+        ...absent.map((owned) => this.deleteChild(website, owned, call).then(() => undefined)),
       ]);
-      const outcomes = childResults.flatMap((r) => (r.status === 'fulfilled' ? [r.value as ChildOutcome] : []));
+      const outcomes = childResults.flatMap((r) =>
+        r.status === 'fulfilled' && r.value ? [r.value as ChildOutcome] : [],
+      );
       recordChanges(website, this.options.recorder, outcomes);
       for (const result of [finalizerResult, ...childResults]) if (result.status === 'rejected') throw result.reason;
-      // 4. Update the Website status, from its Deployment.
+      // 4. Update the Website status, from its Deployment and its route.
       const currentDeployment = outcomes.find((o) => o.kind === 'Deployment')!.object;
       const availableReplicas =
         (currentDeployment.status as { availableReplicas?: number } | undefined)?.availableReplicas ?? 0;
+      let url = websiteUrl(website.metadata.name!, website.metadata.namespace!, this.options.clusterDomain);
+      let condition = readyCondition(website, currentDeployment);
+      const routing = this.options.gateway;
+      if (routing && withheld) {
+        condition = routeCondition(website, withheld.reason, withheld.message);
+        // Told once, as the condition turns to it: the reconciles that follow change nothing.
+        const current = website.status?.conditions?.find((c) => c.type === 'Ready');
+        if (current?.reason !== withheld.reason || current.message !== withheld.message)
+          this.options.recorder.record(website, 'Warning', withheld.reason, withheld.message);
+      } else if (routing && route) {
+        const stored = outcomes.find((o) => o.kind === 'HTTPRoute')!.object;
+        const parents = (stored.status as { parents?: RouteParentStatus[] } | undefined)?.parents;
+        const state = routeState(parents, routing.gateway, website.metadata.namespace!);
+        const routeName = `HTTPRoute ${stored.metadata!.name}`;
+        const gatewayName = `Gateway ${routing.gateway.namespace}/${routing.gateway.name}`;
+        if (state.state === 'serving') {
+          url = `${this.scheme(routing, route.host)}://${route.host}/`;
+        } else if (state.state === 'refused') {
+          condition = routeCondition(
+            website,
+            READY_REASONS.routeNotAccepted,
+            `${gatewayName} does not serve ${routeName}: ${state.reason}${state.message ? `: ${state.message}` : ''}`,
+          );
+        } else if (condition.status === 'True') {
+          condition = routeCondition(
+            website,
+            READY_REASONS.routePending,
+            `${condition.message}; waiting for ${gatewayName} to accept ${routeName} for ${route.host}`,
+          );
+        }
+      }
       await this.writeStatus(
         website,
-        nextStatus(
-          website,
-          {
-            availableReplicas,
-            url: websiteUrl(website.metadata.name!, website.metadata.namespace!, this.options.clusterDomain),
-            observedGeneration: website.metadata.generation,
-          },
-          readyCondition(website, currentDeployment),
-        ),
+        nextStatus(website, { availableReplicas, url, observedGeneration: website.metadata.generation }, condition),
         call,
       );
     } catch (error) {
@@ -177,21 +244,50 @@ export class WebsiteReconciler {
     }
   }
 
+  /**
+   * With a Gateway: the route the Website gets (the Gateway, and its host), or why it gets none.
+   * Without one: neither.
+   */
+  private route(key: string, website: WebsiteV1): { route?: WebsiteRoute; withheld?: RouteWithheld } {
+    const routing = this.options.gateway;
+    if (!routing) return {};
+    const { gateway, hosts } = routing;
+    const problem = websiteHostProblem(website, gateway);
+    if (problem) return { withheld: { reason: 'HostNotAllowed', message: problem } };
+    const host = websiteHost(website, gateway);
+    const holder = hosts.holder(host);
+    if (holder !== undefined && holder !== key)
+      return {
+        withheld: {
+          reason: 'HostConflict',
+          message: `host ${host} is already served for Website ${holder}, which asked for it first: set another spec.host`,
+        },
+      };
+    return { route: { gateway, host } };
+  }
+
+  /** `https` when the Gateway's listeners that take the route terminate TLS (routeScheme). */
+  private scheme(routing: WebsiteRouting, host: string): 'http' | 'https' {
+    const gateway = routing.gateways.get(`${routing.gateway.namespace}/${routing.gateway.name}`);
+    const listeners = (gateway?.spec as { listeners?: GatewayListener[] } | undefined)?.listeners ?? [];
+    return routeScheme(listeners, routing.gateway, host);
+  }
+
   /** The children `website` should have, each carrying its hash annotation: from the memo, or rendered. */
-  private render(key: string, website: WebsiteV1 & KubeObject): RenderedChild[] {
+  private render(key: string, website: WebsiteV1 & KubeObject, route: WebsiteRoute | undefined): RenderedChild[] {
     const { uid = '', generation = 0 } = website.metadata;
+    const host = route?.host;
     const memo = this.renders.get(key);
     this.renders.delete(key);
     const children =
-      memo?.uid === uid && memo.generation === generation
+      memo?.uid === uid && memo.generation === generation && memo.host === host
         ? memo.children
         : inSyncSpan('render Website', {}, () =>
-            renderWorkload(website, { ...this.options.render, group: this.options.group }).map(({ owned, object }) => ({
-              owned,
-              object: withHash(object, this.hashAnnotation),
-            })),
+            renderWorkload(website, { ...this.options.render, group: this.options.group, route }).map(
+              ({ owned, object }) => ({ owned, object: withHash(object, this.hashAnnotation) }),
+            ),
           );
-    this.renders.set(key, { uid, generation, children });
+    this.renders.set(key, { uid, generation, host, children });
     if (this.renders.size > RENDER_MEMO_SIZE) this.renders.delete(this.renders.keys().next().value!);
     return children;
   }
@@ -204,26 +300,8 @@ export class WebsiteReconciler {
     // `kubectl delete --cascade=orphan` asks to keep the children: the garbage collector's
     // orphan finalizer frees them, so deleting them here would defeat the request.
     const orphan = finalizers.includes('orphan');
-    if (!orphan) {
-      await Promise.all(
-        WEBSITE_OWNS.map(async (type) => {
-          const child = await this.read(type, this.cache(type), website.metadata.namespace!, name, call);
-          if (!child || !controlledBy(child, website)) return;
-          // The uid precondition spares an object of the same name created since the cache saw ours.
-          await this.options.client
-            .delete(
-              type,
-              { namespace: website.metadata.namespace, name },
-              { propagationPolicy: 'Background', preconditions: { uid: child.metadata!.uid } },
-              call,
-            )
-            .catch((error) => {
-              if (!isNotFound(error) && !isConflict(error)) throw error;
-            });
-        }),
-      );
-    }
-    const kinds = WEBSITE_OWNS.map((owned) => owned.kind).join(' and ');
+    if (!orphan) await Promise.all(this.owns.map((owned) => this.deleteChild(website, owned, call)));
+    const kinds = this.owns.map((owned) => owned.kind).join(' and ');
     const done = orphan ? `Kept ${kinds} ${name} (deleted with --cascade=orphan)` : `Deleted ${kinds} ${name}`;
     this.options.recorder.record(website, 'Normal', 'Deleted', `${done}; removing finalizer ${this.finalizer}`);
     try {
@@ -236,6 +314,27 @@ export class WebsiteReconciler {
       // Gone already (another replica, or a person, removed the finalizer): done (spec §7).
       if (!isNotFound(error)) throw error;
     }
+  }
+
+  /**
+   * Deletes the Website's child of one kind, if it has one: only an object it controls, and the
+   * one the cache saw (the uid precondition spares an object of the same name created since).
+   */
+  private async deleteChild(website: WebsiteV1 & KubeObject, owned: OwnedKind, call: CallOptions): Promise<void> {
+    const namespace = website.metadata.namespace!;
+    const name = workloadName(website.metadata.name!);
+    const child = await this.read(owned, this.cache(owned), namespace, name, call);
+    if (!child || !controlledBy(child, website)) return;
+    await this.options.client
+      .delete(
+        owned,
+        { namespace, name },
+        { propagationPolicy: 'Background', preconditions: { uid: child.metadata!.uid } },
+        call,
+      )
+      .catch((error) => {
+        if (!isNotFound(error) && !isConflict(error)) throw error;
+      });
   }
 
   private async ensureFinalizer(website: WebsiteV1 & KubeObject, call: CallOptions): Promise<void> {
@@ -277,10 +376,10 @@ export class WebsiteReconciler {
     return this.options.client.get(type, { namespace, name }, call);
   }
 
-  /** The cache of one owned kind (the controller starts one informer per kind of WEBSITE_OWNS). */
+  /** The cache of one owned kind (the controller starts one informer per kind it owns). */
   private cache(owned: OwnedKind): Cache<KubeObject> {
     const cache = this.options.children.get(owned.kind);
-    if (!cache) throw new Error(`no cache of ${owned.kind}: the controller watches every kind of WEBSITE_OWNS`);
+    if (!cache) throw new Error(`no cache of ${owned.kind}: the controller watches every kind a Website owns`);
     return cache;
   }
 
