@@ -61,9 +61,12 @@ export function requireSyncWaves(scope: IConstruct): void {
  * Argo CD's health check of a Website, in Lua, for `argocd-cm` (Argo CD cannot judge a custom
  * resource's health by itself, and without a check counts every Website Healthy at once):
  * - Healthy: Ready is True for the current generation;
- * - Degraded: the last reconcile failed (Ready False, reason ReconcileFailed), with its message,
- *   for example a child's name owned by someone else;
- * - Progressing: no status yet, an older generation observed, or replicas still coming up.
+ * - Degraded: what only a person can fix, with the operator's message: the last reconcile failed
+ *   (Ready False, reason ReconcileFailed; for example a child's name owned by someone else), or,
+ *   with the operator's Gateway, the Website's route is refused by the Gateway (RouteNotAccepted),
+ *   its host held by another Website (HostConflict) or not allowed (HostNotAllowed);
+ * - Progressing: no status yet, an older generation observed, replicas still coming up, or the
+ *   Gateway yet to accept the route (RoutePending).
  * The shell operator writes no status, so under it Websites stay Progressing.
  */
 export const WEBSITE_HEALTH_LUA = `hs = {}
@@ -88,7 +91,7 @@ if generation ~= nil and ready.observedGeneration ~= nil and ready.observedGener
 end
 if ready.status == "True" then
   hs.status = "Healthy"
-elseif ready.reason == "ReconcileFailed" then
+elseif ready.reason == "ReconcileFailed" or ready.reason == "RouteNotAccepted" or ready.reason == "HostConflict" or ready.reason == "HostNotAllowed" then
   hs.status = "Degraded"
 else
   hs.status = "Progressing"

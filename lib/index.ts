@@ -9,6 +9,7 @@ export * from './operator/operator-network-policy.ts';
 export * from './operator/operator-rbac.ts';
 export * from './operator/watch-namespaces.ts';
 export * from './operator/webhook-service.ts';
+export * from './operator/website-ingress-policy.ts';
 export * from './operator/website-operator.ts';
 export * from './scheduling.ts';
 export * from './security.ts';

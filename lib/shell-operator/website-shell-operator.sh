@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # website-shell-operator: the shell-style Website operator (spec §4, operator rule 1).
 #
-# Forever: list every Website in $NAMESPACE, server-side apply its Deployment and Service, sleep
+# Forever: list every Website in $NAMESPACE, server-side apply its Deployment and Service (and, when
+# the template has a route, its HTTPRoute on the platform's Gateway), sleep
 # $INTERVAL seconds. Each cycle applies the whole desired state, so a restart, a missed change or a
 # failed cycle is repaired by the next one. Deletion is the garbage collector's job: every child
 # carries a controller owner reference to its Website.
@@ -82,7 +83,7 @@ kube() { "$KUBECTL" --request-timeout=30s "$@"; }
 
 # Input: the WebsiteList. $template[0]: the construct's children and page template. Output, one
 # line per Website, tab-separated (names are DNS labels; compact JSON has no raw tab or newline):
-#   <name> apply <a List of the Deployment and Service, as JSON>
+#   <name> apply <a List of the Deployment and Service (and HTTPRoute), as JSON>
 #   <name> invalid <why it was skipped, as a JSON string>
 read -r -d '' RENDER <<'JQ'
 # escapeHtml in page.ts; & first, so no entity is escaped twice.
@@ -127,6 +128,20 @@ def service($w; $t):
   $t.service | owned_by($w; $t)
   | .spec.selector["app.kubernetes.io/instance"] = $w.metadata.name;
 
+# websiteHost and websiteHostProblem in website-route.ts: spec.host under an allowed suffix, or
+# <name>-<namespace>.<domain>.
+def host($w; $r):
+  if $w.spec.host == null then "\($w.metadata.name)-\($w.metadata.namespace).\($r.domain)"
+  elif ($w.spec.host | type) == "string" and any($r.hostSuffixes[]; . as $s | $w.spec.host == $s or ($w.spec.host | endswith("." + $s)))
+  then $w.spec.host
+  else error("spec.host \($w.spec.host | tojson) is not allowed: it must be under \($r.hostSuffixes | join(" or ")) (the hosts this operator allows), or removed for the default host")
+  end;
+
+def http_route($w; $t):
+  $t.route.httpRoute | owned_by($w; $t)
+  | .spec.hostnames = [host($w; $t.route)]
+  | .spec.rules[0].backendRefs[0].name = $t.namePrefix + $w.metadata.name;
+
 $template[0] as $t
 | .items[]
 # Being deleted: its children are the garbage collector's now; applying them would resurrect them.
@@ -137,7 +152,8 @@ $template[0] as $t
     | if (.spec.title | type) != "string" then error("spec.title must be a string") else . end
     | if ($color | is_hex_color | not) then error("spec.color must be a CSS hex colour such as #2196F3, got \($color | tojson)") else . end
     | render_page($t; .spec.title; $color) as $page
-    | {apiVersion: "v1", kind: "List", items: [deployment($w; $t; $page), service($w; $t)]}
+    | {apiVersion: "v1", kind: "List",
+       items: ([deployment($w; $t; $page), service($w; $t)] + if $t.route == null then [] else [http_route($w; $t)] end)}
     | "\($w.metadata.name)\tapply\t\(tojson)"
   ) catch "\($w.metadata.name)\tinvalid\t\(tojson)"
 JQ

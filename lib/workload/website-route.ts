@@ -3,6 +3,7 @@
  * platform's Gateway, for the Website's host. The platform runs the Gateway (any implementation);
  * the operator, given it (WebsiteGateway), renders and owns one route per Website.
  */
+import type { k8s } from 'cdk8s-plus-34';
 import { HOSTNAME_PATTERN, MAX_HOSTNAME_LENGTH } from '../website/schema.ts';
 import type { WebsiteV1 } from '../website/types.ts';
 
@@ -31,6 +32,13 @@ export interface WebsiteGateway {
    * @default none: every Website gets its default host, and `spec.host` is refused
    */
   readonly hostSuffixes?: readonly string[];
+  /**
+   * Where the Gateway's data plane runs (its proxies): WebsiteOperator opens the Websites' web port
+   * to these peers in each namespace it watches (WebsiteIngressPolicy), unless its `networkPolicy`
+   * is false. The operator itself does not read it.
+   * @default every pod of the Gateway's namespace
+   */
+  readonly dataPlane?: readonly k8s.NetworkPolicyPeer[];
 }
 
 const hostname = new RegExp(HOSTNAME_PATTERN);

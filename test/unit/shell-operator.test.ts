@@ -54,14 +54,18 @@ const scratch = mkdtempSync(join(tmpdir(), 'shell-operator-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const TEMPLATE_FILE = join(scratch, 'template.json');
 writeFileSync(TEMPLATE_FILE, JSON.stringify(shellOperatorTemplate()));
+// With the platform's Gateway: each Website's HTTPRoute too.
+const GATEWAY = { namespace: 'gateway', name: 'public', domain: 'sites.example.com', hostSuffixes: ['example.org'] };
+const GATEWAY_TEMPLATE_FILE = join(scratch, 'gateway-template.json');
+writeFileSync(GATEWAY_TEMPLATE_FILE, JSON.stringify(shellOperatorTemplate('web.example.com', GATEWAY)));
 
 /**
  * RENDER run by jq, as the script runs it, on a WebsiteList of `websites`: one [name, "apply",
  * List] or [name, "invalid", reason] per Website. Needs no kubectl and no cluster.
  */
-function render(websites: WebsiteV1[]): Array<[string, string, any]> {
+function render(websites: WebsiteV1[], template = TEMPLATE_FILE): Array<[string, string, any]> {
   const list = JSON.stringify({ apiVersion: 'web.example.com/v1', kind: 'WebsiteList', items: websites });
-  const out = execOk('jq', ['-r', '--slurpfile', 'template', TEMPLATE_FILE, RENDER], {}, root, list);
+  const out = execOk('jq', ['-r', '--slurpfile', 'template', template, RENDER], {}, root, list);
   return out
     .split('\n')
     .filter(Boolean)
@@ -73,8 +77,8 @@ function render(websites: WebsiteV1[]): Array<[string, string, any]> {
 }
 
 /** The children rendered for each Website, in order; fails on a Website rendered as invalid. */
-function applied(websites: WebsiteV1[]): Manifest[][] {
-  return render(websites).map(([name, kind, payload]) => {
+function applied(websites: WebsiteV1[], template = TEMPLATE_FILE): Manifest[][] {
+  return render(websites, template).map(([name, kind, payload]) => {
     expect([name, kind]).toEqual([name, 'apply']);
     return payload.items;
   });
@@ -267,6 +271,28 @@ describe("the script's render program (jq, no kubectl)", () => {
     const lists = applied(websites);
     expect(lists).toEqual(websites.map(workload));
     expect(JSON.stringify(lists)).not.toContain('placeholder');
+  });
+
+  test("with a Gateway, each Website's HTTPRoute too, for the host WebsiteWorkload is given; a host not allowed skips the Website", () => {
+    const websites = [site('hello'), site('own', { host: 'shop.example.org' }), site('sub', { host: 'example.org' })];
+    const hosts = ['hello-team.sites.example.com', 'shop.example.org', 'example.org'];
+    expect(applied(websites, GATEWAY_TEMPLATE_FILE)).toEqual(
+      websites.map((website, i) =>
+        synth((chart) => new WebsiteWorkload(chart, 'w', { website, route: { gateway: GATEWAY, host: hosts[i] } })),
+      ),
+    );
+    expect(render([site('elsewhere', { host: 'shop.example.com' })], GATEWAY_TEMPLATE_FILE)).toEqual([
+      [
+        'elsewhere',
+        'invalid',
+        'spec.host "shop.example.com" is not allowed: it must be under example.org (the hosts this operator allows), or removed for the default host',
+      ],
+    ]);
+    expect(shellOperator({ gateway: GATEWAY }).find((m) => m.kind === 'Role')!.rules).toContainEqual({
+      apiGroups: ['gateway.networking.k8s.io'],
+      resources: ['httproutes'],
+      verbs: ['create', 'patch'],
+    });
   });
 
   test('renders hostile titles as renderPage escapes them', () => {

@@ -108,6 +108,7 @@ test("both operators' Roles grant every owned kind what each writes it with", ()
     expect(grants(websiteRules(GROUP, false), WEBSITE_OWNS.find((o) => o.kind === 'HTTPRoute')!)).toEqual([]);
   }
   // The shell operator applies each child server-side, and only that.
-  for (const owned of websiteOwns(false))
-    expect(grants(shellOperatorRoleRules(GROUP), owned).sort()).toEqual(['create', 'patch']);
+  for (const withGateway of [false, true])
+    for (const owned of websiteOwns(withGateway))
+      expect(grants(shellOperatorRoleRules(GROUP, withGateway), owned).sort()).toEqual(['create', 'patch']);
 });

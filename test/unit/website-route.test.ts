@@ -5,6 +5,7 @@
 import { PassThrough } from 'node:stream';
 import { only, synth } from '../../harness/manifests.ts';
 import { websiteRules } from '../../lib/operator/operator-rbac.ts';
+import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator } from '../../lib/operator/website-operator.ts';
 import { v1beta1ToV1, v1ToV1beta1 } from '../../lib/website/conversion.ts';
 import type { WebsiteV1 } from '../../lib/website/types.ts';
@@ -235,6 +236,34 @@ describe('the operator given a Gateway (construct and configuration)', () => {
     expect(() =>
       synth((chart) => new WebsiteOperator(chart, 'op', { gateway: { ...gateway, domain: 'Bad' } })),
     ).toThrow('WebsiteOperator at \'test/op\': gateway domain "Bad": expected a DNS name');
+  });
+
+  test("opens the Websites' web port to the Gateway's data plane in each watched namespace, and only with a Gateway", () => {
+    const policies = (props: ConstructorParameters<typeof WebsiteOperator>[2]) =>
+      synth((chart) => new WebsiteOperator(chart, 'op', props)).filter(
+        (m) => m.kind === 'NetworkPolicy' && m.metadata.name === 'website-ingress-from-gateway',
+      );
+    const [own] = policies({ gateway });
+    expect(own.metadata.namespace).toBe('website-system');
+    expect(own.spec).toEqual({
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'website' } },
+      policyTypes: ['Ingress'],
+      ingress: [
+        {
+          from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'gateway' } } }],
+          ports: [{ protocol: 'TCP', port: 8080 }],
+        },
+      ],
+    });
+    const dataPlane = [{ ipBlock: { cidr: '10.1.0.0/16' } }];
+    const listed = policies({ gateway: { ...gateway, dataPlane }, watchNamespaces: WatchNamespaces.of('a', 'b') });
+    expect(listed.map((p) => [p.metadata.namespace, p.spec.ingress[0].from])).toEqual([
+      ['a', dataPlane],
+      ['b', dataPlane],
+    ]);
+    expect(policies({})).toEqual([]);
+    expect(policies({ gateway, networkPolicy: false })).toEqual([]);
+    expect(policies({ gateway, watchNamespaces: WatchNamespaces.all() })).toEqual([]);
   });
 
   test('refuses a Gateway without a domain, and Gateway settings without a Gateway', () => {
