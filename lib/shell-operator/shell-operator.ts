@@ -14,7 +14,7 @@ import {
 } from '../security.ts';
 import { DEFAULT_COLOR, DEFAULT_GROUP, WORKLOAD_PREFIX } from '../website/schema.ts';
 import { linearChannel, pageHtml } from '../workload/page.ts';
-import { GATEWAY_API_GROUP, type WebsiteGateway, websiteGatewayProblems } from '../workload/website-route.ts';
+import { type WebsiteGateway, websiteGatewayProblems } from '../workload/website-route.ts';
 import { WebsiteWorkload, websiteOwns } from '../workload/website-workload.ts';
 
 /** Name of the shell operator's ServiceAccount, Role, RoleBinding, ConfigMap and Deployment. */
