@@ -334,6 +334,11 @@ restart_component() {
   local -a cmd
   mapfile -d '' -t cmd <"/proc/$pid/cmdline"
   cwd=$(readlink "/proc/$pid/cwd")
+  # Its port is free from the stop until it listens again: a cluster created meanwhile would take
+  # it (kwokctl counts down from 32767 to the first free port), so the restart holds the creation
+  # lock (see up) until the component is back. The process started does not inherit it.
+  exec 8>"${TMPDIR:-/tmp}/website-stack-cluster-create.lock"
+  flock 8
   # A graceful stop of the API server waits up to a minute for open watches to end; after 10 s,
   # crash it instead.
   kill "$pid"
@@ -343,12 +348,14 @@ restart_component() {
     sleep 0.1
   done
   log "$component stopped; starting it again"
-  (cd "$cwd" && exec setsid "${cmd[@]}" >>"$KWOK_WORKDIR/clusters/$NAME/logs/$component.log" 2>&1 </dev/null) &
+  (cd "$cwd" && exec setsid "${cmd[@]}" >>"$KWOK_WORKDIR/clusters/$NAME/logs/$component.log" 2>&1 </dev/null 8>&-) &
   echo $! >"$pidfile"
   # A bound, not a pause: on a machine busy with other builds and tests, the API server has taken
   # over a minute to start again (its CRDs, aggregator and informers all start afresh).
   WAIT_LOG=$KWOK_WORKDIR/clusters/$NAME/logs/$component.log wait_for "kube-apiserver /readyz" 180 \
     kubectl_ get --raw /readyz --request-timeout=2s
+  flock -u 8
+  exec 8>&-
 }
 
 case "${1:-}" in
