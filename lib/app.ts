@@ -93,9 +93,8 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
             serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
             caSecretName: 'elasticsearch-es-http-certs-public',
             credentials: { secretName: 'jaeger-elasticsearch' },
-            // Said, not asked of the cluster's root endpoint, which ECK's Service routes to ready
-            // nodes anyway; then any Elasticsearch 8 or 9 serves, the project's local node too
-            // (docs/use/trace-stack.md: "The production trace stack, tried locally"). 8's mappings also serve 9.
+            // The version said, not asked of the cluster at start (8's mappings also serve 9), and no
+            // probe before use: ECK's Service routes to ready nodes anyway.
             version: 8,
             clientHealthCheck: false,
           },

@@ -30,9 +30,9 @@
 # (transport-netty4, x-pack-core, x-pack-security): `install` resolves them with Maven into a layout
 # like the tarball's, cached outside the repo keyed by version, and compiles small pieces of glue
 # (scripts/elasticsearch/glue) that stand in for the tarball's launcher, entitlement agent and
-# console loader, which are not published; none of them answers requests. The node lacks the tarball's other modules: in particular rest-root, so
-# `GET /` and `HEAD /` answer 405, and Jaeger must be told the version and to skip its client's
-# health check (`version: 8`, `disable_health_check: true`). See scripts/elasticsearch/README.md.
+# console loader, and for its rest-root module (`GET /` and `HEAD /`, which Jaeger's client probes
+# to reconnect after a lost connection), none of which is published. The node lacks the tarball's
+# other modules. See scripts/elasticsearch/README.md.
 #
 # Elasticsearch refuses to run as root: as root, `start` runs the JVM as nobody (65534) with no
 # capabilities. nobody owns the node's folders in DIR, reads a hard-linked copy of the runtime in
@@ -197,6 +197,13 @@ install() {
     -C "$b/classes" localnode/EntitlementAgent.class
   "$jar" --create --file "$tmp/lib/tools/ansi-console/ansi-console.jar" \
     -C "$b/classes" org/elasticsearch/io/ansi/AnsiConsoleLoader.class
+  # The root endpoint as a module, beside the published ones (glue/RestRootPlugin.java says why).
+  mkdir -p "$tmp/modules/rest-root"
+  "$jar" --create --file "$tmp/modules/rest-root/rest-root.jar" -C "$b/classes" localnode/restroot
+  printf '%s\n' 'name=rest-root' "description=GET / and HEAD /, as the tarball's rest-root module" \
+    "version=$ES_VERSION" 'java.version=17' "elasticsearch.version=$ES_VERSION" \
+    'classname=localnode.restroot.RestRootPlugin' >"$tmp/modules/rest-root/plugin-descriptor.properties"
+  rm -rf "$b/classes/localnode/restroot"
   cp -r "$b/classes/localnode" "$tmp/glue/"
   rm -rf "$b"
   # Readable by the unprivileged user that runs the node when this script runs as root.

@@ -10,14 +10,15 @@
 // own (unshare) where its ServiceAccount's token, the cluster CA and its namespace are at
 // /var/run/secrets/kubernetes.io/serviceaccount, as a kubelet would mount them, with
 // KUBERNETES_SERVICE_HOST/PORT pointing at the API server.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { type ClusterAccess, clusterEndpoint, kubectlOk } from '../cluster/kubectl.ts';
+import { awaitHealthy, logTail, spawnLogged } from '../process/logged.ts';
 import { eventually } from '../process/poll.ts';
 import { freePort } from '../process/ports.ts';
 import { stopProcesses } from '../process/processes.ts';
@@ -120,23 +121,6 @@ export function argoCdObjects(
   return { items };
 }
 
-/** A process of ours: spawned with its output in `log`, in a process group of its own. */
-function startProcess(
-  name: string,
-  command: string,
-  args: readonly string[],
-  options: { env: NodeJS.ProcessEnv; log: string; detached: boolean },
-): ChildProcess {
-  const fd = openSync(options.log, 'a');
-  const child = spawn(command, args, { env: options.env, stdio: ['ignore', fd, fd], detached: true });
-  closeSync(fd);
-  if (options.detached) child.unref();
-  child.once('error', (error) =>
-    writeFileSync(options.log, `[${name}] could not start: ${error.message}\n`, { flag: 'a' }),
-  );
-  return child;
-}
-
 export interface GitServer {
   /** `git://127.0.0.1:<port>/<the repository's directory name>` */
   readonly url: string;
@@ -167,7 +151,7 @@ export async function serveGitRepository(
   }
   const log = options.log ?? join(repository, '..', `${basename(repository)}.git-daemon.log`);
   const port = await freePort();
-  const child = startProcess(
+  const daemon = spawnLogged(
     'git-daemon',
     'git',
     [
@@ -182,15 +166,21 @@ export async function serveGitRepository(
       repository,
       join(repository, '.git'),
     ],
-    { env: { PATH: process.env.PATH, HOME: process.env.HOME }, log, detached: options.detached ?? false },
+    {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      logFile: log,
+      ownGroup: true,
+      outlive: options.detached ?? false,
+    },
   );
+  const child = daemon.process;
   const url = `git://127.0.0.1:${port}/${basename(repository)}`;
   const stop = () => stopProcesses({ 'git-daemon': child.pid! });
   try {
     await eventually(
       `git daemon to serve ${url}`,
       async () => {
-        if (child.exitCode !== null) throw new Error(`git daemon exited; log:\n${tail(log)}`);
+        if (child.exitCode !== null) throw new Error(`git daemon exited; log:\n${logTail(log)}`);
         return (await execFileAsync('git', ['ls-remote', url, 'HEAD']).catch(() => undefined)) !== undefined;
       },
       { stopOnError: true, intervalMs: 100 },
@@ -220,27 +210,6 @@ function redisAnswers(port: number, password: string): Promise<boolean> {
       else if (reply.startsWith('-')) done(false);
     });
   });
-}
-
-/** The last lines of a log file, for an error message. */
-function tail(log: string): string {
-  return existsSync(log) ? readFileSync(log, 'utf8').split('\n').slice(-15).join('\n') : '(no log)';
-}
-
-/** Waits until `url` answers 2xx while `child` runs; fails with its log tail otherwise. */
-async function waitHealthy(name: string, child: ChildProcess, url: string, log: string): Promise<void> {
-  try {
-    await eventually(
-      `${name} to answer ${url}`,
-      async () => {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error('exited');
-        return (await fetch(url).catch(() => undefined))?.ok;
-      },
-      { timeoutMs: 120_000, intervalMs: 200, stopOnError: true },
-    );
-  } catch (error) {
-    throw new Error(`${name} did not start (${(error as Error).message}); log ${log}:\n${tail(log)}`);
-  }
 }
 
 /** The arguments that run `command` with `serviceAccount` mounted as a kubelet would (see the header). */
@@ -331,17 +300,16 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
 
   const pids: Record<string, number> = {};
   const logs: Record<string, string> = {};
-  const children: ChildProcess[] = [];
   const stop = () => stopProcesses(pids);
   const run = (name: string, command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) => {
     logs[name] = join(dir, 'logs', `${name}.log`);
-    const child = startProcess(name, command, args, {
+    const child = spawnLogged(name, command, args, {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: join(dir, 'tmp'), ...env },
-      log: logs[name],
-      detached,
+      logFile: logs[name],
+      ownGroup: true,
+      outlive: detached,
     });
-    if (child.pid !== undefined) pids[name] = child.pid;
-    children.push(child);
+    if (child.process.pid !== undefined) pids[name] = child.process.pid;
     return child;
   };
 
@@ -359,7 +327,7 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
     await eventually(
       'Redis to answer',
       async () => {
-        if (redis.exitCode !== null) throw new Error(`redis-server exited; log:\n${tail(logs.redis)}`);
+        if (redis.process.exitCode !== null) throw new Error(`redis-server exited; log:\n${logTail(logs.redis)}`);
         return redisAnswers(redisPort, redisPassword);
       },
       { stopOnError: true, intervalMs: 100 },
@@ -431,25 +399,10 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
       '--repo-server-plaintext',
     ]);
 
-    await waitHealthy(
-      'argocd-repo-server',
-      repoServer,
-      `http://127.0.0.1:${repoMetrics}/metrics`,
-      logs['argocd-repo-server'],
-    );
-    await waitHealthy(
-      'argocd-application-controller',
-      controller,
-      `http://127.0.0.1:${controllerMetrics}/healthz`,
-      logs['argocd-application-controller'],
-    );
+    await awaitHealthy(repoServer, `http://127.0.0.1:${repoMetrics}/metrics`, 120_000);
+    await awaitHealthy(controller, `http://127.0.0.1:${controllerMetrics}/healthz`, 120_000);
     // Its probe address answers only the checks registered on it, and it registers none.
-    await waitHealthy(
-      'argocd-applicationset-controller',
-      applicationSets,
-      `http://127.0.0.1:${appSetMetrics}/metrics`,
-      logs['argocd-applicationset-controller'],
-    );
+    await awaitHealthy(applicationSets, `http://127.0.0.1:${appSetMetrics}/metrics`, 120_000);
     return { repoUrl, namespace: ARGOCD_NAMESPACE, pids, logs, stop };
   } catch (error) {
     await stop();

@@ -16,9 +16,8 @@
 // - the gateway crashed (SIGKILL, then started again; full run only);
 // - Elasticsearch unreachable: the production collector (JaegerProduction on a real Elasticsearch,
 //   harness/trace/elasticsearch.ts) behind the same gateway, while connections to Elasticsearch's port
-//   are reset (an iptables rule, as a network fault; needs root) for a few seconds. Longer outages
-//   are Jaeger's to bridge by reconnecting, which asks HEAD /: the local node lacks that endpoint
-//   (rest-root), so they cannot be run against it (docs/measure/chaos.md, "Trace stack under faults").
+//   are reset (an iptables rule, as a network fault; needs root) for a few seconds. Jaeger's writer
+//   reconnects by asking the node HEAD / (docs/measure/chaos.md, "Trace stack under faults").
 // Afterwards every trace id is read back from Jaeger's query API. "Lost" is spans the gateway
 // accepted (the export succeeded) that Jaeger does not hold; "refused" is spans whose export failed
 // (the sender saw it, as an application's SDK would). Last, OTLP without a client certificate is
@@ -32,6 +31,7 @@ import type { Chart } from 'cdk8s';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
+import { awaitHealthy } from '../process/logged.ts';
 import { sumMetric } from '../process/metrics.ts';
 import { eventually } from '../process/poll.ts';
 import { type Elasticsearch, es, startElasticsearch } from '../trace/elasticsearch.ts';
@@ -44,7 +44,6 @@ import {
   startLocalStack,
   startPod,
   tracingBinaries,
-  waitHealthy,
 } from '../trace/local-stack.ts';
 import {
   type ClientTls,
@@ -166,7 +165,7 @@ class Pods {
     const pod = this.stack.pods.find((p) => p.name === name)!;
     const running = startPod(pod, this.binaries, { logDir: this.logDir });
     this.current.set(name, running);
-    await waitHealthy(running, healthUrl(pod));
+    await awaitHealthy(running, healthUrl(pod));
   }
 
   async stopAll(): Promise<void> {

@@ -4,12 +4,12 @@
 // controller outside the cluster would. Its Kubernetes Gateway provider watches GatewayClasses,
 // Gateways and HTTPRoutes, writes their status, and proxies each route's host to the Service's
 // endpoints: the pods' addresses, which the host reaches on a cluster with a real node.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterAccess } from '../cluster/kubectl.ts';
 import { kubectlOk } from '../cluster/kubectl.ts';
-import { eventually } from '../process/poll.ts';
+import { awaitHealthy, type LoggedProcess, spawnLogged } from '../process/logged.ts';
 import { freePort } from '../process/ports.ts';
 import { builtBinaries } from '../trace/local-stack.ts';
 
@@ -87,12 +87,9 @@ export function gatewayManifests(options: {
   ];
 }
 
-export interface Traefik {
+export interface Traefik extends LoggedProcess {
   /** The port of its `web` entry point: a Gateway listener on this port is served there. */
   readonly webPort: number;
-  readonly logFile: string;
-  readonly process: ChildProcess;
-  stop(): Promise<void>;
 }
 
 /**
@@ -105,10 +102,8 @@ export async function startTraefik(kubeconfig: string, logDir: string): Promise<
   const { traefik } = builtBinaries('traefik');
   const webPort = await freePort();
   const pingPort = await freePort();
-  mkdirSync(logDir, { recursive: true });
-  const logFile = join(logDir, 'traefik.log');
-  const fd = openSync(logFile, 'a');
-  const child = spawn(
+  const running = spawnLogged(
+    'traefik',
     traefik,
     [
       '--providers.kubernetesgateway=true',
@@ -121,30 +116,16 @@ export async function startTraefik(kubeconfig: string, logDir: string): Promise<
       '--global.sendanonymoususage=false',
       '--log.level=INFO',
     ],
-    { env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig }, stdio: ['ignore', fd, fd] },
+    {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig },
+      logFile: join(logDir, 'traefik.log'),
+    },
   );
-  closeSync(fd);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
   try {
-    await eventually(
-      'Traefik to answer its ping',
-      async () => {
-        if (child.exitCode !== null) throw new Error(`exited with code ${child.exitCode}`);
-        return (await fetch(`http://127.0.0.1:${pingPort}/ping`).catch(() => undefined))?.ok;
-      },
-      { timeoutMs: 60_000, intervalMs: 200, stopOnError: true },
-    );
+    await awaitHealthy(running, `http://127.0.0.1:${pingPort}/ping`);
   } catch (error) {
-    await stop();
-    const tail = readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n');
-    throw new Error(`Traefik did not start: ${(error as Error).message}; log tail:\n${tail}`);
+    await running.stop();
+    throw error;
   }
-  return { webPort, logFile, process: child, stop };
+  return { ...running, webPort };
 }

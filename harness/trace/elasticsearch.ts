@@ -1,9 +1,8 @@
 // A real single-node Elasticsearch for the trace tests: a local process run by
 // scripts/elasticsearch.sh (no containers), with security on as ECK sets it up: HTTPS with a CA of
 // its own, basic auth against the file realm, the superuser `elastic` and the user `jaeger` with the
-// role jaeger_writer_reader (scripts/elasticsearch/roles.yml). It lacks the tarball's rest-root
-// module, so `GET /` and `HEAD /` answer 405: give Jaeger's elasticsearch backend `version: 8` and
-// `disable_health_check: true` (scripts/elasticsearch/README.md).
+// role jaeger_writer_reader (scripts/elasticsearch/roles.yml). Its root endpoint (`GET /`, `HEAD /`)
+// is a stand-in for the unpublished rest-root module (scripts/elasticsearch/README.md).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { freePort } from '../process/ports.ts';

@@ -3,13 +3,13 @@
 // ConfigMap exactly as synthesized. The one change is `localize`: cluster addresses (Service DNS
 // names, 0.0.0.0 listeners, mounted files) become local ones. Shared by `npm run tracing:up` and
 // the trace tests.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
-import { eventually } from '../process/poll.ts';
+import { awaitHealthy, type LoggedProcess, spawnLogged } from '../process/logged.ts';
 import { freePort } from '../process/ports.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -328,66 +328,23 @@ function localCommand(pod: LocalPod, binaries: TracingBinaries): { command: stri
 }
 
 /** A pod running as a local process; its output goes to `logFile`. */
-export interface RunningPod {
+export interface RunningPod extends LoggedProcess {
   readonly pod: LocalPod;
-  readonly process: ChildProcess;
-  readonly logFile: string;
-  stop(): Promise<void>;
 }
 
-/** Starts `pod`; `detached` leaves it running after this process exits (`tracing:up`). */
+/** Starts `pod`, its output in `<logDir>/<pod>.log`; `detached` leaves it running after this process exits (`tracing:up`). */
 export function startPod(
   pod: LocalPod,
   binaries: TracingBinaries,
   options: { logDir: string; detached?: boolean },
 ): RunningPod {
   const { command, args } = localCommand(pod, binaries);
-  mkdirSync(options.logDir, { recursive: true });
-  const logFile = join(options.logDir, `${pod.name}.log`);
-  const fd = openSync(logFile, 'a');
-  const child = spawn(command, args, {
+  const running = spawnLogged(pod.name, command, args, {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...pod.env },
-    stdio: ['ignore', fd, fd],
-    detached: options.detached ?? false,
+    logFile: join(options.logDir, `${pod.name}.log`),
+    outlive: options.detached,
   });
-  closeSync(fd);
-  if (options.detached) child.unref();
-  // 'exit' is enough here: the process writes its log file itself (no pipe in between), so every
-  // line it wrote is in the file once it has exited.
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    pod,
-    process: child,
-    logFile,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-/** Polls `url` until it answers 2xx, or fails with the pod's log tail. */
-export async function waitHealthy(running: RunningPod, url: string, timeoutMs = 60_000): Promise<void> {
-  try {
-    await eventually(
-      `${running.pod.name} to be healthy`,
-      async () => {
-        if (running.process.exitCode !== null) throw new Error('exited');
-        return (await fetch(url).catch(() => undefined))?.ok; // undefined: not listening yet
-      },
-      { timeoutMs, intervalMs: 200, stopOnError: true },
-    );
-    return;
-  } catch {
-    // Exited, or not healthy in time: the pod's own log says why.
-  }
-  const tail = readFileSync(running.logFile, 'utf8').split('\n').slice(-20).join('\n');
-  throw new Error(
-    `${running.pod.name} did not become healthy at ${url} (exit code ${running.process.exitCode ?? 'none'}); log tail:\n${tail}`,
-  );
+  return { ...running, pod };
 }
 
 /** The URL that says `pod` is up: oauth2-proxy's ping, its health port, or HotROD's frontend. */
@@ -475,7 +432,7 @@ export async function startLocalStack(manifests: Manifest[], options: StackOptio
         detached: options.detached,
       });
       running.push(r);
-      await waitHealthy(r, healthUrl(pod));
+      await awaitHealthy(r, healthUrl(pod));
     }
   } catch (error) {
     await stack.stop();

@@ -40,7 +40,8 @@ export interface ElasticsearchProps {
   /**
    * Whether Jaeger's Elasticsearch client probes each server URL (`HEAD /`) before it uses it, and
    * fails to start while none answers. Behind one Kubernetes Service URL, which routes only to ready
-   * pods, the probe adds nothing; without it (and with `version`), Jaeger needs no root endpoint.
+   * pods, the probe adds nothing. Its bulk writer probes `HEAD /` regardless after a lost connection,
+   * and writes again only once a node answers 2xx: the root endpoint must stay reachable.
    * @default true (Jaeger's default)
    */
   readonly clientHealthCheck?: boolean;
