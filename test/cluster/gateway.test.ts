@@ -16,10 +16,13 @@ import {
 } from '../../harness/cluster/kube.ts';
 import { gatewayManifests, installGatewayApi, startTraefik, type Traefik } from '../../harness/gateway/gateway.ts';
 import { type Manifest, synth } from '../../harness/manifests.ts';
+import { startShellOperator } from '../../harness/operator/shell-operator.ts';
 import { eventually } from '../../harness/process/poll.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator } from '../../lib/operator/website-operator.ts';
+import { ShellOperator } from '../../lib/shell-operator/shell-operator.ts';
 import type { WebsiteGateway } from '../../lib/workload/website-route.ts';
+import { WebsiteWorkload } from '../../lib/workload/website-workload.ts';
 import { OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts';
 
 const ROUTES_LABEL = { 'website-stack.dev/gateway-routes': 'allowed' };
@@ -52,6 +55,7 @@ describe('Websites routed through a real Gateway (Traefik), by the operator as i
   let gatewayNs: string;
   let team: string;
   let refused: string;
+  let shellNs: string | undefined;
   let gateway: WebsiteGateway;
 
   beforeAll(async () => {
@@ -103,13 +107,14 @@ describe('Websites routed through a real Gateway (Traefik), by the operator as i
   afterAll(async () => {
     await operator?.kill();
     await traefik?.stop();
-    for (const namespace of [team, refused]) {
+    for (const namespace of [team, refused, shellNs]) {
       if (!namespace) continue;
       const names = (await kubectl(['get', 'websites', '-n', namespace, '-o', 'name'])).stdout.split('\n');
       for (const name of names.filter(Boolean))
         await kubectl(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
     }
-    for (const namespace of [team, refused, gatewayNs, operatorNs]) if (namespace) await deleteNamespace(namespace);
+    for (const namespace of [team, refused, shellNs, gatewayNs, operatorNs])
+      if (namespace) await deleteNamespace(namespace);
     if (gatewayNs) await kubectl(['delete', 'gatewayclass', `traefik-${gatewayNs}`, '--ignore-not-found']);
   });
 
@@ -186,5 +191,37 @@ describe('Websites routed through a real Gateway (Traefik), by the operator as i
     expect(invalid.code).not.toBe(0);
     expect(invalid.stderr).toContain('spec.host');
     expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
+  test("the shell operator with the same Gateway applies WebsiteWorkload's HTTPRoute under its ServiceAccount, and the Gateway accepts it", async () => {
+    shellNs = await createNamespace('shell-team', {
+      ...ROUTES_LABEL,
+      'pod-security.kubernetes.io/enforce': 'restricted',
+    });
+    await apply(
+      synth((chart) => new ShellOperator(chart, 'shell', { namespace: shellNs!, createNamespace: false, gateway })),
+    );
+    await apply([website('blog', shellNs, { title: 'Blog', replicas: 1 })]);
+    const cycle = startShellOperator(TEST_CLUSTER, shellNs, { ONCE: '1' });
+    expect(await cycle.exited).toBe(0);
+    const stored = await getJson(['website', 'blog', '-n', shellNs]);
+    const [rendered] = synth(
+      (chart) =>
+        new WebsiteWorkload(chart, 'w', { website: stored, route: { gateway, host: `blog-${shellNs}.${DOMAIN}` } }),
+    ).filter((m) => m.kind === 'HTTPRoute');
+    const route = await eventually('the route accepted by Traefik', async () => {
+      const current = await getJson(['httproute', 'website-blog', '-n', shellNs!]);
+      const accepted = current.status?.parents?.[0]?.conditions?.find((c: any) => c.type === 'Accepted');
+      return accepted?.status === 'True' && current;
+    });
+    // As rendered; the API server adds its defaults (kinds, groups, weights, a path match).
+    expect(route.spec.hostnames).toEqual(rendered.spec.hostnames);
+    expect(route.spec.parentRefs).toEqual(rendered.spec.parentRefs.map((ref: object) => expect.objectContaining(ref)));
+    expect(route.spec.rules.map((rule: any) => rule.backendRefs)).toEqual(
+      rendered.spec.rules.map((rule: any) => rule.backendRefs.map((ref: object) => expect.objectContaining(ref))),
+    );
+    expect(route.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Website', name: 'blog', uid: stored.metadata.uid, controller: true }),
+    ]);
   });
 });

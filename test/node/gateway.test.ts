@@ -181,4 +181,20 @@ describe("a Website's status.url answers through the Gateway, from the data plan
     expect(pod.spec.nodeName).toBe('real-node');
     expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
   });
+
+  test('deleting the Website removes its route: its host then answers 404 from the Gateway', async () => {
+    const host = `shop-${TEAM}.${DOMAIN}`;
+    await ok(['delete', 'website', 'shop', '-n', TEAM, '--wait=true', '--timeout=60s']);
+    expect((await kubectl(['get', 'httproute', 'website-shop', '-n', TEAM])).code).not.toBe(0);
+    let last = 0;
+    await eventually(
+      'the host to answer 404 once Traefik has dropped the route',
+      async () => {
+        last = (await throughGateway(traefik, host)).status;
+        return last === 404;
+      },
+      { timeoutMs: 60_000, progress: () => `last status: ${last}` },
+    );
+    expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
+  });
 });
