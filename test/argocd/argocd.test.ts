@@ -19,6 +19,7 @@ import { type ShellOperatorProcess, startShellOperator } from '../../harness/ope
 import { eventually } from '../../harness/process/poll.ts';
 import { freePort } from '../../harness/process/ports.ts';
 import { SYNC_WAVE_ANNOTATION, websiteHealthCheck } from '../../lib/argocd.ts';
+import { READY_REASONS } from '../../operator/src/reconciler/status.ts';
 
 type Manifest = Record<string, any>;
 const { kubectl, ok, getJson } = commandsFor(ARGOCD_CLUSTER);
@@ -345,6 +346,99 @@ describe('the ApplicationSet of docs/use/dist-and-argocd.md on a real Argo CD', 
       await ok(['delete', 'application', 'degraded', '-n', NS]);
     } finally {
       await repo.stop();
+    }
+  }, 300_000);
+
+  test("with the operator's Gateway: a Website whose route is refused, whose host is taken or not allowed is Degraded with the operator's message; one whose route is pending is Progressing", async () => {
+    // In a namespace the operator does not watch, so that the status is the test's to write, as the
+    // operator writes it (Ready False, the reason, the message, the generation observed): what Argo
+    // CD makes of each reason is the health check's part, run here by Argo CD itself.
+    const namespace = 'argocd-route-reasons';
+    await ok(['create', 'namespace', namespace]);
+    const repo = await serveGitRepository(join(ROOT, '.cluster', 'test-argocd-fixtures', 'route-reasons'), {
+      files: {
+        'website.yaml': JSON.stringify({
+          apiVersion: 'web.example.com/v1',
+          kind: 'Website',
+          metadata: { name: 'shop', namespace },
+          spec: { title: 'Shop', replicas: 1 },
+        }),
+      },
+    });
+    try {
+      await ok(['apply', '-f', '-'], {
+        input: JSON.stringify({
+          apiVersion: 'argoproj.io/v1alpha1',
+          kind: 'Application',
+          metadata: { name: 'route-reasons', namespace: NS },
+          spec: {
+            project: 'default',
+            source: { repoURL: repo.url, targetRevision: 'HEAD', path: '.' },
+            destination: { server: 'https://kubernetes.default.svc', namespace },
+            syncPolicy: { automated: { prune: true } },
+          },
+        }),
+      });
+      const synced = await eventually('Website shop synced', async () => {
+        const found = await kubectl(['get', 'website', 'shop', '-n', namespace, '-o', 'json']);
+        return found.code === 0 && JSON.parse(found.stdout);
+      });
+      const cases = [
+        [
+          READY_REASONS.routeNotAccepted,
+          'Degraded',
+          'Gateway gateway-system/public does not serve HTTPRoute website-shop: NotAllowedByListeners: no listener admits the namespace',
+        ],
+        [
+          READY_REASONS.hostConflict,
+          'Degraded',
+          `host shop.example.com is already served for Website ${namespace}/first, which asked for it first: set another spec.host`,
+        ],
+        [
+          READY_REASONS.hostNotAllowed,
+          'Degraded',
+          'spec.host shop.example.org is not allowed: it must be under example.com (the hosts this operator allows)',
+        ],
+        [
+          READY_REASONS.routePending,
+          'Progressing',
+          'Waiting for Gateway gateway-system/public to accept HTTPRoute website-shop',
+        ],
+      ] as const;
+      for (const [reason, status, message] of cases) {
+        const condition = {
+          type: 'Ready',
+          status: 'False',
+          reason,
+          message,
+          observedGeneration: synced.metadata.generation,
+          lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        };
+        await ok([
+          'patch',
+          'website',
+          'shop',
+          '-n',
+          namespace,
+          '--subresource=status',
+          '--type=merge',
+          '-p',
+          JSON.stringify({ status: { conditions: [condition] } }),
+        ]);
+        const health = await eventually(
+          `Website shop ${status} for ${reason}`,
+          async () => {
+            const h = await resourceHealth('route-reasons', 'Website', 'shop');
+            return h.status === status && h.message === message && h;
+          },
+          { timeoutMs: 120_000, intervalMs: 1000 },
+        );
+        expect(health).toEqual({ status, message });
+      }
+      await ok(['delete', 'application', 'route-reasons', '-n', NS]);
+    } finally {
+      await repo.stop();
+      await kubectl(['delete', 'namespace', namespace, '--wait=false']);
     }
   }, 300_000);
 
