@@ -103,17 +103,27 @@ export function websiteHost(website: Pick<WebsiteV1, 'metadata' | 'spec'>, gatew
 
 /**
  * Why the Website may not have its host under this Gateway, or undefined when it may: a host of its
- * own must be one of the Gateway's `hostSuffixes` or lie under one (its default host always may).
+ * own must be one of the Gateway's `hostSuffixes` or lie under one; its default host must be a host
+ * name (a long name and namespace make a part between dots longer than 63 characters).
  */
 export function websiteHostProblem(
   website: Pick<WebsiteV1, 'metadata' | 'spec'>,
   gateway: WebsiteGateway,
 ): string | undefined {
   const host = website.spec.host;
-  if (host === undefined) return undefined;
+  const suffixes = gateway.hostSuffixes ?? [];
+  if (host === undefined) {
+    const fallback = defaultWebsiteHost(website, gateway);
+    const unfit = hostnameProblem(fallback);
+    if (!unfit) return undefined;
+    return `the default host ${fallback} is not a host name (${unfit}): ${
+      suffixes.length === 0
+        ? 'give the Website a shorter name'
+        : `set spec.host to a host under ${suffixes.join(' or ')}, or give the Website a shorter name`
+    }`;
+  }
   const invalid = hostnameProblem(host);
   if (invalid) return `spec.host ${JSON.stringify(host)} is not a host name: ${invalid}`;
-  const suffixes = gateway.hostSuffixes ?? [];
   if (suffixes.some((suffix) => host === suffix || host.endsWith(`.${suffix}`))) return undefined;
   const fix = `remove spec.host for the default host ${defaultWebsiteHost(website, gateway)}`;
   return suffixes.length === 0

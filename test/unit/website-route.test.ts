@@ -59,6 +59,11 @@ describe('the host of a Website', () => {
     expect(websiteHostProblem(website('shop', 'team-a', 'shop.example.org'), { ...gateway, hostSuffixes: [] })).toBe(
       "spec.host shop.example.org is not allowed: this operator allows no host of a Website's own choosing; remove spec.host for the default host shop-team-a.sites.example.com",
     );
+    // A default host whose first part is past 63 characters: not a host name; the message says what to do.
+    expect(websiteHostProblem(website('a'.repeat(57)), gateway)).toBe(
+      `the default host ${'a'.repeat(57)}-team-a.sites.example.com is not a host name (a part between dots is longer than 63 characters): set spec.host to a host under example.org, or give the Website a shorter name`,
+    );
+    expect(websiteHostProblem(website('a'.repeat(56)), gateway)).toBeUndefined();
     expect(websiteHostProblem(website('shop', 'team-a', `${'a'.repeat(64)}.example.org`), gateway)).toContain(
       'is not a host name: a part between dots is longer than 63 characters',
     );
