@@ -47,16 +47,24 @@ export async function installGatewayApi(cluster: ClusterAccess): Promise<void> {
 }
 
 /**
- * A GatewayClass for Traefik and a Gateway `namespace/name` with one HTTP listener `web` on `port`,
- * admitting routes from the namespaces labelled `routesLabel` (all namespaces when undefined).
+ * A GatewayClass for Traefik and a Gateway `namespace/name` with an HTTP listener `web` on `port`
+ * and, with `https`, an HTTPS listener `websecure` on its port terminating TLS with the Secret it
+ * names (in the Gateway's namespace), each admitting routes from the namespaces labelled
+ * `routesLabel` (all namespaces when undefined).
  */
 export function gatewayManifests(options: {
   readonly className: string;
   readonly namespace: string;
   readonly name: string;
   readonly port: number;
+  readonly https?: { readonly port: number; readonly secretName: string };
   readonly routesLabel?: Readonly<Record<string, string>>;
 }): object[] {
+  const allowedRoutes = {
+    namespaces: options.routesLabel
+      ? { from: 'Selector', selector: { matchLabels: options.routesLabel } }
+      : { from: 'All' },
+  };
   return [
     {
       apiVersion: 'gateway.networking.k8s.io/v1',
@@ -71,16 +79,18 @@ export function gatewayManifests(options: {
       spec: {
         gatewayClassName: options.className,
         listeners: [
-          {
-            name: 'web',
-            protocol: 'HTTP',
-            port: options.port,
-            allowedRoutes: {
-              namespaces: options.routesLabel
-                ? { from: 'Selector', selector: { matchLabels: options.routesLabel } }
-                : { from: 'All' },
-            },
-          },
+          { name: 'web', protocol: 'HTTP', port: options.port, allowedRoutes },
+          ...(options.https
+            ? [
+                {
+                  name: 'websecure',
+                  protocol: 'HTTPS',
+                  port: options.https.port,
+                  tls: { mode: 'Terminate', certificateRefs: [{ kind: 'Secret', name: options.https.secretName }] },
+                  allowedRoutes,
+                },
+              ]
+            : []),
         ],
       },
     },
@@ -90,17 +100,20 @@ export function gatewayManifests(options: {
 export interface Traefik extends LoggedProcess {
   /** The port of its `web` entry point: a Gateway listener on this port is served there. */
   readonly webPort: number;
+  /** The port of its `websecure` entry point, for an HTTPS listener. */
+  readonly websecurePort: number;
 }
 
 /**
  * Starts Traefik as the cluster's Gateway controller: its Kubernetes Gateway provider with the
- * kubeconfig, a `web` entry point on a free port of 127.0.0.1 (which a Gateway listener of that
- * port maps to) and its ping endpoint on another; resolves once it answers its ping. Gateways it
+ * kubeconfig, `web` and `websecure` entry points on free ports of 127.0.0.1 (which a Gateway
+ * listener of that port maps to) and its ping endpoint on another; resolves once it answers its ping. Gateways it
  * programs report 127.0.0.1 as their address.
  */
 export async function startTraefik(kubeconfig: string, logDir: string): Promise<Traefik> {
   const { traefik } = builtBinaries('traefik');
   const webPort = await freePort();
+  const websecurePort = await freePort();
   const pingPort = await freePort();
   const running = spawnLogged(
     'traefik',
@@ -109,6 +122,7 @@ export async function startTraefik(kubeconfig: string, logDir: string): Promise<
       '--providers.kubernetesgateway=true',
       '--providers.kubernetesgateway.statusaddress.ip=127.0.0.1',
       `--entrypoints.web.address=127.0.0.1:${webPort}`,
+      `--entrypoints.websecure.address=127.0.0.1:${websecurePort}`,
       `--entrypoints.traefik.address=127.0.0.1:${pingPort}`,
       '--ping=true',
       // No calls home: no release check, no usage statistics.
@@ -127,5 +141,5 @@ export async function startTraefik(kubeconfig: string, logDir: string): Promise<
     await running.stop();
     throw error;
   }
-  return { ...running, webPort };
+  return { ...running, webPort, websecurePort };
 }

@@ -3,7 +3,9 @@
 // bundle as its ServiceAccount under the RBAC the WebsiteOperator construct synthesizes with its
 // `gateway` prop. What the operator writes to the route and reads from the Gateway's answer is
 // proven here; the node project proves the route answers with the Website's page.
+
 import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { ROOT } from '../../harness/cluster/env.ts';
 import {
   createNamespace,
@@ -18,6 +20,7 @@ import { gatewayManifests, installGatewayApi, startTraefik, type Traefik } from 
 import { type Manifest, synth } from '../../harness/manifests.ts';
 import { startShellOperator } from '../../harness/operator/shell-operator.ts';
 import { eventually } from '../../harness/process/poll.ts';
+import { testPki } from '../../harness/trace/traces.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
 import { WebsiteOperator } from '../../lib/operator/website-operator.ts';
 import { ShellOperator } from '../../lib/shell-operator/shell-operator.ts';
@@ -27,6 +30,20 @@ import { OperatorProcess, serviceAccountKubeconfig } from './operator-process.ts
 
 const ROUTES_LABEL = { 'website-stack.dev/gateway-routes': 'allowed' };
 const DOMAIN = 'sites.example.test';
+/** The HTTPS listener's certificate, for every default host. */
+const PKI = testPki([`*.${DOMAIN}`]);
+
+/** The certificate Traefik presents for `host` on its `websecure` entry point, verified against the test CA. */
+function servedCertificate(traefik: Traefik, host: string): Promise<{ subject: string; altNames: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port: traefik.websecurePort, servername: host, ca: PKI.ca }, () => {
+      const certificate = socket.getPeerCertificate();
+      socket.destroy();
+      resolve({ subject: String(certificate.subject.CN), altNames: certificate.subjectaltname ?? '' });
+    });
+    socket.once('error', reject);
+  });
+}
 
 const apply = (manifests: readonly object[]) =>
   ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], {
@@ -56,6 +73,9 @@ describe('Websites routed through a real Gateway (Traefik), by the operator as i
   let team: string;
   let refused: string;
   let shellNs: string | undefined;
+  let secureNs: string | undefined;
+  let secureOperatorNs: string | undefined;
+  let secureOperator: OperatorProcess | undefined;
   let gateway: WebsiteGateway;
 
   beforeAll(async () => {
@@ -67,15 +87,23 @@ describe('Websites routed through a real Gateway (Traefik), by the operator as i
     team = await createNamespace('team', ROUTES_LABEL);
     refused = await createNamespace('other-team');
     gateway = { namespace: gatewayNs, name: 'public', domain: DOMAIN, hostSuffixes: ['example.test'] };
-    await apply(
-      gatewayManifests({
+    await apply([
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'kubernetes.io/tls',
+        metadata: { name: 'public-tls', namespace: gatewayNs },
+        stringData: { 'tls.crt': PKI.serverCert, 'tls.key': PKI.serverKey },
+      },
+      ...gatewayManifests({
         className: `traefik-${gatewayNs}`,
         namespace: gatewayNs,
         name: 'public',
         port: traefik.webPort,
+        https: { port: traefik.websecurePort, secretName: 'public-tls' },
         routesLabel: ROUTES_LABEL,
       }),
-    );
+    ]);
     await ok(['wait', '--for=condition=Programmed', '--timeout=60s', `gateway/public`, '-n', gatewayNs]);
 
     const rbac = synth(
@@ -106,14 +134,15 @@ describe('Websites routed through a real Gateway (Traefik), by the operator as i
 
   afterAll(async () => {
     await operator?.kill();
+    await secureOperator?.kill();
     await traefik?.stop();
-    for (const namespace of [team, refused, shellNs]) {
+    for (const namespace of [team, refused, shellNs, secureNs]) {
       if (!namespace) continue;
       const names = (await kubectl(['get', 'websites', '-n', namespace, '-o', 'name'])).stdout.split('\n');
       for (const name of names.filter(Boolean))
         await kubectl(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
     }
-    for (const namespace of [team, refused, shellNs, gatewayNs, operatorNs])
+    for (const namespace of [team, refused, shellNs, secureNs, gatewayNs, operatorNs, secureOperatorNs])
       if (namespace) await deleteNamespace(namespace);
     if (gatewayNs) await kubectl(['delete', 'gatewayclass', `traefik-${gatewayNs}`, '--ignore-not-found']);
   });
@@ -223,5 +252,47 @@ describe('Websites routed through a real Gateway (Traefik), by the operator as i
     expect(route.metadata.ownerReferences).toEqual([
       expect.objectContaining({ kind: 'Website', name: 'blog', uid: stored.metadata.uid, controller: true }),
     ]);
+  });
+
+  test("with the Gateway's HTTPS listener as its section: status.url is https://, and Traefik serves the host with the listener's certificate", async () => {
+    secureOperatorNs = await createNamespace('gateway-op-tls');
+    secureNs = await createNamespace('secure-team', ROUTES_LABEL);
+    const secure: WebsiteGateway = { ...gateway, sectionName: 'websecure' };
+    await apply(
+      synth(
+        (chart) =>
+          new WebsiteOperator(chart, 'Operator', {
+            namespace: secureOperatorNs!,
+            createNamespace: false,
+            watchNamespaces: WatchNamespaces.of(secureNs!),
+            webhookCertificates: 'cert-manager',
+            gateway: secure,
+          }),
+      ).filter((m: Manifest) => ['ServiceAccount', 'Role', 'RoleBinding'].includes(m.kind)),
+    );
+    secureOperator = await OperatorProcess.start(
+      'op-gateway-tls',
+      await serviceAccountKubeconfig('website-operator', secureOperatorNs),
+      {
+        OPERATOR_NAMESPACE: secureOperatorNs,
+        WATCH_NAMESPACE: secureNs,
+        WEBHOOK_ENABLED: 'false',
+        GATEWAY_NAMESPACE: gatewayNs,
+        GATEWAY_NAME: 'public',
+        GATEWAY_SECTION_NAME: 'websecure',
+        WEBSITE_DOMAIN: DOMAIN,
+      },
+    );
+    await apply([website('shop', secureNs, { title: 'Shop', replicas: 1 })]);
+    const host = `shop-${secureNs}.${DOMAIN}`;
+    const { website: ready } = await readyWhen(secureNs, 'shop', (c) => c.status === 'True');
+    expect(ready.status.url).toBe(`https://${host}/`);
+    const route = await getJson(['httproute', 'website-shop', '-n', secureNs]);
+    expect(route.spec.parentRefs).toEqual([expect.objectContaining({ name: 'public', sectionName: 'websecure' })]);
+    expect(await servedCertificate(traefik, host)).toEqual({
+      subject: 'server',
+      altNames: `DNS:*.${DOMAIN}, IP Address:127.0.0.1`,
+    });
+    expect(secureOperator.logs.filter((l) => l.level === 'error')).toEqual([]);
   });
 });
