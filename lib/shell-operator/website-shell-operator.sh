@@ -129,9 +129,14 @@ def service($w; $t):
   | .spec.selector["app.kubernetes.io/instance"] = $w.metadata.name;
 
 # websiteHost and websiteHostProblem in website-route.ts: spec.host under an allowed suffix, or
-# <name>-<namespace>.<domain>.
+# <name>-<namespace>.<domain> when that is a host name (no part between dots past 63 characters).
 def host($w; $r):
-  if $w.spec.host == null then "\($w.metadata.name)-\($w.metadata.namespace).\($r.domain)"
+  if $w.spec.host == null then
+    "\($w.metadata.name)-\($w.metadata.namespace).\($r.domain)" as $default
+    | if any($default | split(".")[]; length > 63)
+      then error("the default host \($default) is not a host name (a part between dots is longer than 63 characters): set spec.host to a host under \($r.hostSuffixes | join(" or ")), or give the Website a shorter name")
+      else $default
+      end
   elif ($w.spec.host | type) == "string" and any($r.hostSuffixes[]; . as $s | $w.spec.host == $s or ($w.spec.host | endswith("." + $s)))
   then $w.spec.host
   else error("spec.host \($w.spec.host | tojson) is not allowed: it must be under \($r.hostSuffixes | join(" or ")) (the hosts this operator allows), or removed for the default host")

@@ -288,6 +288,14 @@ describe("the script's render program (jq, no kubectl)", () => {
         'spec.host "shop.example.com" is not allowed: it must be under example.org (the hosts this operator allows), or removed for the default host',
       ],
     ]);
+    // A default host with a part past 63 characters: skipped, saying what to do, as the operator refuses it.
+    expect(render([site('a'.repeat(59))], GATEWAY_TEMPLATE_FILE)).toEqual([
+      [
+        'a'.repeat(59),
+        'invalid',
+        `the default host ${'a'.repeat(59)}-team.sites.example.com is not a host name (a part between dots is longer than 63 characters): set spec.host to a host under example.org, or give the Website a shorter name`,
+      ],
+    ]);
     expect(shellOperator({ gateway: GATEWAY }).find((m) => m.kind === 'Role')!.rules).toContainEqual({
       apiGroups: ['gateway.networking.k8s.io'],
       resources: ['httproutes'],
