@@ -327,7 +327,7 @@ export async function startArgoCd(options: ArgoCdOptions): Promise<ArgoCd> {
     await eventually(
       'Redis to answer',
       async () => {
-        if (redis.process.exitCode !== null) throw new Error(`redis-server exited; log:\n${logTail(logs.redis)}`);
+        if (redis.process.exitCode !== null) throw new Error(`redis-server exited; log:\n${logTail(redis.logFile)}`);
         return redisAnswers(redisPort, redisPassword);
       },
       { stopOnError: true, intervalMs: 100 },

@@ -107,8 +107,8 @@ export interface Traefik extends LoggedProcess {
 /**
  * Starts Traefik as the cluster's Gateway controller: its Kubernetes Gateway provider with the
  * kubeconfig, `web` and `websecure` entry points on free ports of 127.0.0.1 (which a Gateway
- * listener of that port maps to) and its ping endpoint on another; resolves once it answers its ping. Gateways it
- * programs report 127.0.0.1 as their address.
+ * listener of that port maps to) and its ping endpoint on another; resolves once it answers its
+ * ping. Gateways it programs report 127.0.0.1 as their address.
  */
 export async function startTraefik(kubeconfig: string, logDir: string): Promise<Traefik> {
   const { traefik } = builtBinaries('traefik');

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { type ArgoCd, serveGitRepository, startArgoCd } from '../../harness/argocd/argocd.ts';
+import { type ArgoCd, type GitServer, serveGitRepository, startArgoCd } from '../../harness/argocd/argocd.ts';
 import { ARGOCD_CLUSTER, ROOT } from '../../harness/cluster/env.ts';
 import { TestHostAddress } from '../../harness/cluster/host-address.ts';
 import { commandsFor } from '../../harness/cluster/kube.ts';
@@ -148,6 +148,37 @@ async function resourceHealth(app: string, kind: string, name: string): Promise<
     (r: Manifest) => r.kind === kind && r.name === name,
   );
   return resource?.health ?? {};
+}
+
+/**
+ * Application `app`, synced automatically from a repository of its own (served as any remote is)
+ * that holds one Website, `name` in `namespace`; resolves with that repository's server.
+ */
+async function oneWebsiteApplication(app: string, name: string, namespace: string, title: string): Promise<GitServer> {
+  const repo = await serveGitRepository(join(ROOT, '.cluster', 'test-argocd-fixtures', app), {
+    files: {
+      'website.yaml': JSON.stringify({
+        apiVersion: 'web.example.com/v1',
+        kind: 'Website',
+        metadata: { name, namespace },
+        spec: { title, replicas: 1 },
+      }),
+    },
+  });
+  await ok(['apply', '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name: app, namespace: NS },
+      spec: {
+        project: 'default',
+        source: { repoURL: repo.url, targetRevision: 'HEAD', path: '.' },
+        destination: { server: 'https://kubernetes.default.svc', namespace },
+        syncPolicy: { automated: { prune: true } },
+      },
+    }),
+  });
+  return repo;
 }
 
 let argocd: ArgoCd;
@@ -301,33 +332,10 @@ describe('the ApplicationSet of docs/use/dist-and-argocd.md on a real Argo CD', 
   }, 300_000);
 
   test("a Website whose reconcile fails is Degraded, with the operator's message", async () => {
-    // A repository of its own, served as any remote, holding one Website whose Deployment's name
-    // is taken by a Deployment the operator does not own.
-    const repo = await serveGitRepository(join(ROOT, '.cluster', 'test-argocd-fixtures', 'degraded'), {
-      files: {
-        'website.yaml': JSON.stringify({
-          apiVersion: 'web.example.com/v1',
-          kind: 'Website',
-          metadata: { name: 'taken', namespace: OPERATOR_NS },
-          spec: { title: 'Taken', replicas: 1 },
-        }),
-      },
-    });
+    // One Website whose Deployment's name is taken by a Deployment the operator does not own.
+    await ok(['create', 'deployment', 'website-taken', '-n', OPERATOR_NS, '--image=nginx']);
+    const repo = await oneWebsiteApplication('degraded', 'taken', OPERATOR_NS, 'Taken');
     try {
-      await ok(['create', 'deployment', 'website-taken', '-n', OPERATOR_NS, '--image=nginx']);
-      await ok(['apply', '-f', '-'], {
-        input: JSON.stringify({
-          apiVersion: 'argoproj.io/v1alpha1',
-          kind: 'Application',
-          metadata: { name: 'degraded', namespace: NS },
-          spec: {
-            project: 'default',
-            source: { repoURL: repo.url, targetRevision: 'HEAD', path: '.' },
-            destination: { server: 'https://kubernetes.default.svc', namespace: OPERATOR_NS },
-            syncPolicy: { automated: { prune: true } },
-          },
-        }),
-      });
       const health = await eventually(
         'Website taken to be Degraded',
         async () => {
@@ -355,30 +363,8 @@ describe('the ApplicationSet of docs/use/dist-and-argocd.md on a real Argo CD', 
     // CD makes of each reason is the health check's part, run here by Argo CD itself.
     const namespace = 'argocd-route-reasons';
     await ok(['create', 'namespace', namespace]);
-    const repo = await serveGitRepository(join(ROOT, '.cluster', 'test-argocd-fixtures', 'route-reasons'), {
-      files: {
-        'website.yaml': JSON.stringify({
-          apiVersion: 'web.example.com/v1',
-          kind: 'Website',
-          metadata: { name: 'shop', namespace },
-          spec: { title: 'Shop', replicas: 1 },
-        }),
-      },
-    });
+    const repo = await oneWebsiteApplication('route-reasons', 'shop', namespace, 'Shop');
     try {
-      await ok(['apply', '-f', '-'], {
-        input: JSON.stringify({
-          apiVersion: 'argoproj.io/v1alpha1',
-          kind: 'Application',
-          metadata: { name: 'route-reasons', namespace: NS },
-          spec: {
-            project: 'default',
-            source: { repoURL: repo.url, targetRevision: 'HEAD', path: '.' },
-            destination: { server: 'https://kubernetes.default.svc', namespace },
-            syncPolicy: { automated: { prune: true } },
-          },
-        }),
-      });
       const synced = await eventually('Website shop synced', async () => {
         const found = await kubectl(['get', 'website', 'shop', '-n', namespace, '-o', 'json']);
         return found.code === 0 && JSON.parse(found.stdout);
