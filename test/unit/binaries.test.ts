@@ -18,6 +18,7 @@ import { eventually } from '../../harness/process/poll.ts';
 
 const script = fileURLToPath(new URL('../../scripts/binaries.sh', import.meta.url));
 const manifest = fileURLToPath(new URL('../../scripts/otelcol-builder.yaml', import.meta.url));
+const jaegerComponents = fileURLToPath(new URL('../../scripts/jaeger/components.go', import.meta.url));
 // No Go on this PATH: a test that reaches a build fails fast with "Go is not installed" instead of compiling.
 const noGo = '/usr/bin:/bin';
 
@@ -163,7 +164,7 @@ describe('scripts/binaries.sh', () => {
       ['cni-host-local', 'CNI_PLUGINS_VERSION'],
       ['cni-loopback', 'CNI_PLUGINS_VERSION'],
       ['cni-portmap', 'CNI_PLUGINS_VERSION'],
-      ['kube-router', 'KUBE_ROUTER_VERSION'],
+      ['kube-router', 'KUBE_ROUTER_VERSION', '-firewall'],
       ['coredns', 'COREDNS_VERSION', '-kubeadm-plugins'],
     ];
     const paths = node.map(([name, versionVariable, suffix = '']) =>
@@ -176,7 +177,8 @@ describe('scripts/binaries.sh', () => {
 
   test('prints cached jaeger and hotrod without building them (no Go needed)', () => {
     const version = pinned('JAEGER_VERSION');
-    const jaeger = cached(`jaeger-${version}`);
+    // Keyed by its components too: a changed list is a different binary.
+    const jaeger = cached(`jaeger-${version}-${manifestHash(jaegerComponents)}`);
     const hotrod = cached(`hotrod-${version}`);
     const result = run(['jaeger', 'hotrod'], { PATH: noGo });
     expect(result.stdout).toBe(`jaeger=${jaeger}\nhotrod=${hotrod}\n`);
