@@ -3,7 +3,7 @@
 // request down with it.
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createSecureServer } from 'node:http2';
+import { connect, createSecureServer } from 'node:http2';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,6 +112,31 @@ test('with http2 false, requests go over HTTP/1.1, never HTTP/2, even where the 
     expect((await get())?.httpVersion).toBe('1.1');
     expect((await get())?.httpVersion).toBe('1.1');
     expect(api.state.sessions).toBe(0);
+  } finally {
+    api.server.close();
+  }
+});
+
+test("a stream's error that comes after undici let go of the stream (the API server restarting) does not end the process", async () => {
+  const api = await apiServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end('{}');
+  });
+  try {
+    // Making the client's pool installs the sink for every HTTP/2 stream the process opens.
+    new KubeClient(kubeConfigFor(api.port, api.ca));
+    const session = connect(`https://127.0.0.1:${api.port}`, { ca: api.ca });
+    // The session's own error, which undici listens to on its sessions.
+    session.on('error', () => {});
+    // A stream no one listens to, as one undici has released: its session is destroyed with the
+    // error undici's onHttp2SocketEnd gives, which Node emits on the stream.
+    const stream = session.request({ ':path': '/' });
+    expect(stream.listenerCount('error')).toBe(1);
+    // (Not events.once: it listens for 'error' itself, and would reject.)
+    const closed = new Promise((resolve) => stream.on('close', resolve));
+    session.destroy(new Error('other side closed'));
+    await closed;
+    expect(stream.destroyed).toBe(true);
   } finally {
     api.server.close();
   }

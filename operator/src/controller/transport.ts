@@ -1,3 +1,5 @@
+import { subscribe } from 'node:diagnostics_channel';
+import type { ClientHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { ConnectionOptions, TLSSocket } from 'node:tls';
@@ -37,12 +39,32 @@ export type TlsOptions = Pick<
  * the connection was silent. HTTP/1.1 connections are not pinged: a dead one fails its request at
  * the request timeout, and a watch on it at the informer's inactivity timeout.
  */
+/**
+ * Every HTTP/2 stream this process opens gets an 'error' listener that ignores what it hears. When the
+ * API server goes away mid-stream (a restart ends its socket), Node destroys the session and emits the
+ * error on each of its streams; undici handles it on the streams it is using, but one it has let go
+ * of can still be there without a listener, and Node turns an unheard 'error' into an uncaught
+ * exception that ends the operator (seen in the API server restart chaos run: `SocketError: other
+ * side closed` from undici's onHttp2SocketEnd, "Emitted 'error' event on ClientHttp2Stream"). The
+ * error of a request in flight still reaches undici's own listener and fails that request; this one
+ * only keeps a late copy from crashing the process. Subscribed once, when the first Agent is made.
+ */
+let streamErrorSink = false;
+function sinkLateStreamErrors(): void {
+  if (streamErrorSink) return;
+  streamErrorSink = true;
+  subscribe('http2.client.stream.created', (message) => {
+    (message as { stream: ClientHttp2Stream }).stream.on('error', () => {});
+  });
+}
+
 export function apiServerAgent(
   tls: TlsOptions,
   health: ConnectionHealth = CLIENT_GO_HEALTH,
   onDead?: (silentMs: number) => void,
   http2 = true,
 ): Agent {
+  if (http2) sinkLateStreamErrors();
   const connect = buildConnector({ ...tls, allowH2: http2 } as buildConnector.BuildOptions);
   return new Agent({
     allowH2: http2,
