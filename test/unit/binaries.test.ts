@@ -164,7 +164,7 @@ describe('scripts/binaries.sh', () => {
       ['cni-host-local', 'CNI_PLUGINS_VERSION'],
       ['cni-loopback', 'CNI_PLUGINS_VERSION'],
       ['cni-portmap', 'CNI_PLUGINS_VERSION'],
-      ['kube-router', 'KUBE_ROUTER_VERSION', '-firewall'],
+      ['kube-router', 'KUBE_ROUTER_VERSION', `-firewall-k8s-${pinned('KUBERNETES_VERSION')}`],
       ['coredns', 'COREDNS_VERSION', '-kubeadm-plugins'],
     ];
     const paths = node.map(([name, versionVariable, suffix = '']) =>
@@ -214,7 +214,7 @@ describe('scripts/binaries.sh', () => {
   describe('with concurrent callers', () => {
     const log = () => join(dir, 'builds.log');
     const release = () => join(dir, 'release');
-    const path = (name: string) => join(dir, 'cache', 'bin', `${name}-${pinned('KWOK_VERSION')}`);
+    const path = (name: string) => join(dir, 'cache', 'bin', `${name}-${pinned('CONTAINERD_VERSION')}`);
     // A `go` that "installs" the package named last into $GOBIN, logging when each build starts
     // and ends; a build ends only once the test has created the file release().
     beforeEach(() => {
@@ -245,61 +245,63 @@ describe('scripts/binaries.sh', () => {
 
     test('build each binary once, never two at a time', async () => {
       writeFileSync(release(), '');
-      const [first, second] = await Promise.all([caller(['kwok', 'kwokctl']), caller(['kwokctl', 'kwok'])]);
-      expect(first).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\nkwokctl=${path('kwokctl')}\n` });
-      expect(second).toEqual({ code: 0, stdout: `kwokctl=${path('kwokctl')}\nkwok=${path('kwok')}\n` });
+      const [first, second] = await Promise.all([caller(['containerd', 'ctr']), caller(['ctr', 'containerd'])]);
+      expect(first).toEqual({ code: 0, stdout: `containerd=${path('containerd')}\nctr=${path('ctr')}\n` });
+      expect(second).toEqual({ code: 0, stdout: `ctr=${path('ctr')}\ncontainerd=${path('containerd')}\n` });
       const log = builds();
-      expect([...log].sort()).toEqual(['end kwok', 'end kwokctl', 'start kwok', 'start kwokctl']);
+      expect([...log].sort()).toEqual(['end containerd', 'end ctr', 'start containerd', 'start ctr']);
       expect([log[0].replace('start', 'end'), log[2].replace('start', 'end')]).toEqual([log[1], log[3]]);
     });
 
     // npm test's two build streams: binaries of different modules build side by side.
     test('binaries of different modules build at the same time', async () => {
       const actionlint = join(dir, 'cache', 'bin', `actionlint-${pinned('ACTIONLINT_VERSION')}`);
-      const building = caller(['kwok']);
-      await eventually('the build of kwok to start', () => builds().includes('start kwok'), { intervalMs: 20 });
+      const building = caller(['ctr']);
+      await eventually('the build of ctr to start', () => builds().includes('start ctr'), { intervalMs: 20 });
       const beside = caller(['actionlint']);
       await eventually(
-        'the build of actionlint to start while kwok builds',
+        'the build of actionlint to start while ctr builds',
         () => builds().includes('start actionlint'),
         {
           intervalMs: 20,
         },
       );
-      expect(builds()).toEqual(['start kwok', 'start actionlint']);
+      expect(builds()).toEqual(['start ctr', 'start actionlint']);
       writeFileSync(release(), '');
-      expect(await building).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\n` });
+      expect(await building).toEqual({ code: 0, stdout: `ctr=${path('ctr')}\n` });
       expect(await beside).toEqual({ code: 0, stdout: `actionlint=${actionlint}\n` });
     });
 
     // npm test downloads every build's modules beside its build stream.
     test('download fetches a module once under its build lock, compiling nothing: its build waits for it', async () => {
-      const downloading = caller(['download', 'kwok', 'kwokctl']);
-      await eventually('the download of kwok to start', () => builds().includes('start kwokctl'), { intervalMs: 20 });
-      const building = caller(['kwok']);
+      const downloading = caller(['download', 'ctr', 'containerd']);
+      await eventually('the download of containerd to start', () => builds().includes('start containerd'), {
+        intervalMs: 20,
+      });
+      const building = caller(['ctr']);
       writeFileSync(release(), '');
       expect(await downloading).toEqual({ code: 0, stdout: '' });
-      expect(await building).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\n` });
+      expect(await building).toEqual({ code: 0, stdout: `ctr=${path('ctr')}\n` });
       // One `go install -n` for both binaries of the module, then the build, after it.
-      expect(builds()).toEqual(['start kwokctl', 'end kwokctl', 'start kwok', 'end kwok']);
+      expect(builds()).toEqual(['start containerd', 'end containerd', 'start ctr', 'end ctr']);
       expect(readdirSync(join(dir, 'cache', 'bin')).filter((file) => !file.startsWith('.'))).toEqual([
-        `kwok-${pinned('KWOK_VERSION')}`,
+        `ctr-${pinned('CONTAINERD_VERSION')}`,
       ]);
     });
 
     test('a caller whose binaries are cached is not held up by a build of another binary', async () => {
       const kubectl = cached(`kubectl-${pinned('KUBERNETES_VERSION')}`);
-      const building = caller(['kwok']);
-      await eventually('the build of kwok to start', () => builds().includes('start kwok'), { intervalMs: 20 });
+      const building = caller(['ctr']);
+      await eventually('the build of ctr to start', () => builds().includes('start ctr'), { intervalMs: 20 });
       expect(await caller(['kubectl'])).toEqual({ code: 0, stdout: `kubectl=${kubectl}\n` });
-      expect(builds()).toEqual(['start kwok']);
+      expect(builds()).toEqual(['start ctr']);
       writeFileSync(release(), '');
-      expect(await building).toEqual({ code: 0, stdout: `kwok=${path('kwok')}\n` });
+      expect(await building).toEqual({ code: 0, stdout: `ctr=${path('ctr')}\n` });
     });
   });
 
   test('download skips what is cached, and then needs no Go', () => {
-    cached(`kwok-${pinned('KWOK_VERSION')}`);
+    cached(`kwok-${pinned('KWOK_VERSION')}-k8s-${pinned('KUBERNETES_VERSION')}`);
     expect(run(['download', 'kwok'], { PATH: noGo })).toEqual({ code: 0, stdout: '', stderr: '' });
   });
 
