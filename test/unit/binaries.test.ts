@@ -18,7 +18,9 @@ import { eventually } from '../../harness/process/poll.ts';
 
 const script = fileURLToPath(new URL('../../scripts/binaries.sh', import.meta.url));
 const manifest = fileURLToPath(new URL('../../scripts/otelcol-builder.yaml', import.meta.url));
-const jaegerComponents = fileURLToPath(new URL('../../scripts/jaeger/components.go', import.meta.url));
+const jaegerSources = ['components.go', 'without-typed-client.awk'].map((file) =>
+  fileURLToPath(new URL(`../../scripts/jaeger/${file}`, import.meta.url)),
+);
 // No Go on this PATH: a test that reaches a build fails fast with "Go is not installed" instead of compiling.
 const noGo = '/usr/bin:/bin';
 
@@ -28,7 +30,11 @@ function pinned(name: string): string {
   return match[1];
 }
 
-const manifestHash = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 12);
+const manifestHash = (...paths: string[]) =>
+  createHash('sha256')
+    .update(Buffer.concat(paths.map((path) => readFileSync(path))))
+    .digest('hex')
+    .slice(0, 12);
 
 // An empty cache, so nothing is found there and the script must use the environment or build.
 let dir: string;
@@ -177,8 +183,8 @@ describe('scripts/binaries.sh', () => {
 
   test('prints cached jaeger and hotrod without building them (no Go needed)', () => {
     const version = pinned('JAEGER_VERSION');
-    // Keyed by its components too: a changed list is a different binary.
-    const jaeger = cached(`jaeger-${version}-${manifestHash(jaegerComponents)}`);
+    // Keyed by its components and its Elasticsearch client's patch too: a changed file is a different binary.
+    const jaeger = cached(`jaeger-${version}-${manifestHash(...jaegerSources)}`);
     const hotrod = cached(`hotrod-${version}`);
     const result = run(['jaeger', 'hotrod'], { PATH: noGo });
     expect(result.stdout).toBe(`jaeger=${jaeger}\nhotrod=${hotrod}\n`);
