@@ -60,6 +60,10 @@ async function createSecrets(secrets: Record<string, Record<string, string>>, na
 /**
  * A storage server outside the cluster under the name dist/ gives it: a Service without a selector
  * and an EndpointSlice naming the host, what a user writes for a database the cluster does not run.
+ * Resolves once a pod reaches the server by that name: a user's database Service exists long before
+ * the stack, whereas here kube-proxy and CoreDNS learn of it seconds before Jaeger starts. A Jaeger
+ * that meets the ClusterIP still rejected (kube-proxy's rule for a Service it knows without endpoints)
+ * exits at start and restarts, which 'nothing crash-looped' rightly reports.
  */
 async function externalService(name: string, port: number): Promise<void> {
   await ok(['apply', '-f', '-'], {
@@ -84,6 +88,9 @@ async function externalService(name: string, port: number): Promise<void> {
       ],
     }),
   });
+  await eventually(`${name}.${NS}.svc:${port} to be reachable from a pod`, () =>
+    connects(CLIENT_NS, 'client', `${name}.${NS}.svc`, port),
+  );
 }
 
 /** The namespace gone, with everything in it (dist/tracing-dev/'s, or a previous suite's). */
