@@ -92,6 +92,15 @@ debian() {
   need_root debian
   local work ctr mnt
   mkdir -p "$CACHE_DIR/image"
+  # The operator image's build and scripts/node-images.sh's may both ask for it (scripts/test.sh
+  # runs them side by side): one assembles it, the other waits and takes it.
+  exec 8>"$CACHE_DIR/image/.debian.lock"
+  flock 8
+  if [[ -f $DEBIAN_DIR/index.json ]]; then
+    exec 8>&-
+    echo "$DEBIAN_REF"
+    return
+  fi
   work=$(mktemp -d "$CACHE_DIR/image/debian.XXXXXX")
   trap 'rm -rf "$work"' RETURN
   log "debootstrap --variant=minbase $SUITE from $DEBIAN_MIRROR"
@@ -114,6 +123,7 @@ debian() {
   rm -rf "$DEBIAN_DIR"
   mv "$work/layout" "$DEBIAN_DIR"
   log "debian: $DEBIAN_REF ($(du -sh "$DEBIAN_DIR" | cut -f1))"
+  exec 8>&-
   echo "$DEBIAN_REF"
 }
 

@@ -16,7 +16,7 @@
 # pulls): the Debian images FROM the Debian layer `scripts/image.sh debian` assembles, which the
 # operator image's base starts with too, so a node stores that layer once. The static images are
 # the upstream Dockerfiles on scratch, with the binaries scripts/binaries.sh builds from source and
-# Debian's CA bundle.
+# Debian's CA bundle, from an image of images/certs.Containerfile built once per Debian layer.
 #
 #   name              reference (as dist/ and the code name it)        built from
 #   pause             registry.k8s.io/pause:3.10.2                     pause.c of the Kubernetes release (gcc -static)
@@ -35,9 +35,9 @@
 #
 # Cached outside the repo in $CACHE/node-images (CACHE=~/.cache/website-stack, as scripts/image.sh):
 # <name>.tar and <name>.inputs, the key it was built from: a SHA-256 of the reference, this script,
-# the Containerfile, every file of the build context by content and the Debian layer's index (for
-# website-operator: the reference, this script and its layout's index). An image whose key is
-# unchanged is not built again. bin/ holds what is compiled or copied here: pause and Jaeger's
+# the Containerfile (and images/certs.Containerfile for a static image), every file of the build
+# context by content and the Debian layer's index (for website-operator: the reference, this script
+# and its layout's index). An image whose key is unchanged is not built again. bin/ holds what is compiled or copied here: pause and Jaeger's
 # sampling strategies.
 # Packages come from the Debian mirror at build time: delete a tar to build it again with today's.
 set -euo pipefail
@@ -167,6 +167,9 @@ context_of() {
   esac
 }
 
+# Whether images/$1.Containerfile builds on images/certs.Containerfile (the static images).
+uses_certs() { grep -q '^ARG CERTS_IMAGE' "$ROOT/images/$1.Containerfile"; }
+
 # The key of image $1 (reference $2) with context $3 ("<file name> <source path>" lines).
 inputs_key() {
   local name=$1 ref=$2 context=$3 file source
@@ -174,6 +177,7 @@ inputs_key() {
     echo "reference $ref"
     echo "debian $(cat "$DEBIAN_DIR/index.json")"
     (cd "$ROOT" && sha256sum "$SELF" "images/$name.Containerfile")
+    ! uses_certs "$name" || (cd "$ROOT" && sha256sum images/certs.Containerfile)
     while read -r file source; do
       printf '%s %s\n' "$file" "$(sha256sum <"$source" | cut -d' ' -f1)"
     done <<<"$context"
@@ -200,6 +204,26 @@ export_archive() {
 
 up_to_date() { [[ -f $OUT_DIR/$1.tar && "$(cat "$OUT_DIR/$1.inputs" 2>/dev/null)" == "$2" ]]; }
 
+# The name of images/certs.Containerfile's image on the current Debian layer, built when buildah's
+# storage lacks it (once per Debian layer and version of that file; older ones are removed). Its
+# Debian packages are the mirror's of the day it is built, as every image's here.
+certs_image() {
+  local tag name old
+  tag=$({ cat "$DEBIAN_DIR/index.json"; sha256sum <"$ROOT/images/certs.Containerfile"; } | sha256sum | cut -c1-16)
+  name=localhost/node-images/certs:$tag
+  if ! "${BUILDAH[@]}" inspect --type image "$name" >/dev/null 2>&1; then
+    for old in $("${BUILDAH[@]}" images --format '{{.Name}}:{{.Tag}}' localhost/node-images/certs 2>/dev/null); do
+      "${BUILDAH[@]}" rmi "$old" >/dev/null
+    done
+    log "building Debian's CA bundle for the static images (images/certs.Containerfile)"
+    mkdir -p "$WORK/certs"
+    nice "${BUILDAH[@]}" build --isolation chroot --network host --pull-never -t "$name" \
+      -f "$ROOT/images/certs.Containerfile" --build-arg "DEBIAN_IMAGE=$DEBIAN_NAME" "$WORK/certs" >"$WORK/certs.log" 2>&1 \
+      || { tail -30 "$WORK/certs.log" >&2; die "building images/certs.Containerfile failed (buildah's output above)"; }
+  fi
+  echo "$name"
+}
+
 # Builds image $1 (reference $2) from images/$1.Containerfile with the context $3, keyed $4.
 build_image() {
   local name=$1 ref=$2 context=$3 key=$4 containerfile=$ROOT/images/$1.Containerfile
@@ -212,6 +236,7 @@ build_image() {
   local -a args=(--isolation chroot --network host --pull-never -t "localhost/node-images/$name" -f "$containerfile")
   ! grep -q '^ARG DEBIAN_IMAGE' "$containerfile" || args+=(--build-arg "DEBIAN_IMAGE=$DEBIAN_NAME")
   ! grep -q '^ARG DEBIAN_SECURITY_MIRROR' "$containerfile" || args+=(--build-arg "DEBIAN_SECURITY_MIRROR=$DEBIAN_SECURITY_MIRROR")
+  ! uses_certs "$name" || args+=(--build-arg "CERTS_IMAGE=$(certs_image)")
   log "building $ref (images/$name.Containerfile)"
   nice "${BUILDAH[@]}" build "${args[@]}" "$ctx" >"$ctx.log" 2>&1 \
     || { tail -30 "$ctx.log" >&2; die "building $ref failed (images/$name.Containerfile; buildah's output above)"; }

@@ -20,7 +20,11 @@ cd "$(dirname "$0")/.."
 # waits for it (scripts/binaries.sh). A process group of its own, so that a run that stops early
 # stops the Go compilers too.
 prebuild=
-stop_prebuild() { [[ -z $prebuild ]] || kill -- "-$prebuild" 2>/dev/null || true; }
+node_images=
+stop_prebuild() {
+  local group
+  for group in $prebuild $node_images; do kill -- "-$group" 2>/dev/null || true; done
+}
 trap stop_prebuild EXIT
 # In the order the lanes below need them, one at a time (binaries.sh): the trace stack's binaries
 # first (the trace lane starts at once, and the cluster lane's operator.test.ts traces into Jaeger
@@ -102,6 +106,17 @@ lane() {
   done
   return "$rc"
 }
+
+# The node project's pod images, but the operator's (the isolated project builds it) and CoreDNS's
+# (its binary compiles last), build in the background while the isolated project runs, rather than
+# in the node project's setup after it: the node lane ends the run. The node's setup waits for this
+# build (scripts/node-images.sh installs its tools and takes one lock) and finds them up to date;
+# were this build to fail, the setup builds them again and reports why.
+pod_images=$(bash scripts/node-images.sh names | grep -vx -e coredns -e website-operator | tr '\n' ' ')
+echo "[test] the real node's pod images (scripts/node-images.sh build $pod_images), in the background: test-results/node-images.log"
+# shellcheck disable=SC2086 # the names, split
+setsid bash scripts/node-images.sh build $pod_images >test-results/node-images.log 2>&1 &
+node_images=$!
 
 echo "[test] jest, three lanes side by side: trace then unit beside argocd; cluster then package; isolated then node"
 lane trace unit+argocd &
