@@ -84,6 +84,11 @@ node_binary() {
 
 # Debian alone, one layer: what debian:bookworm-slim holds, from the Debian mirror.
 debian() {
+  # The operator image's build and scripts/node-images.sh's may both ask for it (scripts/test.sh
+  # runs them side by side): one assembles it, the other waits and takes it.
+  mkdir -p "$CACHE_DIR/image"
+  exec 8>"$CACHE_DIR/image/.debian.lock"
+  flock 8
   if [[ -f $DEBIAN_DIR/index.json ]]; then
     echo "$DEBIAN_REF"
     return
@@ -91,16 +96,6 @@ debian() {
   deps
   need_root debian
   local work ctr mnt
-  mkdir -p "$CACHE_DIR/image"
-  # The operator image's build and scripts/node-images.sh's may both ask for it (scripts/test.sh
-  # runs them side by side): one assembles it, the other waits and takes it.
-  exec 8>"$CACHE_DIR/image/.debian.lock"
-  flock 8
-  if [[ -f $DEBIAN_DIR/index.json ]]; then
-    exec 8>&-
-    echo "$DEBIAN_REF"
-    return
-  fi
   work=$(mktemp -d "$CACHE_DIR/image/debian.XXXXXX")
   trap 'rm -rf "$work"' RETURN
   log "debootstrap --variant=minbase $SUITE from $DEBIAN_MIRROR"
@@ -123,7 +118,6 @@ debian() {
   rm -rf "$DEBIAN_DIR"
   mv "$work/layout" "$DEBIAN_DIR"
   log "debian: $DEBIAN_REF ($(du -sh "$DEBIAN_DIR" | cut -f1))"
-  exec 8>&-
   echo "$DEBIAN_REF"
 }
 

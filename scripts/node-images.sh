@@ -37,8 +37,8 @@
 # <name>.tar and <name>.inputs, the key it was built from: a SHA-256 of the reference, this script,
 # the Containerfile (and images/certs.Containerfile for a static image), every file of the build
 # context by content and the Debian layer's index (for website-operator: the reference, this script
-# and its layout's index). An image whose key is unchanged is not built again. bin/ holds what is compiled or copied here: pause and Jaeger's
-# sampling strategies.
+# and its layout's index). An image whose key is unchanged is not built again. bin/ holds what is
+# compiled or copied here: pause and Jaeger's sampling strategies.
 # Packages come from the Debian mirror at build time: delete a tar to build it again with today's.
 set -euo pipefail
 # Command substitutions stop on errors too (bash does not inherit set -e into them otherwise).
@@ -167,8 +167,9 @@ context_of() {
   esac
 }
 
-# Whether images/$1.Containerfile builds on images/certs.Containerfile (the static images).
-uses_certs() { grep -q '^ARG CERTS_IMAGE' "$ROOT/images/$1.Containerfile"; }
+# Whether images/$1.Containerfile declares the build argument $2 (e.g. CERTS_IMAGE: it builds on
+# images/certs.Containerfile, as the static images do).
+declares_arg() { grep -Eq "^ARG $2(=|\$)" "$ROOT/images/$1.Containerfile"; }
 
 # The key of image $1 (reference $2) with context $3 ("<file name> <source path>" lines).
 inputs_key() {
@@ -177,7 +178,7 @@ inputs_key() {
     echo "reference $ref"
     echo "debian $(cat "$DEBIAN_DIR/index.json")"
     (cd "$ROOT" && sha256sum "$SELF" "images/$name.Containerfile")
-    ! uses_certs "$name" || (cd "$ROOT" && sha256sum images/certs.Containerfile)
+    ! declares_arg "$name" CERTS_IMAGE || (cd "$ROOT" && sha256sum images/certs.Containerfile)
     while read -r file source; do
       printf '%s %s\n' "$file" "$(sha256sum <"$source" | cut -d' ' -f1)"
     done <<<"$context"
@@ -234,9 +235,9 @@ build_image() {
   done <<<"$context"
   # No layer cache (vfs copies the whole tree per cached step); the inputs key skips unchanged images.
   local -a args=(--isolation chroot --network host --pull-never -t "localhost/node-images/$name" -f "$containerfile")
-  ! grep -q '^ARG DEBIAN_IMAGE' "$containerfile" || args+=(--build-arg "DEBIAN_IMAGE=$DEBIAN_NAME")
-  ! grep -q '^ARG DEBIAN_SECURITY_MIRROR' "$containerfile" || args+=(--build-arg "DEBIAN_SECURITY_MIRROR=$DEBIAN_SECURITY_MIRROR")
-  ! uses_certs "$name" || args+=(--build-arg "CERTS_IMAGE=$(certs_image)")
+  ! declares_arg "$name" DEBIAN_IMAGE || args+=(--build-arg "DEBIAN_IMAGE=$DEBIAN_NAME")
+  ! declares_arg "$name" DEBIAN_SECURITY_MIRROR || args+=(--build-arg "DEBIAN_SECURITY_MIRROR=$DEBIAN_SECURITY_MIRROR")
+  ! declares_arg "$name" CERTS_IMAGE || args+=(--build-arg "CERTS_IMAGE=$(certs_image)")
   log "building $ref (images/$name.Containerfile)"
   nice "${BUILDAH[@]}" build "${args[@]}" "$ctx" >"$ctx.log" 2>&1 \
     || { tail -30 "$ctx.log" >&2; die "building $ref failed (images/$name.Containerfile; buildah's output above)"; }

@@ -21,11 +21,11 @@ cd "$(dirname "$0")/.."
 # stops the Go compilers too.
 prebuild=
 node_images=
-stop_prebuild() {
+stop_background() {
   local group
   for group in $prebuild $node_images; do kill -- "-$group" 2>/dev/null || true; done
 }
-trap stop_prebuild EXIT
+trap stop_background EXIT
 # In the order the lanes below need them, one at a time (binaries.sh): the trace stack's binaries
 # first (the trace lane starts at once, and the cluster lane's operator.test.ts traces into Jaeger
 # too); then the cluster set (every lane with a cluster), the real node's (its lane is the last to
