@@ -56,6 +56,10 @@ export default {
       globalSetup: '<rootDir>/test/node/global-setup.ts',
       globalTeardown: '<rootDir>/test/node/global-teardown.ts',
     },
+    // The docs pages a reader follows on the real node, run as written (harness/docs/walkthrough.ts):
+    // each starts the node from its copy of the repository, so this project runs after the node
+    // project, whose node it would otherwise meet (one real node runs per machine).
+    { ...base, displayName: 'node-walkthroughs', testMatch: ['<rootDir>/test/node-walkthroughs/**/*.test.ts'] },
     // The packed package installed into fresh cdk8s apps, as its users install it.
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },
     // The trace stack with the real Jaeger, Collector, HotROD and oauth2-proxy binaries, as local

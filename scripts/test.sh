@@ -9,7 +9,7 @@
 # one at a time, and mostly wait on controllers), then the package project; and the isolated project
 # (the chaos run and the operator image, on a cluster of their own: they would disturb the others),
 # then the node project (dist/ on a cluster with a real node, which runs the image the isolated
-# project built). The last line counts the tests of every lane (scripts/test-summary.ts).
+# project built), then the walkthroughs that start a real node of their own. The last line counts the tests of every lane (scripts/test-summary.ts).
 # With arguments, one jest run gets them as they are (`npm test -- --selectProjects unit`,
 # `npm test -- test/unit/workload.test.ts`).
 set -euo pipefail
@@ -118,16 +118,16 @@ echo "[test] the real node's pod images (scripts/node-images.sh build $pod_image
 setsid bash scripts/node-images.sh build $pod_images >test-results/node-images.log 2>&1 &
 node_images=$!
 
-echo "[test] jest, three lanes side by side: trace then unit beside argocd; cluster then package; isolated then node"
+echo "[test] jest, three lanes side by side: trace then unit beside argocd; cluster then package; isolated then node then node-walkthroughs"
 lane trace unit+argocd &
 first=$!
 lane cluster package &
 second=$!
 status=0
-lane isolated node || status=1
+lane isolated node node-walkthroughs || status=1
 wait "$first" || status=1
 wait "$second" || status=1
 
 # Every lane counted, and named when it failed or wrote no results (scripts/test-summary.ts).
-node scripts/test-summary.ts "$results" trace unit argocd cluster package isolated node || status=1
+node scripts/test-summary.ts "$results" trace unit argocd cluster package isolated node node-walkthroughs || status=1
 exit "$status"

@@ -23,6 +23,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ClusterAccess } from '../cluster/kubectl.ts';
 import { eventually } from '../process/poll.ts';
 import { stopProcesses } from '../process/processes.ts';
 import { blocks, SHELL_LANGS } from './markdown.ts';
@@ -311,6 +312,29 @@ export class Walkthrough {
   private outputFile(step: Step): string {
     return join(this.state, `step-${step.line}.out`);
   }
+}
+
+/**
+ * In a jest describe: a page's walkthrough in a fresh copy, and the cluster its steps start there; `cleanup` stops what
+ * the page starts, should a step fail before its last.
+ */
+export function walkthrough(
+  page: string,
+  cleanup = 'npm run tracing:down; npm run cluster:down',
+): { walk: () => Walkthrough; cluster: () => ClusterAccess } {
+  let opened: Walkthrough | undefined;
+  beforeAll(() => {
+    opened = Walkthrough.open(page);
+  });
+  afterAll(() => opened?.close(cleanup), 10 * 60_000);
+  const walk = () => opened!;
+  return {
+    walk,
+    cluster: () => ({
+      kubeconfig: join(walk().dir, '.cluster/kubeconfig'),
+      kubectl: join(walk().dir, '.cluster/bin/kubectl'),
+    }),
+  };
 }
 
 function tail(text: string, lines = 40): string {

@@ -2,7 +2,8 @@
 // person sees it.
 import { type Browser, chromium } from 'playwright-core';
 
-export function launchBrowser(): Promise<Browser> {
+/** `args`: Chromium flags beyond the ones every test's browser has. */
+export function launchBrowser(args: readonly string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: [
@@ -13,6 +14,7 @@ export function launchBrowser(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...args,
     ],
   });
 }

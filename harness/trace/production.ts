@@ -30,15 +30,22 @@ export function productionSecrets(services: SharedServices, pki: TestPki, redire
   return {
     'jaeger-elasticsearch': { username: 'jaeger', password: password ?? es.users.jaeger },
     'elasticsearch-es-http-certs-public': { 'ca.crt': es.ca },
-    'jaeger-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
-    'otel-collector-client-tls': { 'ca.crt': pki.ca, 'tls.crt': pki.clientCert, 'tls.key': pki.clientKey },
-    'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
+    ...tlsSecrets(pki),
     ...oidcSecret(services, redirectUrl),
   };
 }
 
+/** The TLS Secrets both production charts name: the gateway's and the collector's, and the gateway's client certificate. */
+export function tlsSecrets(pki: TestPki) {
+  return {
+    'jaeger-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
+    'otel-collector-client-tls': { 'ca.crt': pki.ca, 'tls.crt': pki.clientCert, 'tls.key': pki.clientKey },
+    'otel-collector-tls': { 'tls.crt': pki.serverCert, 'tls.key': pki.serverKey, 'ca.crt': pki.ca },
+  };
+}
+
 /** The Secret `jaeger-oidc` both production charts name: the provider is the shared Keycloak. */
-export function oidcSecret(services: SharedServices, redirectUrl: string) {
+export function oidcSecret(services: Pick<SharedServices, 'keycloak'>, redirectUrl: string) {
   const { keycloak } = services;
   return {
     'jaeger-oidc': {

@@ -18,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ClusterAccess, kubectlOk } from '../../harness/cluster/kubectl.ts';
-import { Walkthrough } from '../../harness/docs/walkthrough.ts';
+import { type Walkthrough, walkthrough } from '../../harness/docs/walkthrough.ts';
 import { eventually } from '../../harness/process/poll.ts';
 import type { JaegerTrace } from '../../harness/trace/traces.ts';
 
@@ -46,29 +46,6 @@ function someSpan(out: string, holds: (related: Related, trace: JaegerTrace) => 
       return holds({ span, service: service(span), parent, parentService: parent && service(parent) }, trace);
     });
   });
-}
-
-/**
- * A page's walkthrough in a fresh copy, and the cluster its steps start there; `cleanup` stops what
- * the page starts, should a step fail before its last.
- */
-function walkthrough(
-  page: string,
-  cleanup = 'npm run tracing:down; npm run cluster:down',
-): { walk: () => Walkthrough; cluster: () => ClusterAccess } {
-  let opened: Walkthrough | undefined;
-  beforeAll(() => {
-    opened = Walkthrough.open(page);
-  });
-  afterAll(() => opened?.close(cleanup), 10 * 60_000);
-  const walk = () => opened!;
-  return {
-    walk,
-    cluster: () => ({
-      kubeconfig: join(walk().dir, '.cluster/kubeconfig'),
-      kubectl: join(walk().dir, '.cluster/bin/kubectl'),
-    }),
-  };
 }
 
 /** After the first block: the reader's shell has the cluster and the trace stack, the operator at 0 replicas. */

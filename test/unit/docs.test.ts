@@ -86,12 +86,12 @@ describe('walkthroughs: the pages a reader follows step by step are run as writt
     .filter((file) => file.endsWith('.test.ts'))
     .map((file) => join('test', file));
   const opened = tests.flatMap((file) =>
-    [...readFileSync(join(ROOT, file), 'utf8').matchAll(/(?:Walkthrough\.open|walkthrough)\('([^']+\.md)'[,)]/g)].map(
-      (m) => ({
-        page: m[1],
-        test: file,
-      }),
-    ),
+    [
+      ...readFileSync(join(ROOT, file), 'utf8').matchAll(/(?:Walkthrough\.open|walkthrough)\(\s*'([^']+\.md)'\s*[,)]/g),
+    ].map((m) => ({
+      page: m[1],
+      test: file,
+    })),
   );
 
   test('the README tour is one', () => {

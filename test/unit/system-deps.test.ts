@@ -30,7 +30,7 @@ const BASE = new Set(
   find flock getconf getent grep gzip head hostname id install kill ln ls mkdir mkfifo mktemp mount
   mountpoint mv nice nohup nproc od printf pwd readlink realpath rm rmdir sed seq setpriv setsid sh
   sha256sum sleep sort stat tail tar tee test timeout touch tr true umount uname uniq unshare wc xargs
-  nsenter dpkg apt-get /bin/sh node npm go git`
+  nsenter dpkg apt-get /bin/sh node npm npx go git`
     .split(/\s+/)
     .filter(Boolean),
 );
@@ -45,7 +45,7 @@ const BUILTINS = new Set(
 );
 
 /** The lanes: jest projects, each of which installs its own list before its first test (scripts/test.sh). */
-const LANES = [...readFileSync(join(ROOT, 'jest.config.js'), 'utf8').matchAll(/displayName: '([a-z]+)'/g)].map(
+const LANES = [...readFileSync(join(ROOT, 'jest.config.js'), 'utf8').matchAll(/displayName: '([a-z-]+)'/g)].map(
   (m) => m[1],
 );
 
