@@ -47,15 +47,12 @@ export type TlsOptions = Pick<
  * exception that ends the operator (seen in the API server restart chaos run: `SocketError: other
  * side closed` from undici's onHttp2SocketEnd, "Emitted 'error' event on ClientHttp2Stream"). The
  * error of a request in flight still reaches undici's own listener and fails that request; this one
- * only keeps a late copy from crashing the process. Subscribed once per process, when the first Agent
- * is made: the flag is the process's, like the channel, not this module's (a module loaded twice, as a
- * test runner loads it once per test file, would subscribe twice).
+ * only keeps a late copy from crashing the process. Subscribed once, when the first Agent is made.
  */
-const STREAM_ERROR_SINK = Symbol.for('website-stack.http2-stream-error-sink');
+let streamErrorSink = false;
 function sinkLateStreamErrors(): void {
-  const process = globalThis as { [STREAM_ERROR_SINK]?: true };
-  if (process[STREAM_ERROR_SINK]) return;
-  process[STREAM_ERROR_SINK] = true;
+  if (streamErrorSink) return;
+  streamErrorSink = true;
   subscribe('http2.client.stream.created', (message) => {
     (message as { stream: ClientHttp2Stream }).stream.on('error', () => {});
   });
