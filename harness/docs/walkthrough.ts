@@ -315,8 +315,8 @@ export class Walkthrough {
 }
 
 /**
- * In a jest describe: a page's walkthrough in a fresh copy, and the cluster its steps start there; `cleanup` stops what
- * the page starts, should a step fail before its last.
+ * In a jest describe: a page's walkthrough in a fresh copy, and the cluster its steps start there;
+ * `cleanup` stops what the page starts, should a step fail before its last.
  */
 export function walkthrough(
   page: string,
