@@ -318,10 +318,7 @@ export class Walkthrough {
  * In a jest describe: a page's walkthrough in a fresh copy, and the cluster its steps start there;
  * `cleanup` stops what the page starts, should a step fail before its last.
  */
-export function walkthrough(
-  page: string,
-  cleanup = 'npm run tracing:down; npm run cluster:down',
-): { walk: () => Walkthrough; cluster: () => ClusterAccess } {
+export function walkthrough(page: string, cleanup: string): { walk: () => Walkthrough; cluster: () => ClusterAccess } {
   let opened: Walkthrough | undefined;
   beforeAll(() => {
     opened = Walkthrough.open(page);

@@ -103,6 +103,6 @@ export function nodeCommands(cluster: ClusterAccess) {
   return { kubectl, ok, getJson, readyPods, exec, connects, httpGet, clusterIP, startClient };
 }
 
-/** The node project's cluster (test/node/). */
-export const { kubectl, ok, getJson, readyPods, exec, connects, httpGet, clusterIP, startClient } =
-  nodeCommands(NODE_CLUSTER);
+/** The helpers against the node project's cluster (test/node/), and each of them by name. */
+export const nodeProject = nodeCommands(NODE_CLUSTER);
+export const { kubectl, ok, getJson, readyPods, exec, connects, httpGet, clusterIP, startClient } = nodeProject;

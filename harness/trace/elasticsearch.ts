@@ -18,15 +18,6 @@ export interface ElasticsearchUsers {
 
 export interface ElasticsearchOptions {
   readonly users: ElasticsearchUsers;
-  /** The HTTPS port; a free one when not given. */
-  readonly port?: number;
-  /** The address it listens on. @default '127.0.0.1' */
-  readonly address?: string;
-  /**
-   * The node's clocks offset by libfaketime (`-10d`): every index it creates is that old, so that
-   * Jaeger's index cleaner has something to delete. @default the real time
-   */
-  readonly clockOffset?: string;
 }
 
 /** A running node. */
@@ -42,25 +33,19 @@ export interface Elasticsearch {
 }
 
 /**
- * Starts Elasticsearch with its config, data and logs under `dir` (created if missing), HTTPS on
- * `address`:`port` (127.0.0.1 and a free port when not given), and resolves once it answers the superuser. The
- * passwords reach the script in its environment, never on a command line. The first call fetches
- * Elasticsearch from Maven Central (cached afterwards).
+ * Starts Elasticsearch with its config, data and logs under `dir` (created if missing), HTTPS on a
+ * free port of 127.0.0.1, and resolves once it answers the superuser. The passwords reach the script
+ * in its environment, never on a command line. The first call fetches Elasticsearch from Maven
+ * Central (cached afterwards).
  */
 export async function startElasticsearch(dir: string, options: ElasticsearchOptions): Promise<Elasticsearch> {
-  const port = options.port ?? (await freePort());
+  const port = await freePort();
   const env = {
     ...process.env,
     ES_ELASTIC_PASSWORD: options.users.elastic,
     ES_JAEGER_PASSWORD: options.users.jaeger,
-    ...(options.clockOffset ? { ES_FAKETIME: options.clockOffset } : {}),
   };
-  const out = (
-    await runScript('elasticsearch', ['start', dir, String(port), ...(options.address ? [options.address] : [])], env)
-  )
-    .trim()
-    .split('\n')
-    .pop()!;
+  const out = (await runScript('elasticsearch', ['start', dir, String(port)], env)).trim().split('\n').pop()!;
   const { url, caFile } = JSON.parse(out) as { url: string; caFile: string };
   return {
     url,

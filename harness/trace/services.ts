@@ -24,30 +24,15 @@ export interface SharedServices {
   readonly keycloak: Omit<Keycloak, 'stop'>;
 }
 
-/** Where and how the servers listen (the trace project's: loopback, free ports, Keycloak over HTTP). */
-export interface ServicesOptions {
-  /** @default '127.0.0.1' */
-  readonly address?: string;
-  /** @default a free port */
-  readonly elasticsearchPort?: number;
-  /** Elasticsearch's clocks offset (ElasticsearchOptions.clockOffset). @default the real time */
-  readonly elasticsearchClockOffset?: string;
-  /** Keycloak serves HTTPS on this port too, and issues as https://address[:port]. @default HTTP only */
-  readonly keycloakHttpsPort?: number;
-}
-
 /**
- * Starts both servers side by side, their state and logs under `dir`; returns them and a function
- * stopping them.
+ * Starts both servers for the trace project, side by side, their state and logs under SERVICES_DIR;
+ * returns a function stopping them.
  */
-export async function startServices(
-  dir: string,
-  options: ServicesOptions = {},
-): Promise<{ services: SharedServices; started: Described; stop(): Promise<void> }> {
+export async function startSharedServices(): Promise<() => Promise<void>> {
+  const dir = SERVICES_DIR;
   mkdirSync(dir, { recursive: true });
   const password = () => randomBytes(18).toString('base64url');
   const users = { elastic: password(), jaeger: password() };
-  const { address } = options;
   // Servers a run that was killed left behind are stopped first (stop is a no-op without one).
   await Promise.all([
     runScript('elasticsearch', ['stop', join(dir, 'elasticsearch')]),
@@ -57,16 +42,8 @@ export async function startServices(
   // realms a first start imports (tens of seconds more).
   rmSync(join(dir, 'elasticsearch'), { recursive: true, force: true });
   const [es, keycloak] = await Promise.allSettled([
-    startElasticsearch(join(dir, 'elasticsearch'), {
-      users,
-      ...(address ? { address } : {}),
-      ...(options.elasticsearchPort ? { port: options.elasticsearchPort } : {}),
-      ...(options.elasticsearchClockOffset ? { clockOffset: options.elasticsearchClockOffset } : {}),
-    }),
-    startKeycloak(join(dir, 'keycloak'), {
-      ...(address ? { address } : {}),
-      ...(options.keycloakHttpsPort ? { httpsPort: options.keycloakHttpsPort } : {}),
-    }),
+    startElasticsearch(join(dir, 'elasticsearch'), { users }),
+    startKeycloak(join(dir, 'keycloak')),
   ]);
   const stop = async () => {
     await Promise.all([es, keycloak].map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
@@ -80,18 +57,10 @@ export async function startServices(
         .join('\n'),
     );
   }
-  const { stop: _es, ...elasticsearch } = es.value;
-  const { stop: _keycloak, ...provider } = keycloak.value;
-  return {
-    services: { elasticsearch: { ...elasticsearch, users }, keycloak: provider },
-    started: { elasticsearch: { url: es.value.url, caFile: es.value.caFile, users }, keycloak: keycloak.value.started },
-    stop,
+  const started: Described = {
+    elasticsearch: { url: es.value.url, caFile: es.value.caFile, users },
+    keycloak: keycloak.value.started,
   };
-}
-
-/** Starts both servers for the trace project; returns a function stopping them. */
-export async function startSharedServices(): Promise<() => Promise<void>> {
-  const { started, stop } = await startServices(SERVICES_DIR);
   process.env[ENV] = JSON.stringify(started);
   return stop;
 }

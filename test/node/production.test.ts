@@ -15,13 +15,19 @@ import {
   clusterIP,
   connects,
   dist,
-  getJson,
   kubectl,
-  NODE,
+  nodeProject as node,
   ok,
   readyPods,
   startClient,
 } from '../../harness/node/node.ts';
+import {
+  expectNoRestarts,
+  expectPoliciesEnforced,
+  expectProxyInFront,
+  type ProductionPods,
+  productionPods,
+} from '../../harness/node/production.ts';
 import { eventually } from '../../harness/process/poll.ts';
 import { type Cassandra, startCassandra } from '../../harness/trace/cassandra.ts';
 import { type Keycloak, startKeycloak } from '../../harness/trace/keycloak.ts';
@@ -96,15 +102,6 @@ async function withoutTracingNamespace(): Promise<void> {
   await ok(['delete', 'namespace', NS, '--ignore-not-found', '--wait=true', '--timeout=180s']);
 }
 
-/** Waits for the collector, query and gateway pods, Ready on the real node under their probes. */
-async function productionPods(): Promise<Record<'collector' | 'query' | 'gateway', any[]>> {
-  return {
-    collector: await readyPods(NS, 'app.kubernetes.io/name=jaeger-collector', 2, 300_000),
-    query: await readyPods(NS, 'app.kubernetes.io/name=jaeger-query', 2, 300_000),
-    gateway: await readyPods(NS, 'app.kubernetes.io/name=otel-collector', 1, 300_000),
-  };
-}
-
 /**
  * HotROD in the application's namespace, as a platform team deploys it with the HotRod construct:
  * sending to the production gateway with the client certificate of the Secret `otel-client`.
@@ -150,69 +147,6 @@ async function queryApi(path: string, token?: string): Promise<Response> {
   return fetch(`${base}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {}, redirect: 'manual' });
 }
 
-/**
- * What each production folder's NetworkPolicies say (the table of docs/use/network-policies.md), probed
- * from another namespace.
- */
-async function expectPoliciesEnforced(pods: Awaited<ReturnType<typeof productionPods>>): Promise<void> {
-  const ip = (pod: any) => pod.status.podIP;
-  const [collector] = pods.collector;
-  const [query] = pods.query;
-  const [gatewayPod] = pods.gateway;
-  const probes = {
-    'gateway OTLP/gRPC (open to every namespace)': [ip(gatewayPod), 4317],
-    'gateway OTLP/HTTP (open to every namespace)': [ip(gatewayPod), 4318],
-    'gateway metrics (Prometheus only)': [ip(gatewayPod), 8888],
-    'Jaeger collector OTLP (the gateway only)': [ip(collector), 4317],
-    'Jaeger collector metrics (Prometheus only)': [ip(collector), 8888],
-    'query through oauth2-proxy (open)': [ip(query), 4180],
-    'query metrics (Prometheus only)': [ip(query), 8888],
-  } as const;
-  const seen: Record<string, boolean> = {};
-  for (const [what, [address, port]] of Object.entries(probes))
-    seen[what] = await connects(CLIENT_NS, 'client', address, port);
-  expect(seen).toEqual({
-    'gateway OTLP/gRPC (open to every namespace)': true,
-    'gateway OTLP/HTTP (open to every namespace)': true,
-    'gateway metrics (Prometheus only)': false,
-    'Jaeger collector OTLP (the gateway only)': false,
-    'Jaeger collector metrics (Prometheus only)': false,
-    'query through oauth2-proxy (open)': true,
-    'query metrics (Prometheus only)': false,
-  });
-}
-
-/** oauth2-proxy in every query pod, and Jaeger's own UI port not among the pod's ports. */
-function expectProxyInFront(queryPods: any[]): void {
-  for (const pod of queryPods) {
-    expect(pod.spec.nodeName).toBe(NODE);
-    const names = pod.status.containerStatuses.map((c: any) => c.name).sort();
-    expect(names).toEqual(['oauth2-proxy', 'query']);
-    const ports = pod.spec.containers.flatMap((c: any) => (c.ports ?? []).map((p: any) => p.containerPort));
-    expect(ports).toContain(4180);
-    expect(ports).not.toContain(16686);
-  }
-}
-
-/**
- * No container of the namespace restarted: nothing crash-looped while its Secrets and storage were
- * there. A restart is reported with how its last run ended and that run's last log lines.
- */
-async function expectNoRestarts(): Promise<void> {
-  const restarted = (await getJson(['pods', '-n', NS])).items.flatMap((p: any) =>
-    (p.status.containerStatuses ?? [])
-      .filter((c: any) => c.restartCount > 0)
-      .map((c: any) => ({ pod: p.metadata.name, container: c.name, restarts: c.restartCount, last: c.lastState })),
-  );
-  const reports = await Promise.all(
-    restarted.map(async ({ pod, container, restarts, last }: any) => {
-      const previous = await kubectl(['logs', '-n', NS, pod, '-c', container, '--previous', '--tail=15']);
-      return `${pod}/${container}: ${restarts} (last run: ${JSON.stringify(last)}):\n${previous.stdout || previous.stderr}`;
-    }),
-  );
-  expect(reports).toEqual([]);
-}
-
 let keycloak: Keycloak;
 const pki = testPki(['jaeger-collector.tracing.svc', 'otel-collector.tracing.svc']);
 
@@ -229,7 +163,7 @@ afterAll(async () => {
 
 describe('dist/tracing-production-cassandra/ applied as is', () => {
   let cassandra: Cassandra;
-  let pods: Awaited<ReturnType<typeof productionPods>>;
+  let pods: ProductionPods;
 
   beforeAll(async () => {
     cassandra = await startCassandra(join(mkdtempSync(join(tmpdir(), 'node-cassandra-')), 'node'), 9042, HOST);
@@ -244,7 +178,7 @@ describe('dist/tracing-production-cassandra/ applied as is', () => {
       'jaeger-cassandra': { username: 'cassandra', password: 'cassandra' },
     });
     await ok(['apply', '-f', dist('tracing-production-cassandra')]);
-    pods = await productionPods();
+    pods = await productionPods(node);
   }, 600_000);
 
   afterAll(async () => {
@@ -253,7 +187,6 @@ describe('dist/tracing-production-cassandra/ applied as is', () => {
   }, 300_000);
 
   test('collector and query pods are Ready on the real node, with oauth2-proxy in front of query', async () => {
-    for (const pod of [...pods.collector, ...pods.query, ...pods.gateway]) expect(pod.spec.nodeName).toBe(NODE);
     expectProxyInFront(pods.query);
   });
 
@@ -263,8 +196,8 @@ describe('dist/tracing-production-cassandra/ applied as is', () => {
   });
 
   test("the folder's NetworkPolicies are enforced: what the table of docs/use/network-policies.md opens answers, the rest is refused", async () => {
-    await expectPoliciesEnforced(pods);
+    await expectPoliciesEnforced(node, CLIENT_NS, pods);
   });
 
-  test('nothing crash-looped', expectNoRestarts);
+  test('nothing crash-looped', () => expectNoRestarts(node, [NS]));
 });

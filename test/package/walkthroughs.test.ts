@@ -96,7 +96,7 @@ async function expectStopped(walk: Walkthrough, last = /npm run tracing:down && 
 }
 
 describe("README.md's five-minute tour", () => {
-  const { walk, cluster } = walkthrough('README.md');
+  const { walk, cluster } = walkthrough('README.md', 'npm run tracing:down; npm run cluster:down');
 
   test(
     'the first block starts the cluster and the trace stack, and applies the operator folder scaled to 0',
@@ -141,7 +141,10 @@ describe("README.md's five-minute tour", () => {
 });
 
 describe('docs/use/control-plane-tracing.md', () => {
-  const { walk, cluster } = walkthrough('docs/use/control-plane-tracing.md');
+  const { walk, cluster } = walkthrough(
+    'docs/use/control-plane-tracing.md',
+    'npm run tracing:down; npm run cluster:down',
+  );
 
   test(
     'the first block starts the trace stack and a traced cluster, and applies the operator folder scaled to 0',

@@ -131,8 +131,8 @@ test("a stream's error that comes after undici let go of the stream (the API ser
     // A stream no one listens to, as one undici has released: its session is destroyed with the
     // error undici's onHttp2SocketEnd gives, which Node emits on the stream.
     const stream = session.request({ ':path': '/' });
-    // The sink, and nothing of the test's. (One per test file of this jest worker that made a client:
-    // the channel is the process's, the module and its once-only flag each file's own.)
+    // The sink's listener: the test adds none. (One per test file of this jest worker that made a
+    // client: the channel is the process's, the module and its once-only flag each file's own.)
     expect(stream.listenerCount('error')).toBeGreaterThan(0);
     // (Not events.once: it listens for 'error' itself, and would reject.)
     const closed = new Promise((resolve) => stream.on('close', resolve));
