@@ -8,7 +8,7 @@
 // before the first step. Each step runs in a bash of its own with `set -e` (a failing command fails
 // the step, as it would stop a reader), starting in the directory and with the exported variables
 // the step before left, as one shell would keep them.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   appendFileSync,
   cpSync,
@@ -212,6 +212,17 @@ export class Walkthrough {
         .filter(Boolean)
         .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
     );
+  }
+
+  /**
+   * The processes still running that the page started: the servers, clusters and nodes its steps
+   * start name the copy on their command lines (pgrep -f). None, once the page's last step ran.
+   */
+  processesLeft(): string[] {
+    const found = spawnSync('pgrep', ['-a', '-f', this.dir], { encoding: 'utf8' });
+    // 0: some found, 1: none; anything else (pgrep missing, a bad pattern) is no answer.
+    if (found.status !== 0 && found.status !== 1) throw new Error(`pgrep failed: ${found.error ?? found.stderr}`);
+    return found.stdout.split('\n').filter(Boolean);
   }
 
   /** Steps the page has that were not run: none, once a test has walked the whole page. */

@@ -8,12 +8,11 @@
 //   Ready, a login as alice in Chromium through the page's port forward, HotROD's trace sent through
 //   the gateway and read back, the page's index names, the index cleaner run by hand; and what the
 //   page says of the folder besides: tokens checked, NetworkPolicies enforced, no restart.
-import { spawnSync } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { walkthrough } from '../../harness/docs/walkthrough.ts';
+import { type Walkthrough, walkthrough } from '../../harness/docs/walkthrough.ts';
 import { NODE, nodeCommands } from '../../harness/node/node.ts';
 import {
   expectNoRestarts,
@@ -49,8 +48,8 @@ const lastJson = (output: string) =>
   );
 
 /** After the last step: no process names the copy, the node's network namespace is gone. */
-function expectNothingRunning(dir: string): void {
-  expect(spawnSync('pgrep', ['-f', dir]).status).toBe(1);
+function expectNothingRunning(walk: Walkthrough): void {
+  expect(walk.processesLeft()).toEqual([]);
   expect(existsSync('/run/netns/website-stack-node')).toBe(false);
 }
 
@@ -85,7 +84,7 @@ describe("docs/contribute/local-cluster.md's real node", () => {
     async () => {
       const { output } = await walk().run(/npm run cluster:down/, { timeoutMs: 3 * 60_000 });
       expect(output).toMatch(/cluster 'website-stack' is down/);
-      expectNothingRunning(walk().dir);
+      expectNothingRunning(walk());
       expect(walk().remaining()).toEqual([]);
     },
     4 * 60_000,
@@ -351,7 +350,7 @@ describe('docs/use/production-trace-stack.md', () => {
         },
       );
       expect(output).toMatch(/cluster 'website-stack' is down/);
-      expectNothingRunning(walk().dir);
+      expectNothingRunning(walk());
       expect(walk().remaining()).toEqual([]);
     },
     4 * 60_000,

@@ -14,7 +14,6 @@
 //   Synced, the sample Websites Progressing until the operator of the second shell reports their
 //   status, then every Application Healthy.
 // Each ends with nothing left running.
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ClusterAccess, kubectlOk } from '../../harness/cluster/kubectl.ts';
@@ -91,7 +90,7 @@ async function expectStopped(walk: Walkthrough, last = /npm run tracing:down && 
   expect(existsSync(join(walk.dir, '.tracing/pids.json'))).toBe(false);
   expect(existsSync(join(walk.dir, '.argocd/pids.json'))).toBe(false);
   // The cluster's and the trace stack's processes name the copy on their command lines.
-  expect(spawnSync('pgrep', ['-f', walk.dir]).status).toBe(1);
+  expect(walk.processesLeft()).toEqual([]);
   expect(walk.remaining()).toEqual([]);
 }
 
