@@ -7,21 +7,21 @@ export interface WebsiteStatus {
 /**
  * Number of available pods of the Website's Deployment.
  */
-availableReplicas?: number
+readonly availableReplicas?: number
 /**
  * Where the Website answers: with the operator's Gateway, http(s)://<host>/ once the Gateway has accepted its route; otherwise the in-cluster URL of its Service, for example http://website-<name>.<namespace>.svc.cluster.local.
  */
-url?: string
+readonly url?: string
 /**
  * metadata.generation the operator last reconciled.
  */
-observedGeneration?: number
+readonly observedGeneration?: number
 /**
  * Current conditions of the Website. Ready is True once every replica is available.
  * 
  * @maxItems 8
  */
-conditions?: WebsiteCondition[]
+readonly conditions?: WebsiteCondition[]
 }
 /**
  * One aspect of the Website's current state (metav1.Condition).
@@ -30,25 +30,25 @@ export interface WebsiteCondition {
 /**
  * Type of condition in CamelCase, for example Ready.
  */
-type: string
+readonly type: string
 /**
  * Status of the condition: True, False or Unknown.
  */
-status: ("True" | "False" | "Unknown")
+readonly status: ("True" | "False" | "Unknown")
 /**
  * metadata.generation of the Website this condition was set for.
  */
-observedGeneration?: number
+readonly observedGeneration?: number
 /**
  * Last time the condition changed from one status to another.
  */
-lastTransitionTime: string
+readonly lastTransitionTime: string
 /**
  * Programmatic identifier of the reason for the last transition, in CamelCase.
  */
-reason: string
+readonly reason: string
 /**
  * Human-readable message about the transition.
  */
-message: string
+readonly message: string
 }

@@ -7,17 +7,17 @@ export interface WebsiteSpec {
 /**
  * Title shown on the website, as plain text: it is HTML-escaped before it reaches the page.
  */
-title: string
+readonly title: string
 /**
  * Number of pods serving the website, from 1 to 5.
  */
-replicas: number
+readonly replicas: number
 /**
  * Theme (background) colour of the page, a CSS hex colour: #RGB or #RRGGBB. Defaults to #2196F3.
  */
-color?: string
+readonly color?: string
 /**
  * Host the Website is served at through the platform's Gateway, a DNS name such as shop.example.com: only under the suffixes the operator allows. Without it the operator gives the Website <name>-<namespace>.<its domain>. An operator without a Gateway serves no host.
  */
-host?: string
+readonly host?: string
 }

@@ -7,16 +7,16 @@ export interface WebsiteV1Beta1Spec {
 /**
  * Title shown on the website, as plain text: it is HTML-escaped before it reaches the page.
  */
-heading: string
+readonly heading: string
 /**
  * Number of pods serving the website, from 1 to 5.
  */
-instances: number
-theme?: WebsiteV1Beta1Theme
+readonly instances: number
+readonly theme?: WebsiteV1Beta1Theme
 /**
  * Host the Website is served at through the platform's Gateway, a DNS name such as shop.example.com: only under the suffixes the operator allows. Without it the operator gives the Website <name>-<namespace>.<its domain>. An operator without a Gateway serves no host.
  */
-host?: string
+readonly host?: string
 }
 /**
  * Look of the page.
@@ -25,5 +25,5 @@ export interface WebsiteV1Beta1Theme {
 /**
  * Theme (background) colour of the page, a CSS hex colour: #RGB or #RRGGBB. Defaults to #2196F3.
  */
-color?: string
+readonly color?: string
 }

@@ -1,11 +1,12 @@
 import { join } from 'node:path';
-import { type ApiObject, App, Chart, YamlOutputType } from 'cdk8s';
+import { ApiObject, App, Chart, YamlOutputType } from 'cdk8s';
 import type { IConstruct } from 'constructs';
-import { argoSync, requireSyncWaves } from './argocd.ts';
+import { ArgoSync } from './argocd.ts';
 import { OPERATOR_NAMESPACE } from './operator/names.ts';
 import { WebsiteOperator } from './operator/website-operator.ts';
 import { ShellOperator } from './shell-operator/shell-operator.ts';
 import { DevelopmentTracingStack } from './tracing/development-tracing-stack.ts';
+import { ProductionStorage } from './tracing/jaeger-production.ts';
 import { ProductionTracingStack, type ProductionTracingStackProps } from './tracing/production-tracing-stack.ts';
 import { Website } from './website/website.ts';
 import { WebsiteCrd } from './website/website-crd.ts';
@@ -45,7 +46,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
       outputFileExtension: '.yaml',
       outdir: join(outdir, name),
     });
-    requireSyncWaves(app);
+    ArgoSync.requireWaves(app);
     units[name] = app;
     return app;
   };
@@ -54,7 +55,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
   const operatorUnit = unit('website-operator');
   const operatorChart = new Chart(operatorUnit, 'website-operator');
   const operator = new WebsiteOperator(operatorChart, 'Operator');
-  argoSync(operatorChart, { wave: SYNC_WAVES.operator });
+  ArgoSync.apply(operatorChart, { wave: SYNC_WAVES.operator });
   websiteCrdChart(operatorUnit, operator);
 
   // The alternative to website-operator, never deployed beside it (docs/use/shell-operator.md).
@@ -64,7 +65,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
   websiteCrdChart(shellUnit, operator);
   const shellOperatorChart = new Chart(shellUnit, 'website-shell-operator');
   new ShellOperator(shellOperatorChart, 'ShellOperator');
-  argoSync(shellOperatorChart, { wave: SYNC_WAVES.operator });
+  ArgoSync.apply(shellOperatorChart, { wave: SYNC_WAVES.operator });
 
   const samples = new Chart(unit('website-samples'), 'website-samples', { namespace: OPERATOR_NAMESPACE });
   new Website(samples, 'hello', {
@@ -75,7 +76,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
     metadata: { name: 'docs' },
     spec: { title: 'Team docs', replicas: 1, color: '#4CAF50' },
   });
-  argoSync(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
+  ArgoSync.apply(samples, { wave: SYNC_WAVES.samples, syncOptions: ['SkipDryRunOnMissingResource=true'] });
 
   // The trace stack: one of the three per cluster (docs/use/trace-stack.md).
   tracingSync(new DevelopmentTracingStack(new Chart(unit('tracing-dev'), 'tracing-dev'), 'Tracing'));
@@ -88,8 +89,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
         jaeger: {
           ...PRODUCTION_TRACING.jaeger,
           // ECK's names for an Elasticsearch called `elasticsearch` in the tracing namespace.
-          storage: {
-            type: 'elasticsearch',
+          storage: ProductionStorage.elasticsearch({
             serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
             caSecretName: 'elasticsearch-es-http-certs-public',
             credentials: { secretName: 'jaeger-elasticsearch' },
@@ -97,7 +97,7 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
             // probe before use: ECK's Service routes to ready nodes anyway.
             version: 8,
             clientHealthCheck: false,
-          },
+          }),
         },
       },
     ),
@@ -110,11 +110,10 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
         ...PRODUCTION_TRACING,
         jaeger: {
           ...PRODUCTION_TRACING.jaeger,
-          storage: {
-            type: 'cassandra',
+          storage: ProductionStorage.cassandra({
             servers: ['cassandra.tracing.svc:9042'],
             credentials: { secretName: 'jaeger-cassandra' },
-          },
+          }),
         },
       },
     ),
@@ -128,27 +127,30 @@ export function buildDist(outdir: string = process.env.CDK8S_OUTDIR ?? 'dist'): 
 function websiteCrdChart(app: App, operator: WebsiteOperator): void {
   const chart = new Chart(app, 'website-crd');
   new WebsiteCrd(chart, 'Website', { operator });
-  argoSync(chart, { wave: SYNC_WAVES.crd });
+  ArgoSync.apply(chart, { wave: SYNC_WAVES.crd });
 }
 
-const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob']);
-const SCALING_KINDS = new Set(['HorizontalPodAutoscaler', 'PodDisruptionBudget']);
+const WORKLOAD_KINDS = ['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob'];
+const SCALING_KINDS = ['HorizontalPodAutoscaler', 'PodDisruptionBudget'];
 
 /** A trace stack's waves (TRACING_SYNC_WAVES); a workload of no known component fails synth. */
 function tracingSync(stack: DevelopmentTracingStack | ProductionTracingStack): void {
-  const within = (object: ApiObject, scope: IConstruct | undefined) => scope?.node.findAll().includes(object);
-  argoSync(stack, {
-    wave: (object) => {
-      if (SCALING_KINDS.has(object.kind)) return TRACING_SYNC_WAVES.scaling;
-      if (!WORKLOAD_KINDS.has(object.kind)) return TRACING_SYNC_WAVES.config;
-      if (within(object, stack.jaeger)) return TRACING_SYNC_WAVES.jaeger;
-      if (within(object, stack.collector)) return TRACING_SYNC_WAVES.collector;
-      if ('hotrod' in stack && within(object, stack.hotrod)) return TRACING_SYNC_WAVES.hotrod;
-      throw new Error(
-        `${object.node.path}: a ${object.kind} of no known trace-stack component; give it a wave in TRACING_SYNC_WAVES`,
-      );
-    },
-  });
+  ArgoSync.apply(stack, { wave: TRACING_SYNC_WAVES.config });
+  const components: [IConstruct | undefined, number][] = [
+    [stack.jaeger, TRACING_SYNC_WAVES.jaeger],
+    [stack.collector, TRACING_SYNC_WAVES.collector],
+    ['hotrod' in stack ? stack.hotrod : undefined, TRACING_SYNC_WAVES.hotrod],
+  ];
+  for (const [component, wave] of components) if (component) ArgoSync.apply(component, { wave, kinds: WORKLOAD_KINDS });
+  ArgoSync.apply(stack, { wave: TRACING_SYNC_WAVES.scaling, kinds: SCALING_KINDS });
+  const known = components.flatMap(([component]) => component?.node.findAll() ?? []);
+  const stray = stack.node
+    .findAll()
+    .find((c): c is ApiObject => c instanceof ApiObject && WORKLOAD_KINDS.includes(c.kind) && !known.includes(c));
+  if (stray)
+    throw new Error(
+      `${stray.node.path}: a ${stray.kind} of no known trace-stack component; give it a wave in TRACING_SYNC_WAVES`,
+    );
 }
 
 /**

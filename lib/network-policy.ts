@@ -38,12 +38,12 @@ export interface ClusterPeers {
    * The cluster's DNS servers, reached on port 53 (UDP and TCP).
    * @default KUBE_DNS_PEERS: pods labelled k8s-app=kube-dns in kube-system
    */
-  readonly dns?: readonly k8s.NetworkPolicyPeer[];
+  readonly dns?: k8s.NetworkPolicyPeer[];
   /**
    * Who scrapes the metrics ports.
    * @default PROMETHEUS_PEERS: pods labelled app.kubernetes.io/name=prometheus in namespace monitoring
    */
-  readonly prometheus?: readonly k8s.NetworkPolicyPeer[];
+  readonly prometheus?: k8s.NetworkPolicyPeer[];
 }
 
 /** A set of ports, one protocol each. */
@@ -90,17 +90,17 @@ export function addressPort(address: string, fallback: number): number {
 export interface PodNetworkPolicyProps {
   readonly name: string;
   readonly namespace: string;
-  readonly labels: Readonly<Record<string, string>>;
+  readonly labels: Record<string, string>;
   /**
    * Labels of the pods it applies to: one label, `app.kubernetes.io/name`, which names exactly one
    * component's pods here. (Polaris's missingNetworkPolicy accepts only a policy whose matchLabels
    * hold exactly one of the pod's labels.)
    */
-  readonly podSelector: Readonly<Record<string, string>>;
+  readonly podSelector: Record<string, string>;
   /** What may reach the pods; none: nothing. */
-  readonly ingress: readonly k8s.NetworkPolicyIngressRule[];
+  readonly ingress: k8s.NetworkPolicyIngressRule[];
   /** What the pods may reach; none: nothing. */
-  readonly egress: readonly k8s.NetworkPolicyEgressRule[];
+  readonly egress: k8s.NetworkPolicyEgressRule[];
 }
 
 /** A NetworkPolicy isolating the selected pods both ways, with exactly the listed flows open. */

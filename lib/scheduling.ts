@@ -1,4 +1,5 @@
 import type { k8s } from 'cdk8s-plus-34';
+import { assertOneOf } from './props.ts';
 
 /**
  * How the replicas of a Deployment spread over the cluster, so that losing one node (or zone)
@@ -38,9 +39,11 @@ const ZONE = 'topology.kubernetes.io/zone';
  * from being placed against the old ReplicaSet's, which are about to go.
  */
 export function replicaSpread(
-  selector: Readonly<Record<string, string>>,
+  selector: Record<string, string>,
   spread: ReplicaSpread = {},
 ): Pick<k8s.PodSpec, 'affinity' | 'topologySpreadConstraints'> {
+  for (const key of ['acrossNodes', 'acrossZones'] as const)
+    assertOneOf('spread', key, spread[key], ['preferred', 'required']);
   const { acrossNodes, acrossZones } = { ...DEFAULT_REPLICA_SPREAD, ...spread };
   const term: k8s.PodAffinityTerm = {
     labelSelector: { matchLabels: { ...selector } },

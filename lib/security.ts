@@ -25,7 +25,7 @@ export function restrictedContainerSecurityContext(): k8s.SecurityContext {
 }
 
 /** Namespace labels that make the API server enforce Pod Security `restricted`. */
-export const RESTRICTED_NAMESPACE_LABELS: Readonly<Record<string, string>> = {
+export const RESTRICTED_NAMESPACE_LABELS: Record<string, string> = {
   'pod-security.kubernetes.io/enforce': 'restricted',
   'pod-security.kubernetes.io/audit': 'restricted',
   'pod-security.kubernetes.io/warn': 'restricted',

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { ARGOCD_NAMESPACE, startArgoCd } from '../harness/argocd/argocd.ts';
 import { kubectlOk } from '../harness/cluster/kubectl.ts';
 import { stopProcesses } from '../harness/process/processes.ts';
-import { websiteHealthCheck } from '../lib/argocd.ts';
+import { ArgoSync } from '../lib/argocd.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STATE = process.env.WEBSITE_STACK_ARGOCD_DIR ?? join(ROOT, '.argocd');
@@ -48,7 +48,7 @@ async function up(): Promise<void> {
     '--type',
     'merge',
     '-p',
-    JSON.stringify({ data: websiteHealthCheck() }),
+    JSON.stringify({ data: ArgoSync.websiteHealthCheck() }),
   ]);
   for (const [name, file] of Object.entries(argocd.logs)) log(`${name} is up (pid ${argocd.pids[name]}, log ${file})`);
   const text = `ARGOCD_REPO_URL=${argocd.repoUrl}\nARGOCD_NAMESPACE=${argocd.namespace}\n`;

@@ -34,7 +34,10 @@ async function generate(file: string, source: string, schema: JSONSchema, name: 
     strictIndexSignatures: true,
     ignoreMinAndMaxItems: true,
   });
-  await writeFile(join(out, file), ts);
+  // Every property readonly, as jsii requires of a struct (and as the library's own props are):
+  // json-schema-to-typescript has no such option, and with `format: false` each property starts
+  // its line.
+  await writeFile(join(out, file), ts.replace(/^([A-Za-z_]\w*\??: )/gm, 'readonly $1'));
 }
 
 const spec = (schema: JsonSchema) => schema.properties!.spec;

@@ -28,8 +28,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Chart } from 'cdk8s';
-import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
-import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
+import { CollectorSampling } from '../../lib/tracing/collector/processors.ts';
+import { AllInOneStorage, JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
+import { JaegerProduction, ProductionStorage } from '../../lib/tracing/jaeger-production.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import { awaitHealthy } from '../process/logged.ts';
 import { sumMetric } from '../process/metrics.ts';
@@ -294,7 +295,7 @@ interface Context {
 /** The gateway with the production stack's settings (tail sampling, client certificates required) in front of `jaeger`. */
 function productionGateway(chart: Chart, jaeger: string): void {
   new OtelCollector(chart, 'Gateway', {
-    sampling: { mode: 'tail', percentage: 1 },
+    sampling: CollectorSampling.tail({ percentage: 1 }),
     backends: [{ name: 'jaeger', endpoint: jaeger }],
     receiverSecurity: { tls: { secretName: 'otel-collector-tls' } },
   });
@@ -520,14 +521,13 @@ async function elasticsearchDown(
     const esHost = new URL(elasticsearch.url).host;
     const yaml = synthYaml((chart) => {
       const jaeger = new JaegerProduction(chart, 'Jaeger', {
-        storage: {
-          type: 'elasticsearch',
+        storage: ProductionStorage.elasticsearch({
           serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
           version: 8,
           clientHealthCheck: false,
           credentials: { secretName: 'jaeger-elasticsearch' },
           caSecretName: 'elasticsearch-es-http-certs-public',
-        },
+        }),
         queryReplicas: 1,
       });
       productionGateway(chart, jaeger.otlpGrpcAddress);
@@ -627,7 +627,7 @@ export async function traceChaos(options: TraceChaosOptions): Promise<{ markdown
   let pods: Pods | undefined;
   try {
     const yaml = synthYaml((chart) => {
-      const jaeger = new JaegerAllInOne(chart, 'Jaeger', { storage: { type: 'badger' } });
+      const jaeger = new JaegerAllInOne(chart, 'Jaeger', { storage: AllInOneStorage.badger() });
       productionGateway(chart, jaeger.otlpGrpcAddress);
     });
     const stack = await startLocalStack(chartManifests(yaml), {

@@ -47,7 +47,7 @@ export const CERT_MANAGER_INJECT_CA_FROM = 'cert-manager.io/inject-ca-from';
  */
 export class CertManagerWebhookCertificate extends Construct {
   /** Annotations for the Website CRD: `cert-manager.io/inject-ca-from: <namespace>/<certificate>`. */
-  public readonly crdAnnotations: Readonly<Record<string, string>>;
+  public readonly crdAnnotations: Record<string, string>;
   /** The Secret holding tls.crt, tls.key and ca.crt. */
   public readonly secretName: string;
   public readonly certificate: ApiObject;

@@ -25,6 +25,10 @@ export const OPERATOR_PORTS = { metrics: 8080, health: 8081, webhook: 9443 } as 
  *   the operator only reads the mounted files and needs no extra RBAC.
  */
 export type WebhookCertificateMode = 'operator' | 'cert-manager';
+export const WEBHOOK_CERTIFICATE_MODES: readonly string[] = [
+  'operator',
+  'cert-manager',
+] satisfies WebhookCertificateMode[];
 
 /**
  * DNS names the API server may use for the webhook Service: it dials `<service>.<namespace>.svc`

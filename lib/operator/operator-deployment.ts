@@ -116,7 +116,7 @@ function heapCapMiB(capacity: number): number {
  * - CPU request 100m: idle it uses about 12m (Lease renewals, timers); a new Website costs about
  *   18 ms of CPU; no CPU limit, so reconcile bursts are not throttled (CPU is shared by request).
  */
-export function operatorResourcesFor(capacity: number): OperatorResources {
+function operatorResourcesFor(capacity: number): OperatorResources {
   if (!Number.isInteger(capacity) || capacity < 1)
     throw new Error(`an operator's capacity is a whole number of Websites, at least 1; got ${capacity}`);
   const rss = OPERATOR_MEMORY.idleRssMiB + (OPERATOR_MEMORY.rssPerWebsiteKiB * capacity) / 1024;
@@ -128,7 +128,7 @@ export function operatorResourcesFor(capacity: number): OperatorResources {
 }
 
 /** The Websites an operator with this memory limit holds: the inverse of operatorResourcesFor. */
-export function capacityFor(memoryLimit: string): number {
+function capacityFor(memoryLimit: string): number {
   const heap = quantityMebibytes(memoryLimit) - OPERATOR_NON_HEAP_MIB;
   const live = heap / HEAP_HEADROOM - OPERATOR_MEMORY.idleHeapMiB;
   return Math.max(0, Math.floor((live * 1024) / OPERATOR_MEMORY.heapPerWebsiteKiB));
@@ -242,14 +242,14 @@ export interface OperatorDeploymentProps {
   readonly otlpEndpoint?: string;
   /**
    * Websites the operator is sized to hold: sets the memory request and limit and V8's heap cap
-   * (operatorResourcesFor), and WEBSITE_CAPACITY, above which the operator logs a warning. With
+   * (OperatorDeployment.resourcesFor), and WEBSITE_CAPACITY, above which the operator logs a warning. With
    * `resources` too, their memory limit must hold this many.
    * @default DEFAULT_OPERATOR_CAPACITY (5000); with `resources` only, what their memory limit holds (capacityFor)
    */
   readonly capacity?: number;
   /**
    * CPU and memory requests and limit.
-   * @default operatorResourcesFor(capacity)
+   * @default OperatorDeployment.resourcesFor(capacity)
    */
   readonly resources?: OperatorResources;
   /**
@@ -301,6 +301,20 @@ function sizing(
 
 /** The operator's Deployment: one pod by default, Pod Security `restricted`, probes and ports named. */
 export class OperatorDeployment extends Construct {
+  /**
+   * Requests and limit for an operator holding `capacity` Websites (docs/operate/capacity.md): the
+   * memory limit V8's heap cap needs for them plus what the process needs outside it, the request
+   * the RSS of such a process.
+   */
+  public static resourcesFor(capacity: number): OperatorResources {
+    return operatorResourcesFor(capacity);
+  }
+
+  /** The Websites an operator with this memory limit holds: the inverse of resourcesFor. */
+  public static capacityFor(memoryLimit: string): number {
+    return capacityFor(memoryLimit);
+  }
+
   public readonly deployment: k8s.KubeDeployment;
 
   constructor(scope: Construct, id: string, props: OperatorDeploymentProps) {

@@ -74,9 +74,15 @@ export interface OperatorFlowControlOptions {
   readonly queuing?: OperatorFlowControlQueuing;
 }
 
+/** A ServiceAccount, by name and namespace. */
+export interface ServiceAccountRef {
+  readonly name: string;
+  readonly namespace: string;
+}
+
 export interface OperatorFlowControlProps extends OperatorFlowControlOptions {
   /** The operator's ServiceAccount: every request it makes is classified into the priority level. */
-  readonly serviceAccount: { readonly name: string; readonly namespace: string };
+  readonly serviceAccount: ServiceAccountRef;
 }
 
 /** The built-in FlowSchema that classifies every ServiceAccount's requests (into `workload-low`). */

@@ -25,9 +25,9 @@ import {
  */
 export interface ApiServerPeers {
   /** @default any address (on `ports` only) */
-  readonly peers?: readonly k8s.NetworkPolicyPeer[];
+  readonly peers?: k8s.NetworkPolicyPeer[];
   /** @default [443, 6443] */
-  readonly ports?: readonly number[];
+  readonly ports?: number[];
 }
 
 export interface OperatorNetworkPolicyOptions extends ClusterPeers {
@@ -39,23 +39,23 @@ export interface OperatorNetworkPolicyOptions extends ClusterPeers {
    * to steal.
    * @default any address (on port 9443 only)
    */
-  readonly webhookFrom?: readonly k8s.NetworkPolicyPeer[];
+  readonly webhookFrom?: k8s.NetworkPolicyPeer[];
   /** @default any address on ports 443 and 6443 */
   readonly apiServer?: ApiServerPeers;
   /**
    * Where the operator's traces go, when it sends them (`otlpEndpoint`): egress on that URL's port.
    * @default any address (on the endpoint's port only)
    */
-  readonly otlpTo?: readonly k8s.NetworkPolicyPeer[];
+  readonly otlpTo?: k8s.NetworkPolicyPeer[];
 }
 
 export interface OperatorNetworkPolicyProps extends OperatorNetworkPolicyOptions {
   readonly namespace: string;
   /** Name of the NetworkPolicy. */
   readonly name: string;
-  readonly labels: Readonly<Record<string, string>>;
+  readonly labels: Record<string, string>;
   /** Labels of the operator's pods. */
-  readonly podSelector: Readonly<Record<string, string>>;
+  readonly podSelector: Record<string, string>;
   /** Container ports the others may reach: the webhook's and the metrics'. Without a webhook port, no ingress but metrics. */
   readonly webhookPort?: number;
   readonly metricsPort?: number;

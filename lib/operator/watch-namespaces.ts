@@ -57,7 +57,7 @@ export class WatchNamespaces {
   }
 
   /** The namespaces of a list; undefined for all namespaces. */
-  readonly namespaces?: readonly string[];
+  readonly namespaces?: string[];
 
   private constructor(namespaces: readonly string[] | undefined) {
     this.namespaces = namespaces ? [...namespaces] : undefined;

@@ -7,7 +7,7 @@ export interface WebsiteIngressPolicyProps {
   /** The namespace whose Websites it opens. */
   readonly namespace: string;
   /** Who may reach the Websites' web servers: the Gateway's data plane (its proxies' pods). */
-  readonly from: readonly k8s.NetworkPolicyPeer[];
+  readonly from: k8s.NetworkPolicyPeer[];
 }
 
 /**

@@ -1,8 +1,9 @@
 import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
+import { assertOneOf, optionalFeature } from '../props.ts';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import { DEFAULT_GROUP } from '../website/schema.ts';
-import type { ConversionWebhookService, WebsiteCrdOperator } from '../website/website-crd.ts';
+import type { ConversionWebhookService, IWebsiteCrdOperator } from '../website/website-crd.ts';
 import { type WebsiteGateway, websiteGatewayProblems } from '../workload/website-route.ts';
 import { CertManagerWebhookCertificate } from './cert-manager-webhook-certificate.ts';
 import {
@@ -11,6 +12,7 @@ import {
   OPERATOR_NAMESPACE,
   OPERATOR_PORTS,
   operatorLabels,
+  WEBHOOK_CERTIFICATE_MODES,
   WEBHOOK_PATH,
   WEBHOOK_SECRET_NAME,
   WEBHOOK_SERVICE_NAME,
@@ -82,14 +84,14 @@ export interface WebsiteOperatorProps {
   readonly otlpEndpoint?: string;
   /**
    * Websites the operator is sized to hold: sets its memory request and limit and V8's heap cap
-   * (operatorResourcesFor), and WEBSITE_CAPACITY, above which it logs a warning. With `resources`
+   * (OperatorDeployment.resourcesFor), and WEBSITE_CAPACITY, above which it logs a warning. With `resources`
    * too, their memory limit must hold this many.
    * @default DEFAULT_OPERATOR_CAPACITY (5000); with `resources` only, what their memory limit holds
    */
   readonly capacity?: number;
   /**
    * CPU and memory requests and limit.
-   * @default operatorResourcesFor(capacity)
+   * @default OperatorDeployment.resourcesFor(capacity)
    */
   readonly resources?: OperatorResources;
   /**
@@ -106,23 +108,28 @@ export interface WebsiteOperatorProps {
   /**
    * Give the operator's ServiceAccount a priority level of its own in the API server's Priority
    * and Fairness (OperatorFlowControl: a FlowSchema and a PriorityLevelConfiguration, both
-   * cluster-scoped, Kubernetes 1.29 or later). `true` takes OperatorFlowControl's defaults; an
-   * object tunes them. Off, the operator's requests fall into the built-in `workload-low` level
-   * shared by every ServiceAccount.
-   * @default false
+   * cluster-scoped, Kubernetes 1.29 or later), with OperatorFlowControl's defaults unless
+   * `flowControlOptions` tunes them. Off, the operator's requests fall into the built-in
+   * `workload-low` level shared by every ServiceAccount.
+   * @default false, or true when `flowControlOptions` is set
    */
-  readonly flowControl?: boolean | OperatorFlowControlOptions;
+  readonly flowControl?: boolean;
+  /** Tunes `flowControl` (and turns it on). @default OperatorFlowControl's defaults */
+  readonly flowControlOptions?: OperatorFlowControlOptions;
   /**
    * NetworkPolicies (OperatorNetworkPolicy): a default deny for this package's pods in the
    * namespace, and for the operator's pods exactly the flows it needs: the API server to the
    * conversion webhook (9443), Prometheus to the metrics port (8080); out to the API server, DNS
-   * and, with `otlpEndpoint`, the traces' endpoint. `true` takes the defaults (any address on the
-   * webhook and API server ports, whose addresses are each cluster's own; kube-dns; Prometheus
-   * in `monitoring`); an object says where those are. They take effect only where the cluster's
-   * network plugin enforces NetworkPolicies. Websites, also in this namespace, are not selected.
+   * and, with `otlpEndpoint`, the traces' endpoint. By default any address on the webhook and API
+   * server ports (whose addresses are each cluster's own), kube-dns, and Prometheus in
+   * `monitoring`; `networkPolicyOptions` says where those are. They take effect only where the
+   * cluster's network plugin enforces NetworkPolicies. Websites, also in this namespace, are not
+   * selected.
    * @default true
    */
-  readonly networkPolicy?: boolean | OperatorNetworkPolicyOptions;
+  readonly networkPolicy?: boolean;
+  /** Where the peers of `networkPolicy` are. @default OperatorNetworkPolicy's defaults */
+  readonly networkPolicyOptions?: OperatorNetworkPolicyOptions;
   /**
    * The platform's Gateway (Gateway API v1; the Gateway, its implementation and the Gateway API
    * CRDs are the platform's): each Website gets an HTTPRoute attached to it for its host,
@@ -146,12 +153,12 @@ export interface WebsiteOperatorProps {
  * Pass it to the Website CRD, which takes its group, webhook Service and annotations from it:
  * `new WebsiteCrd(chart, 'crd', { operator })`.
  */
-export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
+export class WebsiteOperator extends Construct implements IWebsiteCrdOperator {
   public readonly namespace: string;
   /** API group of the Websites it reconciles. */
   public readonly group: string;
   /** Where it serves the CRD's conversion webhook: its webhook Service. */
-  public readonly conversionWebhook: Required<ConversionWebhookService>;
+  public readonly conversionWebhook: ConversionWebhookService;
   public readonly rbac: OperatorRbac;
   public readonly deployment: OperatorDeployment;
   public readonly webhookService: WebhookService;
@@ -171,17 +178,18 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
    * CA injection; none in operator mode, where the operator sets the caBundle itself). A WebsiteCrd
    * given this operator adds them.
    */
-  public readonly crdAnnotations: Readonly<Record<string, string>>;
+  public readonly crdAnnotations: Record<string, string>;
 
   constructor(scope: Construct, id: string, props: WebsiteOperatorProps = {}) {
     super(scope, id);
+    const where = `WebsiteOperator at '${this.node.path}'`;
     this.namespace = props.namespace ?? OPERATOR_NAMESPACE;
     this.group = props.group ?? DEFAULT_GROUP;
     const leaderElection = props.leaderElection ?? true;
+    assertOneOf(where, 'webhookCertificates', props.webhookCertificates, WEBHOOK_CERTIFICATE_MODES);
     const webhookCertificates = props.webhookCertificates ?? 'operator';
     const gatewayProblems = props.gateway ? websiteGatewayProblems(props.gateway) : [];
-    if (gatewayProblems.length > 0)
-      throw new Error(`WebsiteOperator at '${this.node.path}': gateway ${gatewayProblems.join('; ')}`);
+    if (gatewayProblems.length > 0) throw new Error(`${where}: gateway ${gatewayProblems.join('; ')}`);
 
     if (props.createNamespace ?? true) {
       new k8s.KubeNamespace(this, 'Namespace', {
@@ -233,16 +241,23 @@ export class WebsiteOperator extends Construct implements WebsiteCrdOperator {
       });
     }
     this.crdAnnotations = this.webhookCertificate?.crdAnnotations ?? {};
-    if (props.flowControl) {
+    const flowControl = optionalFeature(where, 'flowControl', props.flowControl, props.flowControlOptions, false);
+    if (flowControl) {
       this.flowControl = new OperatorFlowControl(this, 'FlowControl', {
-        ...(props.flowControl === true ? {} : props.flowControl),
+        ...flowControl,
         serviceAccount: { name: this.rbac.serviceAccount.name, namespace: this.namespace },
       });
     }
-    const networkPolicy = props.networkPolicy ?? true;
-    if (networkPolicy !== false) {
+    const networkPolicy = optionalFeature(
+      where,
+      'networkPolicy',
+      props.networkPolicy,
+      props.networkPolicyOptions,
+      true,
+    );
+    if (networkPolicy) {
       this.networkPolicy = new OperatorNetworkPolicy(this, 'NetworkPolicy', {
-        ...(networkPolicy === true ? {} : networkPolicy),
+        ...networkPolicy,
         namespace: this.namespace,
         name: OPERATOR_NAME,
         labels: operatorLabels('controller'),

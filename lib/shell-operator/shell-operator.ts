@@ -7,6 +7,7 @@ import { lintAnnotations, singlePodLintExemptions, WORKLOAD_LINT_EXEMPTIONS } fr
 import { OPERATOR_NAMESPACE } from '../operator/names.ts';
 import type { OperatorResources } from '../operator/operator-deployment.ts';
 import { type ApiServerPeers, OperatorNetworkPolicy } from '../operator/operator-network-policy.ts';
+import { optionalFeature } from '../props.ts';
 import {
   RESTRICTED_NAMESPACE_LABELS,
   restrictedContainerSecurityContext,
@@ -90,9 +91,9 @@ export interface ShellOperatorTemplate {
   /** Colour of a Website without `spec.color`. */
   readonly defaultColor: string;
   /** The page split at its holes: even positions are HTML, odd positions name a field (text, background, foreground). */
-  readonly page: readonly string[];
+  readonly page: string[];
   /** linearChannel(0..255), for the text colour. */
-  readonly linearChannel: readonly number[];
+  readonly linearChannel: number[];
   /** WebsiteWorkload's Deployment for the placeholder Website. */
   readonly deployment: Record<string, unknown>;
   /** WebsiteWorkload's Service for the placeholder Website. */
@@ -105,7 +106,7 @@ export interface ShellOperatorTemplate {
   readonly route?: {
     readonly httpRoute: Record<string, unknown>;
     readonly domain: string;
-    readonly hostSuffixes: readonly string[];
+    readonly hostSuffixes: string[];
   };
 }
 
@@ -173,6 +174,14 @@ export function shellOperatorRoleRules(group: string = DEFAULT_GROUP, gateway = 
   ];
 }
 
+/** Where the shell operator's NetworkPolicy lets it reach the API server and DNS. */
+export interface ShellOperatorNetworkPolicyOptions {
+  /** @default any address on ports 443 and 6443 */
+  readonly apiServer?: ApiServerPeers;
+  /** @default kube-dns in kube-system */
+  readonly dns?: k8s.NetworkPolicyPeer[];
+}
+
 export interface ShellOperatorProps {
   /**
    * Namespace the shell operator runs in and whose Websites it reconciles: only that one (the
@@ -208,13 +217,13 @@ export interface ShellOperatorProps {
   /**
    * NetworkPolicies: a default deny for this package's pods in the namespace, and for the shell
    * operator's pod no ingress at all (it serves nothing) and egress only to the API server and
-   * DNS. `true` takes the defaults (any address on ports 443 and 6443, kube-dns); an object says
-   * where the API server and DNS are (see OperatorNetworkPolicy's `apiServer`).
+   * DNS: by default any address on ports 443 and 6443, and kube-dns; `networkPolicyOptions` says
+   * where the API server and DNS are.
    * @default true
    */
-  readonly networkPolicy?:
-    | boolean
-    | { readonly apiServer?: ApiServerPeers; readonly dns?: readonly k8s.NetworkPolicyPeer[] };
+  readonly networkPolicy?: boolean;
+  /** Where the API server and DNS of `networkPolicy` are. @default any address on ports 443 and 6443, kube-dns */
+  readonly networkPolicyOptions?: ShellOperatorNetworkPolicyOptions;
   /**
    * The platform's Gateway: the script applies an HTTPRoute per Website too, as WebsiteOperator's
    * `gateway` does, for `<name>-<namespace>.<domain>` or the Website's `spec.host` under
@@ -243,17 +252,22 @@ export class ShellOperator extends Construct {
 
   constructor(scope: Construct, id: string, props: ShellOperatorProps = {}) {
     super(scope, id);
+    const where = `ShellOperator at '${this.node.path}'`;
     const interval = props.intervalSeconds ?? DEFAULT_SHELL_OPERATOR_INTERVAL_SECONDS;
     if (!Number.isInteger(interval) || interval < 1) {
-      throw new Error(
-        `ShellOperator at '${this.node.path}': intervalSeconds must be a whole number of seconds >= 1, got ${interval}`,
-      );
+      throw new Error(`${where}: intervalSeconds must be a whole number of seconds >= 1, got ${interval}`);
     }
     this.namespace = props.namespace ?? OPERATOR_NAMESPACE;
     const group = props.group ?? DEFAULT_GROUP;
     const gatewayProblems = props.gateway ? websiteGatewayProblems(props.gateway) : [];
-    if (gatewayProblems.length > 0)
-      throw new Error(`ShellOperator at '${this.node.path}': gateway ${gatewayProblems.join('; ')}`);
+    if (gatewayProblems.length > 0) throw new Error(`${where}: gateway ${gatewayProblems.join('; ')}`);
+    const networkPolicy = optionalFeature(
+      where,
+      'networkPolicy',
+      props.networkPolicy,
+      props.networkPolicyOptions,
+      true,
+    );
     const resources = props.resources ?? DEFAULT_SHELL_OPERATOR_RESOURCES;
     const labels = {
       'app.kubernetes.io/name': SHELL_OPERATOR_NAME,
@@ -306,7 +320,7 @@ export class ShellOperator extends Construct {
       ...singlePodLintExemptions(
         'One loop: a second would apply every Website again, doubling the API load for nothing.',
       ),
-      ...(props.networkPolicy === false
+      ...(networkPolicy === undefined
         ? []
         : [
             {
@@ -372,9 +386,9 @@ export class ShellOperator extends Construct {
         },
       },
     });
-    if (props.networkPolicy !== false) {
+    if (networkPolicy) {
       this.networkPolicy = new OperatorNetworkPolicy(this, 'NetworkPolicy', {
-        ...(props.networkPolicy === true || props.networkPolicy === undefined ? {} : props.networkPolicy),
+        ...networkPolicy,
         namespace: this.namespace,
         name: SHELL_OPERATOR_NAME,
         labels,

@@ -49,7 +49,7 @@ export interface BatchConfig {
 /** Drops every span matching one of the OTTL conditions. */
 export interface FilterConfig {
   readonly error_mode: 'ignore' | 'silent' | 'propagate';
-  readonly traces: { readonly span: readonly string[] };
+  readonly traces: { readonly span: string[] };
 }
 
 export interface ProbabilisticSamplerConfig {
@@ -64,7 +64,7 @@ export type TailSamplingLeafPolicy =
   | {
       readonly name: string;
       readonly type: 'status_code';
-      readonly status_code: { readonly status_codes: readonly ('ERROR' | 'OK' | 'UNSET')[] };
+      readonly status_code: { readonly status_codes: ('ERROR' | 'OK' | 'UNSET')[] };
     }
   | { readonly name: string; readonly type: 'latency'; readonly latency: { readonly threshold_ms: number } }
   | {
@@ -78,7 +78,7 @@ export type TailSamplingLeafPolicy =
       readonly type: 'ottl_condition';
       readonly ottl_condition: {
         readonly error_mode: 'ignore' | 'silent' | 'propagate';
-        readonly span: readonly string[];
+        readonly span: string[];
       };
     };
 
@@ -92,7 +92,7 @@ export type TailSamplingPolicy =
   | {
       readonly name: string;
       readonly type: 'drop';
-      readonly drop: { readonly drop_sub_policy: readonly TailSamplingLeafPolicy[] };
+      readonly drop: { readonly drop_sub_policy: TailSamplingLeafPolicy[] };
     };
 
 export interface TailSamplingConfig {
@@ -108,11 +108,11 @@ export interface TailSamplingConfig {
    * after the decision follow it instead of starting a new trace.
    */
   readonly decision_cache?: { readonly sampled_cache_size: number; readonly non_sampled_cache_size: number };
-  readonly policies: readonly TailSamplingPolicy[];
+  readonly policies: TailSamplingPolicy[];
 }
 
 export interface AttributesConfig {
-  readonly actions: readonly {
+  readonly actions: {
     readonly key: string;
     readonly action: 'insert' | 'update' | 'upsert' | 'delete';
     readonly value?: string;
@@ -169,8 +169,8 @@ export interface OAuth2ClientConfig {
   readonly client_secret?: string;
   readonly client_secret_file?: string;
   readonly token_url: string;
-  readonly scopes?: readonly string[];
-  readonly endpoint_params?: Readonly<Record<string, string>>;
+  readonly scopes?: string[];
+  readonly endpoint_params?: Record<string, string>;
 }
 
 /** oidc as a server authenticator: tokens must be issued by `issuer_url` for `audience`. */
@@ -182,21 +182,21 @@ export interface OidcConfig {
 }
 
 export interface PipelineConfig {
-  readonly receivers: readonly ComponentId[];
+  readonly receivers: ComponentId[];
   /** Applied in list order (spec §2). */
-  readonly processors?: readonly ComponentId[];
-  readonly exporters: readonly ComponentId[];
+  readonly processors?: ComponentId[];
+  readonly exporters: ComponentId[];
 }
 
 export interface TelemetryConfig {
   readonly logs?: { readonly level?: 'debug' | 'info' | 'warn' | 'error'; readonly encoding?: 'json' | 'console' };
   readonly metrics?: {
     readonly level?: 'none' | 'basic' | 'normal' | 'detailed';
-    readonly readers?: readonly {
+    readonly readers?: {
       readonly pull: { readonly exporter: { readonly prometheus: { readonly host: string; readonly port: number } } };
     }[];
   };
-  readonly resource?: Readonly<Record<string, string>>;
+  readonly resource?: Record<string, string>;
 }
 
 export type ReceiverConfig = OtlpReceiverConfig;
@@ -217,13 +217,13 @@ export type ExtensionConfig =
 
 /** One configuration document, as `otelcol --config` reads it. */
 export interface CollectorConfig {
-  readonly receivers: Readonly<Record<ComponentId, ReceiverConfig>>;
-  readonly processors?: Readonly<Record<ComponentId, ProcessorConfig>>;
-  readonly exporters: Readonly<Record<ComponentId, ExporterConfig>>;
-  readonly extensions?: Readonly<Record<ComponentId, ExtensionConfig>>;
+  readonly receivers: Record<ComponentId, ReceiverConfig>;
+  readonly processors?: Record<ComponentId, ProcessorConfig>;
+  readonly exporters: Record<ComponentId, ExporterConfig>;
+  readonly extensions?: Record<ComponentId, ExtensionConfig>;
   readonly service: {
-    readonly extensions?: readonly ComponentId[];
-    readonly pipelines: Readonly<Record<string, PipelineConfig>>;
+    readonly extensions?: ComponentId[];
+    readonly pipelines: Record<string, PipelineConfig>;
     readonly telemetry?: TelemetryConfig;
   };
 }
@@ -256,7 +256,7 @@ const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+|\$\{env:[A-Z0-9_]+\}):(\d{
  */
 export function collectorConfigProblems(config: CollectorConfig): string[] {
   const problems: string[] = [];
-  const sections: Record<Section, Readonly<Record<string, unknown>>> = {
+  const sections: Record<Section, Record<string, unknown>> = {
     receivers: config.receivers,
     processors: config.processors ?? {},
     exporters: config.exporters,

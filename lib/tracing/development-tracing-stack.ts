@@ -2,9 +2,10 @@ import { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import type { CollectorControlPlane } from './collector/control-plane.ts';
-import type { CollectorSampling } from './collector/processors.ts';
+import { CollectorSampling } from './collector/processors.ts';
 import { HotRod } from './hotrod.ts';
-import { JaegerAllInOne, type JaegerAllInOneProps } from './jaeger-all-in-one.ts';
+import type { JaegerAllInOneOptions } from './jaeger-all-in-one.ts';
+import { JaegerAllInOne } from './jaeger-all-in-one.ts';
 import { TRACING_NAMESPACE } from './names.ts';
 import { OtelCollector } from './otel-collector.ts';
 import {
@@ -19,14 +20,16 @@ export interface DevelopmentTracingStackProps {
   /** Create the namespace, labelled to enforce Pod Security `restricted`. @default true */
   readonly createNamespace?: boolean;
   /** Jaeger all-in-one's settings (storage, OTLP switch). @default in memory, OTLP on */
-  readonly jaeger?: Omit<JaegerAllInOneProps, 'namespace'>;
+  readonly jaeger?: JaegerAllInOneOptions;
   /** @default every trace: a developer wants to see each request */
   readonly sampling?: CollectorSampling;
   /**
    * The control plane's traces, in a pipeline of their own (OtelCollectorProps' `controlPlane`).
-   * @default every one but the API server's probes
+   * @default true
    */
-  readonly controlPlane?: CollectorControlPlane | false;
+  readonly controlPlane?: boolean;
+  /** Tunes the control plane's pipeline. @default every trace but the API server's probes */
+  readonly controlPlaneOptions?: CollectorControlPlane;
   /** Deploy HotROD, sending through the collector. @default true */
   readonly hotrod?: boolean;
   /**
@@ -34,10 +37,13 @@ export interface DevelopmentTracingStackProps {
    * exactly its flows: applications to the collector (OTLP 4317/4318), the collector to Jaeger,
    * browsers to the UIs, Prometheus to the metrics ports, DNS. `true` takes the defaults (spans from
    * any pod of the cluster; UIs from any address; Prometheus in `monitoring`; kube-dns); an object
-   * says where those are. They take effect only where the network plugin enforces NetworkPolicies.
+   * says where those are (`networkPolicyOptions`). They take effect only where the network plugin
+   * enforces NetworkPolicies.
    * @default true
    */
-  readonly networkPolicy?: boolean | TracingNetworkPolicyOptions;
+  readonly networkPolicy?: boolean;
+  /** Where the peers of `networkPolicy` are. @default TracingNetworkPolicy's defaults */
+  readonly networkPolicyOptions?: TracingNetworkPolicyOptions;
 }
 
 /**
@@ -63,8 +69,11 @@ export class DevelopmentTracingStack extends Construct {
     this.jaeger = new JaegerAllInOne(this, 'Jaeger', { ...props.jaeger, namespace });
     this.collector = new OtelCollector(this, 'Collector', {
       namespace,
-      sampling: props.sampling ?? { mode: 'always' },
-      controlPlane: props.controlPlane ?? { percentage: 100 },
+      sampling: props.sampling ?? CollectorSampling.always(),
+      ...(props.controlPlane !== undefined ? { controlPlane: props.controlPlane } : {}),
+      ...(props.controlPlane !== false
+        ? { controlPlaneOptions: props.controlPlaneOptions ?? { percentage: 100 } }
+        : {}),
       backends: [{ name: 'jaeger', endpoint: this.jaeger.otlpGrpcAddress }],
     });
     if (props.hotrod ?? true) {
@@ -74,7 +83,7 @@ export class DevelopmentTracingStack extends Construct {
         jaegerUiUrl: this.jaeger.queryUrl,
       });
     }
-    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, {
+    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, props.networkPolicyOptions, {
       namespace,
       collector: this.collector,
       jaeger: this.jaeger,

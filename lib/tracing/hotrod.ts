@@ -31,7 +31,13 @@ export interface HotRodProps {
    * verifies the collector against the CA.
    * @default none: plain OTLP, or TLS verified against the image's public CAs for `https://`
    */
-  readonly clientTls?: { readonly secretName: string };
+  readonly clientTls?: HotRodClientTls;
+}
+
+/** HotROD's client certificate for OTLP over mutual TLS. */
+export interface HotRodClientTls {
+  /** A Secret with `tls.crt`, `tls.key` and `ca.crt`. */
+  readonly secretName: string;
 }
 
 /** Where the client certificate is mounted in the HotROD container. */

@@ -9,22 +9,48 @@ import { type TracingResources, TracingWorkload } from './tracing-workload.ts';
 export const JAEGER_CONFIG_DIR = '/etc/jaeger';
 export const JAEGER_CONFIG_FILE = 'config.yaml';
 
+/** In-memory storage of JaegerAllInOne. */
+export interface MemoryStorageOptions {
+  /** Traces kept; the oldest go first. Size it to the memory limit (about 10 KiB per HotROD trace). @default 50000 */
+  readonly maxTraces?: number;
+}
+
+/** Badger storage of JaegerAllInOne, on a PersistentVolumeClaim. */
+export interface BadgerStorageOptions {
+  /** Size of the PersistentVolumeClaim. @default '10Gi' */
+  readonly size?: string;
+  /** @default the cluster's default StorageClass */
+  readonly storageClassName?: string;
+  /** How long spans are kept (Go duration). @default '168h' (7 days) */
+  readonly spanTtl?: string;
+}
+
 /** Development storage: in memory (the default) or Badger on a PersistentVolumeClaim. */
-export type AllInOneStorage =
-  | {
-      readonly type: 'memory';
-      /** Traces kept; the oldest go first. Size it to the memory limit (about 10 KiB per HotROD trace). @default 50000 */
-      readonly maxTraces?: number;
-    }
-  | {
-      readonly type: 'badger';
-      /** Size of the PersistentVolumeClaim. @default '10Gi' */
-      readonly size?: string;
-      /** @default the cluster's default StorageClass */
-      readonly storageClassName?: string;
-      /** How long spans are kept (Go duration). @default '168h' (7 days) */
-      readonly spanTtl?: string;
-    };
+export class AllInOneStorage {
+  /** In memory: lost on restart, bounded by `maxTraces`. */
+  public static memory(options: MemoryStorageOptions = {}): AllInOneStorage {
+    return new AllInOneStorage({ type: 'memory', ...options });
+  }
+
+  /** Badger on a PersistentVolumeClaim: a restart keeps traces for `spanTtl`. */
+  public static badger(options: BadgerStorageOptions = {}): AllInOneStorage {
+    return new AllInOneStorage({ type: 'badger', ...options });
+  }
+
+  /** @internal the settings, by type */
+  public readonly _settings:
+    | ({ readonly type: 'memory' } & MemoryStorageOptions)
+    | ({ readonly type: 'badger' } & BadgerStorageOptions);
+
+  private constructor(settings: AllInOneStorage['_settings']) {
+    this._settings = settings;
+  }
+
+  /** `memory` or `badger`. */
+  public get type(): string {
+    return this._settings.type;
+  }
+}
 
 export const DEFAULT_ALL_IN_ONE_RESOURCES: TracingResources = {
   cpuRequest: '100m',
@@ -32,9 +58,8 @@ export const DEFAULT_ALL_IN_ONE_RESOURCES: TracingResources = {
   memoryLimit: '1Gi',
 };
 
-export interface JaegerAllInOneProps {
-  /** @default 'tracing' */
-  readonly namespace?: string;
+/** JaegerAllInOne's settings but its namespace, which a trace stack gives. */
+export interface JaegerAllInOneOptions {
   /** Name of the Deployment, Service and ConfigMap. @default 'jaeger' */
   readonly name?: string;
   /** @default 'jaegertracing/jaeger:2.13.0' */
@@ -49,6 +74,11 @@ export interface JaegerAllInOneProps {
   readonly storage?: AllInOneStorage;
   /** @default DEFAULT_ALL_IN_ONE_RESOURCES */
   readonly resources?: TracingResources;
+}
+
+export interface JaegerAllInOneProps extends JaegerAllInOneOptions {
+  /** @default 'tracing' */
+  readonly namespace?: string;
 }
 
 /**
@@ -70,7 +100,7 @@ export class JaegerAllInOne extends Construct {
     const namespace = props.namespace ?? TRACING_NAMESPACE;
     const name = props.name ?? 'jaeger';
     const otlp = props.otlpEnabled ?? true;
-    const storageProps = props.storage ?? { type: 'memory' };
+    const storageProps = (props.storage ?? AllInOneStorage.memory())._settings;
     let storage: JaegerStorage;
     const volumes: { volume: k8s.Volume; mountPath: string }[] = [];
     if (storageProps.type === 'memory') {

@@ -19,7 +19,7 @@ export interface BadgerStorage {
 /** Elasticsearch (or OpenSearch) at external URLs; the password is read from a mounted file. */
 export interface ElasticsearchStorage {
   readonly type: 'elasticsearch';
-  readonly serverUrls: readonly string[];
+  readonly serverUrls: string[];
   readonly indexPrefix: string;
   readonly username?: string;
   readonly passwordFile?: string;
@@ -36,7 +36,7 @@ export type ElasticsearchVersion = 7 | 8 | 9;
 /** Cassandra at external contact points; `traceTtl` is the retention. The password comes from the environment. */
 export interface CassandraStorage {
   readonly type: 'cassandra';
-  readonly servers: readonly string[];
+  readonly servers: string[];
   readonly keyspace: string;
   /** Go duration, e.g. '168h'. */
   readonly traceTtl: string;

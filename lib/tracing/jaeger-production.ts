@@ -21,9 +21,8 @@ export interface CredentialsSecret {
 }
 
 export interface ElasticsearchProps {
-  readonly type: 'elasticsearch';
   /** URLs of the cluster's HTTP endpoints. */
-  readonly serverUrls: readonly string[];
+  readonly serverUrls: string[];
   /** @default 'jaeger' */
   readonly indexPrefix?: string;
   /** @default no authentication */
@@ -36,7 +35,7 @@ export interface ElasticsearchProps {
    * with it, Jaeger never needs the root endpoint. 9 takes 8's mappings.
    * @default asked of the cluster at start
    */
-  readonly version?: ElasticsearchVersion;
+  readonly version?: number;
   /**
    * Whether Jaeger's Elasticsearch client probes each server URL (`HEAD /`) before it uses it, and
    * fails to start while none answers. Behind one Kubernetes Service URL, which routes only to ready
@@ -52,9 +51,8 @@ export interface ElasticsearchProps {
 }
 
 export interface CassandraProps {
-  readonly type: 'cassandra';
   /** Contact points, host or host:port. */
-  readonly servers: readonly string[];
+  readonly servers: string[];
   /** @default 'jaeger_v1_dc1' */
   readonly keyspace?: string;
   /** @default the driver's choice */
@@ -80,25 +78,24 @@ export const DEFAULT_JAEGER_QUERY_RESOURCES: TracingResources = {
   memoryLimit: '512Mi',
 };
 
-export interface JaegerProductionProps {
-  /** @default 'tracing' */
-  readonly namespace?: string;
+/** JaegerProduction's settings but its namespace, which a trace stack gives. */
+export interface JaegerProductionOptions {
   /** Prefix of every object's name: `<name>-collector`, `<name>-query`. @default 'jaeger' */
   readonly name?: string;
-  readonly storage: ElasticsearchProps | CassandraProps;
+  readonly storage: ProductionStorage;
   /** @default 'jaegertracing/jaeger:2.13.0' */
   readonly image?: string;
   /** The spec's COLLECTOR_OTLP_ENABLED. @default true */
   readonly otlpEnabled?: boolean;
   /** The collector scales between these on CPU (HorizontalPodAutoscaler). @default { min: 2, max: 10, targetCpuUtilization: 70 } */
-  readonly collectorScaling?: { readonly min: number; readonly max: number; readonly targetCpuUtilization: number };
+  readonly collectorScaling?: CollectorScaling;
   /**
    * TLS on the collector's OTLP receivers from a Secret with `tls.crt`, `tls.key` and `ca.crt`;
    * with `requireClientCertificate` (the default) only clients with a certificate signed by `ca.crt`
    * connect (mutual TLS).
    * @default plaintext
    */
-  readonly collectorTls?: { readonly secretName: string; readonly requireClientCertificate?: boolean };
+  readonly collectorTls?: JaegerCollectorTls;
   /** @default no authentication in front of the UI */
   readonly oidc?: QueryOidcProps;
   /** @default 2 */
@@ -117,6 +114,54 @@ export interface JaegerProductionProps {
   readonly indexCleanerImage?: string;
   /** @default 'quay.io/oauth2-proxy/oauth2-proxy:v7.15.6' */
   readonly oauth2ProxyImage?: string;
+}
+
+export interface JaegerProductionProps extends JaegerProductionOptions {
+  /** @default 'tracing' */
+  readonly namespace?: string;
+}
+
+/** The Jaeger collector's HorizontalPodAutoscaler. */
+export interface CollectorScaling {
+  readonly min: number;
+  readonly max: number;
+  /** Average CPU utilization the autoscaler aims at, in percent of the request. */
+  readonly targetCpuUtilization: number;
+}
+
+/** TLS on the Jaeger collector's OTLP receivers. */
+export interface JaegerCollectorTls {
+  /** A Secret with `tls.crt`, `tls.key` and `ca.crt`. */
+  readonly secretName: string;
+  /** Only clients with a certificate signed by `ca.crt` connect (mutual TLS). @default true */
+  readonly requireClientCertificate?: boolean;
+}
+
+/** Where JaegerProduction keeps traces: Elasticsearch (or OpenSearch) or Cassandra, both run by the platform. */
+export class ProductionStorage {
+  /** Elasticsearch or OpenSearch at `serverUrls`, with a daily index cleaner. */
+  public static elasticsearch(props: ElasticsearchProps): ProductionStorage {
+    return new ProductionStorage({ type: 'elasticsearch', ...props });
+  }
+
+  /** Cassandra at `servers`; `traceTtl` is the retention. */
+  public static cassandra(props: CassandraProps): ProductionStorage {
+    return new ProductionStorage({ type: 'cassandra', ...props });
+  }
+
+  /** @internal the settings, by type */
+  public readonly _settings:
+    | ({ readonly type: 'elasticsearch' } & ElasticsearchProps)
+    | ({ readonly type: 'cassandra' } & CassandraProps);
+
+  private constructor(settings: ProductionStorage['_settings']) {
+    this._settings = settings;
+  }
+
+  /** `elasticsearch` or `cassandra`. */
+  public get type(): string {
+    return this._settings.type;
+  }
 }
 
 const STORAGE_DIR = '/etc/jaeger/storage';
@@ -142,7 +187,7 @@ export class JaegerProduction extends Construct {
   /** With `oidc`: the port of the issuer oauth2-proxy reaches, for the query pod's NetworkPolicy. */
   public readonly oidcIssuerPort?: number;
   /** The ports of the storage's endpoints (server URLs, contact points), for the NetworkPolicies of the pods that reach it. */
-  public readonly storagePorts: readonly number[];
+  public readonly storagePorts: number[];
   /** `<name>-collector.<namespace>.svc:4317`. */
   public readonly otlpGrpcAddress: string;
 
@@ -161,7 +206,7 @@ export class JaegerProduction extends Construct {
     // Storage, and what each pod needs for it: env vars from the Secret, mounted files.
     const storageEnv: k8s.EnvVar[] = [];
     const storageMounts: SecretMount[] = [];
-    const s = props.storage;
+    const s = props.storage._settings;
     const credentialEnv = (variable: string, key: 'username' | 'password') => ({
       name: variable,
       valueFrom: { secretKeyRef: { name: s.credentials!.secretName, key } },
@@ -191,7 +236,7 @@ export class JaegerProduction extends Construct {
         type: 'elasticsearch',
         serverUrls: s.serverUrls,
         indexPrefix: s.indexPrefix ?? 'jaeger',
-        ...(s.version ? { version: s.version } : {}),
+        ...(s.version ? { version: s.version as ElasticsearchVersion } : {}),
         ...(s.clientHealthCheck === false ? { clientHealthCheck: false } : {}),
         ...(s.credentials
           ? { username: '${env:ES_USERNAME}', passwordFile: `${STORAGE_DIR}/credentials/password` }

@@ -39,14 +39,14 @@ export interface QueryOidcProps {
    * admits); this narrows it further, e.g. `['example.com']` for a realm shared with outsiders.
    * @default ['*']: every user the issuer authenticates, so the issuer's client is the gate
    */
-  readonly emailDomains?: readonly string[];
+  readonly emailDomains?: string[];
   /**
    * The addresses (CIDRs) of the reverse proxies in front of the UI, such as the ingress
    * controller's pods: oauth2-proxy believes their `X-Forwarded-*` and `X-Real-IP` headers (the
    * client's address in its logs, the host and scheme of redirects) and nobody else's.
    * @default none: forwarded headers are ignored, whoever sends them
    */
-  readonly trustedProxies?: readonly string[];
+  readonly trustedProxies?: string[];
   /**
    * The CA that signed the provider's certificate, when a private CA did (a company's own Keycloak):
    * a PEM key of a Secret, which oauth2-proxy trusts besides the public CAs of its image. The key may

@@ -1,6 +1,7 @@
 import type { k8s } from 'cdk8s-plus-34';
 import { Construct } from 'constructs';
 import { singlePodLintExemptions } from '../lint.ts';
+import { assertOneOf, optionalFeature } from '../props.ts';
 import { DEFAULT_REPLICA_SPREAD } from '../scheduling.ts';
 import {
   APPLICATIONS_FILTER,
@@ -26,7 +27,7 @@ import { type SecretMount, type TracingResources, TracingWorkload } from './trac
 /** What the collector does, in the spec's words; `collectorConfig` turns it into the document. */
 export interface CollectorPipelineOptions extends CollectorProcessorOptions {
   /** Backends; at least one. */
-  readonly backends: readonly CollectorBackend[];
+  readonly backends: CollectorBackend[];
   /** @default every span to every backend */
   readonly routing?: CollectorRouting;
   /** @default open receivers */
@@ -41,24 +42,28 @@ export interface CollectorPipelineOptions extends CollectorProcessorOptions {
    * keeps errors, slow requests and a percentage of the rest, without the API server's probes.
    * With routing they go to the default backends. `false`: no such pipeline, and control-plane
    * spans are sampled as any others.
-   * @default the defaults of CollectorControlPlane
+   * @default true
    */
-  readonly controlPlane?: CollectorControlPlane | false;
+  readonly controlPlane?: boolean;
+  /** Tunes the `controlPlane` pipeline. @default the defaults of CollectorControlPlane */
+  readonly controlPlaneOptions?: CollectorControlPlane;
 }
 
 /** The collector's document plus what its pod needs to resolve it: env vars from Secrets, mounted Secrets. */
 export interface CollectorPipeline {
   readonly config: CollectorConfig;
-  readonly env: readonly k8s.EnvVar[];
-  readonly secretMounts: readonly SecretMount[];
+  readonly env: k8s.EnvVar[];
+  readonly secretMounts: SecretMount[];
 }
 
 /** Throws at the first option the collector could not run with, naming it and what to change. */
 export function assertValidCollectorOptions(options: CollectorPipelineOptions, where: string): void {
   assertValidBackends(options.backends, where);
+  assertOneOf(where, 'logLevel', options.logLevel, ['debug', 'info', 'warn', 'error']);
   assertValidReceiverSecurity(options.receiverSecurity ?? {}, where);
   if (options.routing) assertValidRouting(options.routing, options.backends, where);
-  if (options.controlPlane) assertValidControlPlane(options.controlPlane, where);
+  const controlPlane = optionalFeature(where, 'controlPlane', options.controlPlane, options.controlPlaneOptions, true);
+  if (controlPlane) assertValidControlPlane(controlPlane, where);
 }
 
 /** The collector's own logs (JSON) and metrics (Prometheus, on the metrics port). */
@@ -80,11 +85,18 @@ export function collectorConfig(options: CollectorPipelineOptions, where = 'coll
   const base = processorChain(options);
   // With routing, control-plane spans (which carry no route's value) go where unclaimed spans go.
   const defaults = options.backends.filter((b) => options.routing?.defaultBackends.includes(b.name) ?? true);
+  const controlPlaneOptions = optionalFeature(
+    where,
+    'controlPlane',
+    options.controlPlane,
+    options.controlPlaneOptions,
+    true,
+  );
   const controlPlane =
-    options.controlPlane === false
+    controlPlaneOptions === undefined
       ? undefined
       : controlPlanePipeline(
-          options.controlPlane ?? {},
+          controlPlaneOptions,
           options.healthCheckPaths ?? HEALTH_CHECK_PATHS,
           (defaults.length > 0 ? defaults : options.backends).map(exporterId),
         );
@@ -142,7 +154,8 @@ export const COLLECTOR_CONFIG_FILE = 'config.yaml';
  * authenticated forwarding, health on 13133 and its own metrics on 8888.
  */
 export class OtelCollector extends Construct {
-  public readonly config: CollectorConfig;
+  /** The configuration document the collector runs with (`CollectorConfig`), as its ConfigMap holds it. */
+  public readonly config: Record<string, unknown>;
   public readonly workload: TracingWorkload;
   /** `http://<service>.<namespace>.svc:4318`: what applications set `OTEL_EXPORTER_OTLP_ENDPOINT` to. */
   public readonly otlpHttpEndpoint: string;
@@ -157,7 +170,7 @@ export class OtelCollector extends Construct {
     const where = `OtelCollector at '${this.node.path}'`;
     const pipeline = collectorConfig(props, where);
     assertReplicasSeeWholeTraces(pipeline.config, props.sampling, replicas, where);
-    this.config = pipeline.config;
+    this.config = { ...pipeline.config };
     this.workload = new TracingWorkload(this, 'Workload', {
       namespace,
       name,

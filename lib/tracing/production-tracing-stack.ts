@@ -3,9 +3,10 @@ import { Construct } from 'constructs';
 import { RESTRICTED_NAMESPACE_LABELS } from '../security.ts';
 import type { CollectorControlPlane } from './collector/control-plane.ts';
 import type { CollectorBackend } from './collector/exporters.ts';
-import type { CollectorSampling } from './collector/processors.ts';
+import { CollectorSampling } from './collector/processors.ts';
 import type { CollectorReceiverSecurity } from './collector/receivers.ts';
-import { JaegerProduction, type JaegerProductionProps } from './jaeger-production.ts';
+import type { JaegerProductionOptions } from './jaeger-production.ts';
+import { JaegerProduction } from './jaeger-production.ts';
 import { TRACING_NAMESPACE } from './names.ts';
 import { OtelCollector } from './otel-collector.ts';
 import {
@@ -20,7 +21,7 @@ export interface ProductionTracingStackProps {
   /** Create the namespace, labelled to enforce Pod Security `restricted`. @default true */
   readonly createNamespace?: boolean;
   /** Jaeger's storage, TLS, OIDC and scaling. */
-  readonly jaeger: Omit<JaegerProductionProps, 'namespace'>;
+  readonly jaeger: JaegerProductionOptions;
   /**
    * A Secret with `ca.crt`, `tls.crt` and `tls.key`: the collector's client certificate for
    * Jaeger's mutual TLS. Required when `jaeger.collectorTls` requires client certificates.
@@ -30,23 +31,28 @@ export interface ProductionTracingStackProps {
   /** @default tail-based: errors, slower than 1 s, 1 % of the rest (spec §8) */
   readonly sampling?: CollectorSampling;
   /** Further backends the collector also exports to (a second Jaeger, a vendor). @default none */
-  readonly extraBackends?: readonly CollectorBackend[];
+  readonly extraBackends?: CollectorBackend[];
   /** @default open receivers inside the cluster */
   readonly receiverSecurity?: CollectorReceiverSecurity;
   /**
    * The control plane's traces, in a pipeline of their own (OtelCollectorProps' `controlPlane`).
-   * @default errors, slower than 1 s, 10 % of the rest
+   * @default true
    */
-  readonly controlPlane?: CollectorControlPlane | false;
+  readonly controlPlane?: boolean;
+  /** Tunes the control plane's pipeline. @default errors, slower than 1 s, 10 % of the rest */
+  readonly controlPlaneOptions?: CollectorControlPlane;
   /**
    * NetworkPolicies (TracingNetworkPolicy): a default deny for the stack's pods, and per component
    * exactly its flows: applications to the collector (OTLP 4317/4318), the collector to Jaeger, Jaeger to its storage (Elasticsearch or Cassandra),
    * browsers to the UIs, Prometheus to the metrics ports, DNS. `true` takes the defaults (spans from
    * any pod of the cluster; UIs from any address; Prometheus in `monitoring`; kube-dns; the storage at any address on its ports); an object
-   * says where those are. They take effect only where the network plugin enforces NetworkPolicies.
+   * says where those are (`networkPolicyOptions`). They take effect only where the network plugin
+   * enforces NetworkPolicies.
    * @default true
    */
-  readonly networkPolicy?: boolean | TracingNetworkPolicyOptions;
+  readonly networkPolicy?: boolean;
+  /** Where the peers of `networkPolicy` are. @default TracingNetworkPolicy's defaults */
+  readonly networkPolicyOptions?: TracingNetworkPolicyOptions;
 }
 
 /**
@@ -78,7 +84,7 @@ export class ProductionTracingStack extends Construct {
       props.collectorClientTlsSecret ?? (props.jaeger.collectorTls ? props.jaeger.collectorTls.secretName : undefined);
     this.collector = new OtelCollector(this, 'Collector', {
       namespace,
-      sampling: props.sampling ?? { mode: 'tail', percentage: 1 },
+      sampling: props.sampling ?? CollectorSampling.tail({ percentage: 1 }),
       backends: [
         {
           name: 'jaeger',
@@ -89,8 +95,9 @@ export class ProductionTracingStack extends Construct {
       ],
       ...(props.receiverSecurity ? { receiverSecurity: props.receiverSecurity } : {}),
       ...(props.controlPlane !== undefined ? { controlPlane: props.controlPlane } : {}),
+      ...(props.controlPlaneOptions !== undefined ? { controlPlaneOptions: props.controlPlaneOptions } : {}),
     });
-    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, {
+    this.networkPolicy = stackNetworkPolicy(this, props.networkPolicy, props.networkPolicyOptions, {
       namespace,
       collector: this.collector,
       jaeger: this.jaeger,

@@ -14,6 +14,7 @@ import {
   ports,
   urlPort,
 } from '../network-policy.ts';
+import { optionalFeature } from '../props.ts';
 import type { CollectorBackend } from './collector/exporters.ts';
 import type { CollectorReceiverSecurity } from './collector/receivers.ts';
 import type { HotRod } from './hotrod.ts';
@@ -31,26 +32,26 @@ export interface TracingNetworkPolicyOptions extends ClusterPeers {
    * predate OTLP. (Production Jaeger takes spans from the collector gateway only.)
    * @default ALL_PODS: every pod of the cluster, in any namespace
    */
-  readonly spansFrom?: readonly k8s.NetworkPolicyPeer[];
+  readonly spansFrom?: k8s.NetworkPolicyPeer[];
   /**
    * Who may open the UIs: Jaeger's UI and query API (16686, 16685, or oauth2-proxy's port with
    * OIDC) and HotROD's frontend (8080). Browsers reach them through an Ingress controller, a load
    * balancer or `kubectl port-forward`, each cluster's own.
    * @default any address (on those ports only)
    */
-  readonly uiFrom?: readonly k8s.NetworkPolicyPeer[];
+  readonly uiFrom?: k8s.NetworkPolicyPeer[];
   /**
    * Production: where Elasticsearch or Cassandra is, which runs outside the stack; reached on the
    * ports its server URLs or contact points name (9200, 9042 when they name none).
    * @default any address (on those ports only)
    */
-  readonly storage?: readonly k8s.NetworkPolicyPeer[];
+  readonly storage?: k8s.NetworkPolicyPeer[];
   /**
    * Where the collector's further backends (`extraBackends`) and authentication servers (the
    * OIDC issuer of its receivers, OAuth2 token URLs) are, reached on the ports their endpoints name.
    * @default any address (on those ports only)
    */
-  readonly backends?: readonly k8s.NetworkPolicyPeer[];
+  readonly backends?: k8s.NetworkPolicyPeer[];
 }
 
 export interface TracingNetworkPolicyProps {
@@ -60,7 +61,7 @@ export interface TracingNetworkPolicyProps {
   readonly jaeger: JaegerAllInOne | JaegerProduction;
   readonly hotrod?: HotRod;
   /** The collector's backends besides the stack's Jaeger. @default none */
-  readonly extraBackends?: readonly CollectorBackend[];
+  readonly extraBackends?: CollectorBackend[];
   /** @default open receivers */
   readonly receiverSecurity?: CollectorReceiverSecurity;
 }
@@ -86,7 +87,7 @@ export class TracingNetworkPolicy extends Construct {
     const byName = (name: string) => ({ 'app.kubernetes.io/name': name });
     const policy = (
       name: string,
-      workload: { selector: Readonly<Record<string, string>>; component: string },
+      workload: { selector: Record<string, string>; component: string },
       ingress: k8s.NetworkPolicyIngressRule[],
       egress: k8s.NetworkPolicyEgressRule[],
     ) =>
@@ -129,7 +130,7 @@ export class TracingNetworkPolicy extends Construct {
     const outside: number[] = [
       ...(props.extraBackends ?? []).flatMap((b) => [
         b.protocol === 'http' ? urlPort(b.endpoint) : addressPort(b.endpoint, 4317),
-        ...(b.auth?.type === 'oauth2-client-credentials' ? [urlPort(b.auth.tokenUrl)] : []),
+        ...(b.auth?._settings.type === 'oauth2-client-credentials' ? [urlPort(b.auth._settings.tokenUrl)] : []),
       ]),
       ...(props.receiverSecurity?.oidc ? [urlPort(props.receiverSecurity.oidc.issuerUrl)] : []),
     ];
@@ -219,17 +220,16 @@ export class TracingNetworkPolicy extends Construct {
 }
 
 /**
- * A trace stack's NetworkPolicies as its `networkPolicy` prop asks: none when `false`, the default
- * peers when `true` or unset, those options otherwise.
+ * A trace stack's NetworkPolicies as its `networkPolicy` and `networkPolicyOptions` props ask:
+ * none when `networkPolicy` is false, the default peers unless options say where they are.
  */
 export function stackNetworkPolicy(
   scope: Construct,
-  setting: boolean | TracingNetworkPolicyOptions | undefined,
+  enabled: boolean | undefined,
+  options: TracingNetworkPolicyOptions | undefined,
   props: Omit<TracingNetworkPolicyProps, 'options'>,
 ): TracingNetworkPolicy | undefined {
-  if (setting === false) return undefined;
-  return new TracingNetworkPolicy(scope, 'NetworkPolicy', {
-    ...props,
-    options: setting === true || setting === undefined ? {} : setting,
-  });
+  const where = `${scope.constructor.name} at '${scope.node.path}'`;
+  const setting = optionalFeature(where, 'networkPolicy', enabled, options, true);
+  return setting && new TracingNetworkPolicy(scope, 'NetworkPolicy', { ...props, options: setting });
 }

@@ -19,7 +19,30 @@ export interface SecretMount {
   readonly secretName: string;
   readonly mountPath: string;
   /** Keys to mount; every key when omitted. */
-  readonly keys?: readonly string[];
+  readonly keys?: string[];
+}
+
+/** A YAML configuration file of a TracingWorkload. */
+export interface WorkloadConfigFile {
+  readonly fileName: string;
+  /** The document, written as YAML. */
+  readonly document: Record<string, unknown>;
+  /** Where the ConfigMap is mounted. */
+  readonly dir: string;
+}
+
+/** A volume and where the main container mounts it. */
+export interface WorkloadVolume {
+  readonly volume: k8s.Volume;
+  readonly mountPath: string;
+}
+
+/** Readiness and liveness: HTTP GET of `path` on a named port, or a TCP connect when there is no path. */
+export interface WorkloadHealth {
+  /** @default a TCP connect */
+  readonly path?: string;
+  /** Name of the container port. */
+  readonly port: string;
 }
 
 export interface TracingWorkloadProps {
@@ -30,33 +53,33 @@ export interface TracingWorkloadProps {
   readonly component: string;
   readonly image: string;
   /** Arguments of the main container, after `--config` when there is a `config`. @default none */
-  readonly args?: readonly string[];
+  readonly args?: string[];
   /** Container ports by name; every one is also a Service port unless `servicePorts` says otherwise. */
-  readonly ports: Readonly<Record<string, number>>;
+  readonly ports: Record<string, number>;
   /** Names of the ports the Service exposes. @default every port */
-  readonly servicePorts?: readonly string[];
+  readonly servicePorts?: string[];
   /**
    * A YAML configuration file in a ConfigMap named like the workload, mounted at `dir` and passed
    * as `--config=<dir>/<fileName>` (how both Jaeger and the Collector take theirs).
    */
-  readonly config?: { readonly fileName: string; readonly document: object; readonly dir: string };
-  readonly env?: readonly k8s.EnvVar[];
-  readonly secretMounts?: readonly SecretMount[];
+  readonly config?: WorkloadConfigFile;
+  readonly env?: k8s.EnvVar[];
+  readonly secretMounts?: SecretMount[];
   /** Extra volumes and their mounts in the main container (a PersistentVolumeClaim, an emptyDir). */
-  readonly volumes?: readonly { readonly volume: k8s.Volume; readonly mountPath: string }[];
-  /** Readiness and liveness: HTTP GET of `path` on a named port, or a TCP connect when there is no path. */
-  readonly health?: { readonly path?: string; readonly port: string };
+  readonly volumes?: WorkloadVolume[];
+  /** Readiness and liveness. @default none */
+  readonly health?: WorkloadHealth;
   readonly resources: TracingResources;
   /** @default 1 */
   readonly replicas?: number;
   /** Extra containers in the pod (an authenticating proxy). */
-  readonly sidecars?: readonly k8s.Container[];
+  readonly sidecars?: k8s.Container[];
   /** Volumes that the sidecars mount (each sidecar names its own mounts). */
-  readonly sidecarVolumes?: readonly k8s.Volume[];
+  readonly sidecarVolumes?: k8s.Volume[];
   /** Ports of the sidecars, by name, that the Service exposes too. */
-  readonly sidecarPorts?: Readonly<Record<string, number>>;
-  /** Deployment strategy; Recreate for a single-writer volume. @default RollingUpdate */
-  readonly strategy?: 'RollingUpdate' | 'Recreate';
+  readonly sidecarPorts?: Record<string, number>;
+  /** Deployment strategy, `RollingUpdate` or `Recreate` (for a single-writer volume). @default 'RollingUpdate' */
+  readonly strategy?: string;
   /** How replicas spread over nodes and zones; for a workload that may run more than one pod. @default no spreading rules */
   readonly spread?: ReplicaSpread;
   /**
@@ -64,7 +87,7 @@ export interface TracingWorkloadProps {
    * every workload has), as annotations on it.
    * @default none
    */
-  readonly lint?: readonly LintExemption[];
+  readonly lint?: LintExemption[];
 }
 
 /**
@@ -79,12 +102,16 @@ export class TracingWorkload extends Construct {
   /** The configuration file's text, exactly as the ConfigMap holds it. */
   public readonly configText?: string;
   /** The Deployment's selector: labels of exactly its pods. */
-  public readonly selector: Readonly<Record<string, string>>;
+  public readonly selector: Record<string, string>;
   /** Every container port of the pod (sidecars' too), by name. */
-  public readonly ports: Readonly<Record<string, number>>;
+  public readonly ports: Record<string, number>;
 
   constructor(scope: Construct, id: string, props: TracingWorkloadProps) {
     super(scope, id);
+    if (props.strategy !== undefined && !['RollingUpdate', 'Recreate'].includes(props.strategy))
+      throw new Error(
+        `TracingWorkload at '${this.node.path}': strategy '${props.strategy}' is neither RollingUpdate nor Recreate`,
+      );
     const labels = tracingLabels(props.name, props.component);
     const selector = { 'app.kubernetes.io/name': props.name, 'app.kubernetes.io/component': props.component };
     this.selector = selector;

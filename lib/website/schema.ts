@@ -23,12 +23,14 @@ export const MAX_TITLE_LENGTH = 4096;
 
 /** Inclusive bounds of `spec.replicas`. */
 export interface ReplicaBounds {
-  readonly minimum: number;
-  readonly maximum: number;
+  /** @default 1 */
+  readonly minimum?: number;
+  /** @default 5 */
+  readonly maximum?: number;
 }
 
 /** The spec's bounds: 1 to 5 replicas (spec §8). */
-export const DEFAULT_REPLICA_BOUNDS: ReplicaBounds = { minimum: 1, maximum: 5 };
+export const DEFAULT_REPLICA_BOUNDS: Required<ReplicaBounds> = { minimum: 1, maximum: 5 };
 
 /** A CEL validation rule evaluated by the API server itself. */
 export interface ValidationRule {
@@ -42,8 +44,8 @@ export interface ValidationRule {
 export interface JsonSchema {
   readonly type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
   readonly description?: string;
-  readonly properties?: Readonly<Record<string, JsonSchema>>;
-  readonly required?: readonly string[];
+  readonly properties?: Record<string, JsonSchema>;
+  readonly required?: string[];
   readonly items?: JsonSchema;
   readonly minimum?: number;
   readonly maximum?: number;
@@ -52,7 +54,7 @@ export interface JsonSchema {
   readonly maxItems?: number;
   readonly pattern?: string;
   readonly format?: string;
-  readonly enum?: readonly string[];
+  readonly enum?: string[];
   readonly default?: unknown;
   readonly 'x-kubernetes-validations'?: readonly ValidationRule[];
   readonly 'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
@@ -96,7 +98,7 @@ function titleSchema(field: string): JsonSchema {
   };
 }
 
-function replicasSchema(bounds: ReplicaBounds): JsonSchema {
+function replicasSchema(bounds: Required<ReplicaBounds>): JsonSchema {
   return {
     type: 'integer',
     description: `Number of pods serving the website, from ${bounds.minimum} to ${bounds.maximum}.`,
@@ -212,7 +214,7 @@ function root(description: string, spec: Pick<JsonSchema, 'required' | 'properti
 }
 
 /** v1, the storage version: `spec.title`, `spec.replicas`, `spec.color`. */
-export function websiteV1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS): JsonSchema {
+export function websiteV1Schema(replicas: Required<ReplicaBounds> = DEFAULT_REPLICA_BOUNDS): JsonSchema {
   return root(
     'A Website: a page showing a title on a colour, served by a Deployment and a Service the operator keeps.',
     {
@@ -228,7 +230,7 @@ export function websiteV1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS
 }
 
 /** v1beta1, served for older clients: `spec.heading`, `spec.instances`, `spec.theme.color`. */
-export function websiteV1beta1Schema(replicas: ReplicaBounds = DEFAULT_REPLICA_BOUNDS): JsonSchema {
+export function websiteV1beta1Schema(replicas: Required<ReplicaBounds> = DEFAULT_REPLICA_BOUNDS): JsonSchema {
   return root(
     'A Website (v1beta1, deprecated: use v1, where heading is title, instances is replicas and theme.color is color).',
     {

@@ -1,5 +1,5 @@
 import { ApiObject } from 'cdk8s';
-import { Construct } from 'constructs';
+import { Construct, type IConstruct } from 'constructs';
 import { OPERATOR_NAMESPACE, WEBHOOK_PATH, WEBHOOK_SERVICE_NAME, WEBHOOK_SERVICE_PORT } from '../operator/names.ts';
 import {
   DEFAULT_GROUP,
@@ -12,11 +12,12 @@ import {
 
 /** The versions of the Website API this package knows. */
 export type WebsiteVersionName = 'v1' | 'v1beta1';
+const VERSION_NAMES: readonly string[] = ['v1', 'v1beta1'] satisfies WebsiteVersionName[];
 
 /** One entry of the CRD's `spec.versions`. */
 export interface WebsiteVersion {
-  /** Version name. */
-  readonly name: WebsiteVersionName;
+  /** Version name: `v1` or `v1beta1`. */
+  readonly name: string;
   /** Whether clients can read and write this version. */
   readonly served: boolean;
   /** Whether objects are persisted in this version; exactly one version must be. */
@@ -52,12 +53,12 @@ export interface WebsiteCrdProps {
    * through `conversionWebhook`; with a single served version the strategy is None.
    * @default v1 (served, storage) and v1beta1 (served)
    */
-  readonly versions?: readonly WebsiteVersion[];
+  readonly versions?: WebsiteVersion[];
   /**
    * Inclusive bounds of `spec.replicas`.
    * @default { minimum: 1, maximum: 5 }
    */
-  readonly replicas?: Partial<ReplicaBounds>;
+  readonly replicas?: ReplicaBounds;
   /**
    * The operator that serves this CRD's conversion webhook, usually a `WebsiteOperator`. The CRD
    * then takes from it everything it needs: the group (when `group` is not set), the webhook
@@ -66,7 +67,7 @@ export interface WebsiteCrdProps {
    * `group` or an annotation that contradicts the operator.
    * @default none: `conversionWebhook`, or website-operator-webhook in website-system
    */
-  readonly operator?: WebsiteCrdOperator;
+  readonly operator?: IWebsiteCrdOperator;
   /**
    * Service of the conversion webhook, used when more than one version is served. Set it only for
    * an operator deployed outside this cdk8s app; otherwise pass `operator`.
@@ -77,22 +78,20 @@ export interface WebsiteCrdProps {
    * Extra annotations on the CRD. Those `operator` needs are added without being listed here.
    * @default none
    */
-  readonly annotations?: Readonly<Record<string, string>>;
+  readonly annotations?: Record<string, string>;
 }
 
 /**
  * What a WebsiteCrd needs from the operator that converts its versions. `WebsiteOperator`
  * implements it; so can any construct that deploys a compatible operator.
  */
-export interface WebsiteCrdOperator {
-  /** The construct, named in error messages. */
-  readonly node: Construct['node'];
+export interface IWebsiteCrdOperator extends IConstruct {
   /** API group of the Websites the operator reconciles. */
   readonly group: string;
-  /** Where the operator serves ConversionReview requests. */
-  readonly conversionWebhook: Required<ConversionWebhookService>;
+  /** Where the operator serves ConversionReview requests (every field set). */
+  readonly conversionWebhook: ConversionWebhookService;
   /** Annotations the CRD must carry for the operator's webhook certificate (none for some modes). */
-  readonly crdAnnotations: Readonly<Record<string, string>>;
+  readonly crdAnnotations: Record<string, string>;
 }
 
 /**
@@ -100,8 +99,8 @@ export interface WebsiteCrdOperator {
  * so that a CRD left unconnected can find such operators in its app and fail at synth instead of
  * pointing its webhook at nothing.
  */
-function isWebsiteCrdOperator(construct: object): construct is WebsiteCrdOperator {
-  const candidate = construct as Partial<WebsiteCrdOperator>;
+function isWebsiteCrdOperator(construct: object): construct is IWebsiteCrdOperator {
+  const candidate = construct as Partial<IWebsiteCrdOperator>;
   return (
     typeof candidate.group === 'string' &&
     typeof candidate.conversionWebhook === 'object' &&
@@ -109,9 +108,19 @@ function isWebsiteCrdOperator(construct: object): construct is WebsiteCrdOperato
   );
 }
 
-const sameWebhook = (a: Required<ConversionWebhookService>, b: Required<ConversionWebhookService>) =>
-  a.name === b.name && a.namespace === b.namespace && a.port === b.port && a.path === b.path;
-const describeWebhook = (w: Required<ConversionWebhookService>) => `${w.namespace}/${w.name}:${w.port}${w.path}`;
+/** `webhook` with the defaults of what it leaves unset. */
+const withDefaults = (webhook?: ConversionWebhookService): Required<ConversionWebhookService> => ({
+  ...DEFAULT_CONVERSION_WEBHOOK,
+  ...webhook,
+});
+const sameWebhook = (a: ConversionWebhookService, b: ConversionWebhookService) => {
+  const [x, y] = [withDefaults(a), withDefaults(b)];
+  return x.name === y.name && x.namespace === y.namespace && x.port === y.port && x.path === y.path;
+};
+const describeWebhook = (webhook: ConversionWebhookService) => {
+  const w = withDefaults(webhook);
+  return `${w.namespace}/${w.name}:${w.port}${w.path}`;
+};
 
 export const DEFAULT_VERSIONS: readonly WebsiteVersion[] = [
   { name: 'v1', served: true, storage: true },
@@ -126,7 +135,7 @@ export const DEFAULT_CONVERSION_WEBHOOK: Required<ConversionWebhookService> = {
   port: WEBHOOK_SERVICE_PORT,
 };
 
-const schemas: Record<WebsiteVersionName, (bounds: ReplicaBounds) => JsonSchema> = {
+const schemas: Record<WebsiteVersionName, (bounds: Required<ReplicaBounds>) => JsonSchema> = {
   v1: websiteV1Schema,
   v1beta1: websiteV1beta1Schema,
 };
@@ -180,8 +189,8 @@ export class WebsiteCrd extends Construct {
   public readonly group: string;
   /** CRD name: `websites.<group>`. */
   public readonly name: string;
-  /** The storage version. */
-  public readonly storageVersion: WebsiteVersionName;
+  /** The storage version (`v1` unless `versions` says otherwise). */
+  public readonly storageVersion: string;
   /** The CRD object. */
   public readonly apiObject: ApiObject;
 
@@ -230,7 +239,8 @@ export class WebsiteCrd extends Construct {
     const versions = props.versions ?? DEFAULT_VERSIONS;
     const names = versions.map((v) => v.name);
     for (const name of names) {
-      if (!(name in schemas)) fail(`unknown version '${name}': known versions are ${Object.keys(schemas).join(', ')}`);
+      if (!VERSION_NAMES.includes(name))
+        fail(`unknown version '${name}': known versions are ${VERSION_NAMES.join(', ')}`);
       if (names.indexOf(name) !== names.lastIndexOf(name)) fail(`version '${name}' is listed more than once`);
     }
     const storage = versions.filter((v) => v.storage);
@@ -242,10 +252,7 @@ export class WebsiteCrd extends Construct {
     this.storageVersion = storage[0].name;
 
     const served = versions.filter((v) => v.served);
-    const webhook: Required<ConversionWebhookService> = {
-      ...DEFAULT_CONVERSION_WEBHOOK,
-      ...(operator?.conversionWebhook ?? props.conversionWebhook),
-    };
+    const webhook = withDefaults(operator?.conversionWebhook ?? props.conversionWebhook);
     if (served.length > 1 && !operator) {
       // An operator of this group elsewhere in the app must be the one this CRD calls: the constructs
       // example (docs/use/constructs.md; then in the README) once pointed a CRD at website-system while
@@ -307,9 +314,9 @@ export class WebsiteCrd extends Construct {
                 deprecationWarning: `${this.group}/v1beta1 Website is deprecated; use ${this.group}/v1`,
               }
             : {}),
-          schema: { openAPIV3Schema: schemas[v.name](bounds) },
+          schema: { openAPIV3Schema: schemas[v.name as WebsiteVersionName](bounds) },
           subresources: { status: {} },
-          additionalPrinterColumns: printerColumns[v.name],
+          additionalPrinterColumns: printerColumns[v.name as WebsiteVersionName],
         })),
         conversion,
       },

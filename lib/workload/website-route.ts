@@ -31,14 +31,14 @@ export interface WebsiteGateway {
    * one of them or end with `.` and one of them. A host under none is refused.
    * @default none: every Website gets its default host, and `spec.host` is refused
    */
-  readonly hostSuffixes?: readonly string[];
+  readonly hostSuffixes?: string[];
   /**
    * Where the Gateway's data plane runs (its proxies): WebsiteOperator opens the Websites' web port
    * to these peers in each namespace it watches (WebsiteIngressPolicy), unless its `networkPolicy`
    * is false. The operator itself does not read it.
    * @default every pod of the Gateway's namespace
    */
-  readonly dataPlane?: readonly k8s.NetworkPolicyPeer[];
+  readonly dataPlane?: k8s.NetworkPolicyPeer[];
 }
 
 const hostname = new RegExp(HOSTNAME_PATTERN);

@@ -93,7 +93,7 @@ export interface OwnedKind {
    * The fields of its `status` the operator reads, so that its cache of these objects keeps them
    * (and drops the rest of the status). None: the operator reads none of it.
    */
-  readonly statusRead?: readonly string[];
+  readonly statusRead?: string[];
   /**
    * Owned only by an operator given a Gateway (WebsiteGateway): rendered, watched and granted then
    * only, so that a cluster without the Gateway API needs none of it.

@@ -3,4 +3,4 @@
 // WebsiteWorkload construct `npm run synth` uses, and converts with the same functions, so the two
 // can never disagree. It imports the library's source rather than a published build, so
 // `npm run operator` and the tests run the working tree; the image compiles both in one pass.
-export * from '../../lib/index.ts';
+export * from '../../lib/internal.ts';

@@ -18,7 +18,7 @@ import { OperatorProcess } from '../../harness/operator/operator-process.ts';
 import { type ShellOperatorProcess, startShellOperator } from '../../harness/operator/shell-operator.ts';
 import { eventually } from '../../harness/process/poll.ts';
 import { freePort } from '../../harness/process/ports.ts';
-import { SYNC_WAVE_ANNOTATION, websiteHealthCheck } from '../../lib/argocd.ts';
+import { ArgoSync } from '../../lib/argocd.ts';
 import { READY_REASONS } from '../../operator/src/reconciler/status.ts';
 
 type Manifest = Record<string, any>;
@@ -71,7 +71,10 @@ function distWaves(folder: string): Map<string, number> {
     for (const document of parseAllDocuments(readFileSync(join(ROOT, 'dist', folder, file), 'utf8'))) {
       const object = document.toJS() as Manifest | null;
       if (object)
-        waves.set(`${object.kind}/${object.metadata.name}`, Number(object.metadata.annotations[SYNC_WAVE_ANNOTATION]));
+        waves.set(
+          `${object.kind}/${object.metadata.name}`,
+          Number(object.metadata.annotations[ArgoSync.WAVE_ANNOTATION]),
+        );
     }
   return waves;
 }
@@ -199,7 +202,7 @@ beforeAll(async () => {
   });
   // The page's health check, applied as the page says.
   const configMap = pageManifests().find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'argocd-cm');
-  expect(configMap?.data).toEqual(websiteHealthCheck());
+  expect(configMap?.data).toEqual(ArgoSync.websiteHealthCheck());
   await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: JSON.stringify(configMap) });
 }, 600_000);
 

@@ -12,7 +12,7 @@ import { chartManifests } from '../../harness/trace/local-stack.ts';
 import { CHART, esAddress, productionSecrets } from '../../harness/trace/production.ts';
 import { type SharedServices, sharedServices } from '../../harness/trace/services.ts';
 import { type LocalStack, startStack, synthYaml, testPki } from '../../harness/trace/traces.ts';
-import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
+import { JaegerProduction, ProductionStorage } from '../../lib/tracing/jaeger-production.ts';
 
 const QUERY_PODS = ['jaeger-query', 'jaeger-query-oauth2-proxy'];
 
@@ -116,14 +116,13 @@ describe('OIDC in front of Jaeger query, with Keycloak and Chromium', () => {
     const restrictedUi = `http://127.0.0.1:${port}`;
     const yaml = synthYaml((chart) => {
       new JaegerProduction(chart, 'jaeger', {
-        storage: {
-          type: 'elasticsearch',
+        storage: ProductionStorage.elasticsearch({
           serverUrls: ['https://elasticsearch-es-http.tracing.svc:9200'],
           caSecretName: 'elasticsearch-es-http-certs-public',
           credentials: { secretName: 'jaeger-elasticsearch' },
           version: 8,
           clientHealthCheck: false,
-        },
+        }),
         oidc: {
           issuerUrl: keycloak.issuerUrl,
           clientId: keycloak.clientId,

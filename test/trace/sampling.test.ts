@@ -12,6 +12,7 @@ import {
   startStack,
   synthYaml,
 } from '../../harness/trace/traces.ts';
+import { CollectorSampling } from '../../lib/tracing/collector/processors.ts';
 import {
   DevelopmentTracingStack,
   type DevelopmentTracingStackProps,
@@ -65,7 +66,7 @@ async function settledCount(query: string, service: string): Promise<number> {
 describe('probabilistic sampling at 1 % (the OtelCollector default, the spec sample configuration)', () => {
   let stack: LocalStack;
   beforeAll(async () => {
-    stack = await startSampling({ mode: 'probabilistic', percentage: 1 });
+    stack = await startSampling(CollectorSampling.probabilistic(1));
   });
   afterAll(() => stack?.stop());
 
@@ -106,7 +107,7 @@ describe('probabilistic sampling at 1 % (the OtelCollector default, the spec sam
 describe('tail-based sampling (the production collector: errors, slower than 1 s, 1 % of the rest)', () => {
   let stack: LocalStack;
   beforeAll(async () => {
-    stack = await startSampling({ mode: 'tail', percentage: 1 });
+    stack = await startSampling(CollectorSampling.tail({ percentage: 1 }));
   });
   afterAll(() => stack?.stop());
 

@@ -13,6 +13,8 @@ import {
   synthYaml,
   testPki,
 } from '../../harness/trace/traces.ts';
+import { ForwardingAuth } from '../../lib/tracing/collector/exporters.ts';
+import { CollectorSampling } from '../../lib/tracing/collector/processors.ts';
 import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
 import { OtelCollector } from '../../lib/tracing/otel-collector.ts';
 
@@ -32,7 +34,7 @@ describe('mutual TLS on the collector receivers', () => {
     const yaml = synthYaml((chart) => {
       const jaeger = new JaegerAllInOne(chart, 'Jaeger');
       new OtelCollector(chart, 'Collector', {
-        sampling: { mode: 'always' },
+        sampling: CollectorSampling.always(),
         backends: [{ name: 'jaeger', endpoint: jaeger.otlpGrpcAddress }],
         receiverSecurity: { tls: { secretName: 'collector-tls' } },
       });
@@ -91,7 +93,7 @@ describe('bearer-token forwarding over TLS: a forwarding collector to a gateway 
       const jaeger = new JaegerAllInOne(chart, 'Jaeger');
       const gateway = new OtelCollector(chart, 'Gateway', {
         name: 'gateway',
-        sampling: { mode: 'always' },
+        sampling: CollectorSampling.always(),
         backends: [{ name: 'jaeger', endpoint: jaeger.otlpGrpcAddress }],
         receiverSecurity: {
           tls: { secretName: 'gateway-tls', requireClientCertificate: false },
@@ -104,13 +106,13 @@ describe('bearer-token forwarding over TLS: a forwarding collector to a gateway 
       ]) {
         new OtelCollector(chart, name, {
           name,
-          sampling: { mode: 'always' },
+          sampling: CollectorSampling.always(),
           backends: [
             {
               name: 'gateway',
               endpoint: gateway.otlpGrpcAddress,
               tls: { secretName: 'gateway-ca' },
-              auth: { type: 'bearer-token', token: { secretName, key: 'token' } },
+              auth: ForwardingAuth.bearerToken({ secretName, key: 'token' }),
             },
           ],
         });
@@ -176,7 +178,7 @@ describe('multi-backend routing by a resource attribute', () => {
       const a = new JaegerAllInOne(chart, 'JaegerA', { name: 'jaeger-a' });
       const b = new JaegerAllInOne(chart, 'JaegerB', { name: 'jaeger-b' });
       new OtelCollector(chart, 'Collector', {
-        sampling: { mode: 'always' },
+        sampling: CollectorSampling.always(),
         backends: [
           { name: 'a', endpoint: a.otlpGrpcAddress },
           { name: 'b', endpoint: b.otlpGrpcAddress },

@@ -8,7 +8,7 @@ import { k8s } from 'cdk8s-plus-34';
 import { parseAllDocuments } from 'yaml';
 import type { Manifest } from '../../harness/manifests.ts';
 import { buildDist, DIST_ALTERNATIVES, SYNC_WAVES, TRACING_SYNC_WAVES } from '../../lib/app.ts';
-import { argoSync, requireSyncWaves } from '../../lib/argocd.ts';
+import { ArgoSync } from '../../lib/argocd.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -128,10 +128,10 @@ describe('the synthesized app', () => {
 
   test('synth refuses an object without a sync wave, naming it', () => {
     const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'no-wave-')) });
-    requireSyncWaves(app);
+    ArgoSync.requireWaves(app);
     const waved = new Chart(app, 'waved');
     new k8s.KubeConfigMap(waved, 'a', { metadata: { name: 'a' } });
-    argoSync(waved, { wave: 0 });
+    ArgoSync.apply(waved, { wave: 0 });
     new k8s.KubeConfigMap(new Chart(app, 'forgotten'), 'b', { metadata: { name: 'b' } });
     try {
       expect(() => app.synth()).toThrow(

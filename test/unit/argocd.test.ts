@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { DIST_ALTERNATIVES } from '../../lib/app.ts';
-import { websiteHealthCheck } from '../../lib/argocd.ts';
+import { ArgoSync } from '../../lib/argocd.ts';
 
 type Manifest = Record<string, any>;
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -66,6 +66,6 @@ describe('the Argo CD section of docs/use/dist-and-argocd.md (proven on Argo CD 
   test("its argocd-cm carries the package's Website health check, as lib/argocd.ts renders it", () => {
     const argocdCm = manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'argocd-cm');
     expect(argocdCm?.metadata.labels).toEqual({ 'app.kubernetes.io/part-of': 'argocd' });
-    expect(argocdCm?.data).toEqual(websiteHealthCheck());
+    expect(argocdCm?.data).toEqual(ArgoSync.websiteHealthCheck());
   });
 });

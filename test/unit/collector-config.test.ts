@@ -6,8 +6,14 @@ import {
   EXPORT_RETRY,
   exporterAuth,
   exporterTls,
+  ForwardingAuth,
 } from '../../lib/tracing/collector/exporters.ts';
-import { healthCheckConditions, processorChain, tailSampling } from '../../lib/tracing/collector/processors.ts';
+import {
+  CollectorSampling,
+  healthCheckConditions,
+  processorChain,
+  tailSampling,
+} from '../../lib/tracing/collector/processors.ts';
 import { assertValidReceiverSecurity, otlpReceivers } from '../../lib/tracing/collector/receivers.ts';
 import { assertValidRouting, tracePipelines } from '../../lib/tracing/collector/routing.ts';
 import { assertReplicasSeeWholeTraces, collectorConfig, collectorTelemetry } from '../../lib/tracing/otel-collector.ts';
@@ -20,7 +26,7 @@ const secret = (secretName: string, key = 'key') => ({ secretName, key });
 
 describe('exporters: one per backend, with its TLS and its credentials', () => {
   test('bearer-token: bearertokenauth/<backend> reads the token from <BACKEND>_BEARER_TOKEN, fed by the Secret', () => {
-    expect(exporterAuth('vendor-eu', { type: 'bearer-token', token: secret('vendor', 'token') })).toEqual({
+    expect(exporterAuth('vendor-eu', ForwardingAuth.bearerToken(secret('vendor', 'token')))).toEqual({
       authenticator: 'bearertokenauth/vendor-eu',
       extension: { token: '${env:VENDOR_EU_BEARER_TOKEN}' },
       env: { name: 'VENDOR_EU_BEARER_TOKEN', valueFrom: { secretKeyRef: { name: 'vendor', key: 'token' } } },
@@ -28,9 +34,7 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
   });
 
   test('basic: basicauth/<backend> as a client, the username inline and the password from <BACKEND>_PASSWORD', () => {
-    expect(
-      exporterAuth('central', { type: 'basic', username: 'tracing', password: secret('central', 'password') }),
-    ).toEqual({
+    expect(exporterAuth('central', ForwardingAuth.basic('tracing', secret('central', 'password')))).toEqual({
       authenticator: 'basicauth/central',
       extension: { client_auth: { username: 'tracing', password: '${env:CENTRAL_PASSWORD}' } },
       env: { name: 'CENTRAL_PASSWORD', valueFrom: { secretKeyRef: { name: 'central', key: 'password' } } },
@@ -38,13 +42,18 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
   });
 
   test('oauth2-client-credentials: oauth2client/<backend> with the token URL, the scopes when given, the secret from <BACKEND>_CLIENT_SECRET', () => {
-    const auth = {
-      type: 'oauth2-client-credentials',
+    const credentials = {
       tokenUrl: 'https://idp.example/token',
       clientId: 'collector',
       clientSecret: secret('idp', 'secret'),
-    } as const;
-    expect(exporterAuth('idp', { ...auth, scopes: ['traces.write', 'openid'] })).toEqual({
+    };
+    const auth = ForwardingAuth.oauth2ClientCredentials(credentials);
+    expect(
+      exporterAuth(
+        'idp',
+        ForwardingAuth.oauth2ClientCredentials({ ...credentials, scopes: ['traces.write', 'openid'] }),
+      ),
+    ).toEqual({
       authenticator: 'oauth2client/idp',
       extension: {
         client_id: 'collector',
@@ -85,7 +94,7 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
       name: 'central',
       protocol: 'http',
       endpoint: 'https://otlp.central.example',
-      auth: { type: 'basic', username: 'u', password: secret('central') },
+      auth: ForwardingAuth.basic('u', secret('central')),
     });
     expect(exporter.id).toBe('otlp_http/central');
     expect(exporter.exporter).toEqual({
@@ -122,7 +131,7 @@ describe('exporters: one per backend, with its TLS and its credentials', () => {
     ],
     [
       'gRPC credentials without tls',
-      [{ ...JAEGER, auth: { type: 'basic', username: 'u', password: secret('p') } }],
+      [{ ...JAEGER, auth: ForwardingAuth.basic('u', secret('p')) }],
       /backend 'jaeger' would send its basic credentials in clear text; set tls/,
     ],
     [
@@ -216,26 +225,25 @@ describe('the processor chain', () => {
 
   test('the chain: memory_limiter, head sampling, the trace-level decision, batch; each only when it has work', () => {
     expect(processorChain({}).chain).toEqual(['memory_limiter', 'probabilistic_sampler', 'tail_sampling', 'batch']);
-    expect(processorChain({ sampling: { mode: 'always' } }).chain).toEqual([
+    expect(processorChain({ sampling: CollectorSampling.always() }).chain).toEqual([
       'memory_limiter',
       'tail_sampling',
       'batch',
     ]);
-    expect(processorChain({ sampling: { mode: 'probabilistic', percentage: 5 }, healthCheckPaths: [] }).chain).toEqual([
+    expect(processorChain({ sampling: CollectorSampling.probabilistic(5), healthCheckPaths: [] }).chain).toEqual([
       'memory_limiter',
       'probabilistic_sampler',
       'batch',
     ]);
-    expect(processorChain({ sampling: { mode: 'tail', percentage: 5 }, healthCheckPaths: [] }).chain).toEqual([
-      'memory_limiter',
-      'tail_sampling',
-      'batch',
-    ]);
+    expect(processorChain({ sampling: CollectorSampling.tail({ percentage: 5 }), healthCheckPaths: [] }).chain).toEqual(
+      ['memory_limiter', 'tail_sampling', 'batch'],
+    );
   });
 
   test('tail sampling takes its threshold, decision wait and trace count, and sizes the decision cache from the count', () => {
     const tail = tailSampling(
-      { mode: 'tail', percentage: 5, latencyThresholdMs: 300, decisionWait: '30s', numTraces: 1000 },
+      CollectorSampling.tail({ percentage: 5, latencyThresholdMs: 300, decisionWait: '30s', numTraces: 1000 })
+        ._settings,
       [],
     );
     expect(tail).toEqual({
@@ -248,7 +256,7 @@ describe('the processor chain', () => {
         { name: 'rest', type: 'probabilistic', probabilistic: { sampling_percentage: 5 } },
       ],
     });
-    expect(tailSampling({ mode: 'always' }, [])).toBeUndefined();
+    expect(tailSampling(CollectorSampling.always()._settings, [])).toBeUndefined();
   });
 
   test('health-check paths are matched literally: regular-expression characters in them are escaped', () => {
@@ -331,9 +339,7 @@ describe('the traces pipelines', () => {
 describe('the composed document', () => {
   test('authenticators are listed exporters first, then receivers; env and Secret mounts in the same order', () => {
     const { config, env, secretMounts } = collectorConfig({
-      backends: [
-        { ...JAEGER, tls: { secretName: 'jaeger-ca' }, auth: { type: 'bearer-token', token: secret('jaeger') } },
-      ],
+      backends: [{ ...JAEGER, tls: { secretName: 'jaeger-ca' }, auth: ForwardingAuth.bearerToken(secret('jaeger')) }],
       receiverSecurity: { tls: { secretName: 'collector-tls' }, bearerToken: secret('senders') },
       logLevel: 'debug',
     });
@@ -348,7 +354,7 @@ describe('the composed document', () => {
   test('several replicas are fine when no processor decides per trace', () => {
     const { config } = collectorConfig({
       backends: [JAEGER],
-      sampling: { mode: 'always' },
+      sampling: CollectorSampling.always(),
       healthCheckPaths: [],
       controlPlane: false,
     });
@@ -388,18 +394,22 @@ describe("the control plane's pipeline", () => {
     const { config } = collectorConfig({ backends: [JAEGER] });
     expect(config.processors!['tail_sampling/control-plane']).toEqual(
       tailSampling(
-        { mode: 'tail', percentage: 10, latencyThresholdMs: 1000 },
+        CollectorSampling.tail({ percentage: 10, latencyThresholdMs: 1000 })._settings,
         ['/healthz', '/readyz', '/livez', '/health'],
         controlPlaneProbeConditions,
       ),
     );
     const custom = collectorConfig({
       backends: [JAEGER],
-      controlPlane: { services: ['kube-apiserver'], percentage: 25, latencyThresholdMs: 300 },
+      controlPlaneOptions: { services: ['kube-apiserver'], percentage: 25, latencyThresholdMs: 300 },
       healthCheckPaths: ['/livez'],
     }).config;
     expect(custom.processors!['tail_sampling/control-plane']).toEqual(
-      tailSampling({ mode: 'tail', percentage: 25, latencyThresholdMs: 300 }, ['/livez'], controlPlaneProbeConditions),
+      tailSampling(
+        CollectorSampling.tail({ percentage: 25, latencyThresholdMs: 300 })._settings,
+        ['/livez'],
+        controlPlaneProbeConditions,
+      ),
     );
     expect(custom.processors!['filter/applications']).toEqual({
       error_mode: 'ignore',
@@ -415,7 +425,7 @@ describe("the control plane's pipeline", () => {
   });
 
   test('keeping every one (the development stack) decides a second after the root; with no probes to drop, nothing decides per trace', () => {
-    const every = collectorConfig({ backends: [JAEGER], controlPlane: { percentage: 100 } }).config;
+    const every = collectorConfig({ backends: [JAEGER], controlPlaneOptions: { percentage: 100 } }).config;
     expect(every.processors!['tail_sampling/control-plane']).toMatchObject({
       decision_wait_after_root_received: '1s',
       policies: [
@@ -425,16 +435,16 @@ describe("the control plane's pipeline", () => {
     });
     const none = collectorConfig({
       backends: [JAEGER],
-      sampling: { mode: 'always' },
+      sampling: CollectorSampling.always(),
       healthCheckPaths: [],
-      controlPlane: { percentage: 100 },
+      controlPlaneOptions: { percentage: 100 },
     }).config;
     expect(none.service.pipelines['traces/control-plane'].processors).toEqual([
       'memory_limiter',
       'filter/control-plane',
       'batch',
     ]);
-    expect(() => assertReplicasSeeWholeTraces(none, { mode: 'always' }, 3, 'W')).not.toThrow();
+    expect(() => assertReplicasSeeWholeTraces(none, CollectorSampling.always(), 3, 'W')).not.toThrow();
   });
 
   test('with routing, control-plane spans go to the default backends; false leaves the pipeline out', () => {
@@ -453,17 +463,21 @@ describe("the control plane's pipeline", () => {
   });
 
   test('several replicas would split its traces; settings it cannot run with are refused by name', () => {
-    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'always' }, healthCheckPaths: [] });
-    expect(() => assertReplicasSeeWholeTraces(config, { mode: 'always' }, 2, 'W')).toThrow(
+    const { config } = collectorConfig({
+      backends: [JAEGER],
+      sampling: CollectorSampling.always(),
+      healthCheckPaths: [],
+    });
+    expect(() => assertReplicasSeeWholeTraces(config, CollectorSampling.always(), 2, 'W')).toThrow(
       /^W: the control plane's tail sampling \(controlPlane: false leaves it out\) decides per trace/,
     );
-    expect(() => collectorConfig({ backends: [JAEGER], controlPlane: { services: [] } }, 'W')).toThrow(
+    expect(() => collectorConfig({ backends: [JAEGER], controlPlaneOptions: { services: [] } }, 'W')).toThrow(
       'W: controlPlane.services must name at least one service, none empty',
     );
-    expect(() => collectorConfig({ backends: [JAEGER], controlPlane: { percentage: 101 } }, 'W')).toThrow(
+    expect(() => collectorConfig({ backends: [JAEGER], controlPlaneOptions: { percentage: 101 } }, 'W')).toThrow(
       'W: controlPlane.percentage is 101; give a percentage between 0 and 100',
     );
-    expect(() => collectorConfig({ backends: [JAEGER], controlPlane: { latencyThresholdMs: 0 } }, 'W')).toThrow(
+    expect(() => collectorConfig({ backends: [JAEGER], controlPlaneOptions: { latencyThresholdMs: 0 } }, 'W')).toThrow(
       'W: controlPlane.latencyThresholdMs is 0; give a whole number of ms above 0',
     );
   });

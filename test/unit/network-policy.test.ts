@@ -2,6 +2,7 @@ import { type Manifest, only, synth } from '../../harness/manifests.ts';
 import { addressPort, urlPort } from '../../lib/network-policy.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
+import { ProductionStorage } from '../../lib/tracing/jaeger-production.ts';
 import {
   ProductionTracingStack,
   type ProductionTracingStackProps,
@@ -127,7 +128,7 @@ describe("WebsiteOperator's NetworkPolicies", () => {
   test('take where the API server, the webhook callers, DNS and Prometheus are, and the traces endpoint', () => {
     const narrowed = operator({
       otlpEndpoint: 'http://otel-collector.tracing.svc:4318',
-      networkPolicy: {
+      networkPolicyOptions: {
         apiServer: { peers: [{ ipBlock: { cidr: '10.0.0.0/28' } }], ports: [6443] },
         webhookFrom: [{ ipBlock: { cidr: '10.0.0.0/28' } }],
         prometheus: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }],
@@ -215,7 +216,7 @@ describe("the development trace stack's NetworkPolicies", () => {
       synth(
         (chart) =>
           new DevelopmentTracingStack(chart, 'dev', {
-            networkPolicy: {
+            networkPolicyOptions: {
               spansFrom: [{ namespaceSelector: { matchLabels: { team: 'shop' } } }],
               uiFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }],
             },
@@ -234,7 +235,9 @@ describe("the production trace stack's NetworkPolicies", () => {
     synth((chart) => new ProductionTracingStack(chart, 'prod', props));
   const elasticsearch = production({
     jaeger: {
-      storage: { type: 'elasticsearch', serverUrls: ['https://es.storage.svc:9200', 'https://es-2.storage.svc'] },
+      storage: ProductionStorage.elasticsearch({
+        serverUrls: ['https://es.storage.svc:9200', 'https://es-2.storage.svc'],
+      }),
     },
   });
   const policies = policiesOf(elasticsearch);
@@ -263,8 +266,10 @@ describe("the production trace stack's NetworkPolicies", () => {
   test("reach Cassandra on its contact points' ports, and only the peers given as storage", () => {
     const cassandra = policiesOf(
       production({
-        jaeger: { storage: { type: 'cassandra', servers: ['cassandra-0.db', 'cassandra-1.db:9142'] } },
-        networkPolicy: { storage: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'db' } } }] },
+        jaeger: { storage: ProductionStorage.cassandra({ servers: ['cassandra-0.db', 'cassandra-1.db:9142'] }) },
+        networkPolicyOptions: {
+          storage: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'db' } } }],
+        },
       }),
     );
     const db: Pod = { namespace: 'db', labels: { app: 'cassandra' } };
@@ -276,7 +281,7 @@ describe("the production trace stack's NetworkPolicies", () => {
   test("open the collector's further backends and the receivers' OIDC issuer on their ports", () => {
     const extra = only(
       production({
-        jaeger: { storage: { type: 'cassandra', servers: ['c'] } },
+        jaeger: { storage: ProductionStorage.cassandra({ servers: ['c'] }) },
         extraBackends: [
           { name: 'vendor', endpoint: 'https://otlp.vendor.example', protocol: 'http' },
           { name: 'mirror', endpoint: 'mirror.example:14317', tls: {} },

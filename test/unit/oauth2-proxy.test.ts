@@ -1,5 +1,5 @@
 import { chartInMemory } from '../../harness/manifests.ts';
-import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
+import { JaegerProduction, ProductionStorage } from '../../lib/tracing/jaeger-production.ts';
 import { oauth2ProxySidecar, oidcIssuerPort, type QueryOidcProps } from '../../lib/tracing/oauth2-proxy.ts';
 
 // The flags are proven against a real oauth2-proxy and Keycloak in test/trace/oidc.test.ts; these
@@ -19,7 +19,7 @@ describe('oauth2-proxy in front of Jaeger query', () => {
   test('OIDC puts oauth2-proxy in front: Jaeger listens on localhost, the Service reaches only the proxy', () => {
     const chart = chartInMemory();
     const j = new JaegerProduction(chart, 'j', {
-      storage: { type: 'cassandra', servers: ['cassandra:9042'] },
+      storage: ProductionStorage.cassandra({ servers: ['cassandra:9042'] }),
       oidc: OIDC,
     });
     expect((j.queryConfig as any).extensions.jaeger_query.http.endpoint).toBe('127.0.0.1:16686');

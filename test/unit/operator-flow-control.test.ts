@@ -1,7 +1,7 @@
 import { App, Chart } from 'cdk8s';
 import { type Manifest, only, synth } from '../../harness/manifests.ts';
 import { buildDist } from '../../lib/app.ts';
-import { argoSync, requireSyncWaves, SYNC_WAVE_ANNOTATION } from '../../lib/argocd.ts';
+import { ArgoSync } from '../../lib/argocd.ts';
 import { OperatorFlowControl, type OperatorFlowControlProps } from '../../lib/operator/operator-flow-control.ts';
 import { WebsiteOperator, type WebsiteOperatorProps } from '../../lib/operator/website-operator.ts';
 
@@ -118,7 +118,7 @@ describe('OperatorFlowControl', () => {
 
   test("takes WebsiteOperator's options", () => {
     const manifests = operator({
-      flowControl: {
+      flowControlOptions: {
         name: 'sites-operator',
         matchingPrecedence: 950,
         nominalConcurrencyShares: 40,
@@ -137,8 +137,8 @@ describe('OperatorFlowControl', () => {
     expect(flowSchema.spec.priorityLevelConfiguration).toEqual({ name: 'sites-operator' });
     // Queuing settings left out keep their defaults.
     expect(
-      only(operator({ flowControl: { queuing: { queueLengthLimit: 200 } } }), 'PriorityLevelConfiguration').spec.limited
-        .limitResponse.queuing,
+      only(operator({ flowControlOptions: { queuing: { queueLengthLimit: 200 } } }), 'PriorityLevelConfiguration').spec
+        .limited.limitResponse.queuing,
     ).toEqual({
       queues: 1,
       handSize: 1,
@@ -146,16 +146,16 @@ describe('OperatorFlowControl', () => {
     });
   });
 
-  test('under Argo CD every object of it gets the chart sync wave, which requireSyncWaves demands', () => {
+  test('under Argo CD every object of it gets the chart sync wave, which ArgoSync.requireWaves demands', () => {
     const app = new App({ outdir: '/nonexistent' });
-    requireSyncWaves(app);
+    ArgoSync.requireWaves(app);
     const chart = new Chart(app, 'operator');
     new WebsiteOperator(chart, 'op', { flowControl: true });
-    argoSync(chart, { wave: 0 });
+    ArgoSync.apply(chart, { wave: 0 });
     expect(app.node.validate()).toEqual([]);
     const objects = flowControlObjects(chart.toJson());
     expect(objects.map((m) => m.kind).sort()).toEqual(['FlowSchema', 'PriorityLevelConfiguration']);
-    for (const object of objects) expect(object.metadata.annotations).toEqual({ [SYNC_WAVE_ANNOTATION]: '0' });
+    for (const object of objects) expect(object.metadata.annotations).toEqual({ [ArgoSync.WAVE_ANNOTATION]: '0' });
   });
 
   test.each<[string, Partial<OperatorFlowControlProps>, string]>([

@@ -11,13 +11,12 @@ import {
   synth,
 } from '../../harness/manifests.ts';
 import {
-  capacityFor,
   DEFAULT_OPERATOR_IMAGE,
   nodeOptionsFor,
   OPERATOR_MALLOC_ARENA_MAX,
   OPERATOR_NODE_FLAGS,
   OPERATOR_V8_FLAGS,
-  operatorResourcesFor,
+  OperatorDeployment,
 } from '../../lib/operator/operator-deployment.ts';
 import { webhookCrdRules, webhookSecretRules } from '../../lib/operator/operator-rbac.ts';
 import { WatchNamespaces } from '../../lib/operator/watch-namespaces.ts';
@@ -188,7 +187,7 @@ describe('WebsiteOperator', () => {
       NODE_OPTIONS: '--max-old-space-size=416 --max-semi-space-size=1',
       WEBSITE_CAPACITY: '20000',
     });
-    expect(operatorResourcesFor(1000).memoryLimit).toBe('256Mi');
+    expect(OperatorDeployment.resourcesFor(1000).memoryLimit).toBe('256Mi');
 
     // Resources alone: the capacity is what their limit holds.
     const custom = deploymentOf({ resources: { cpuRequest: '200m', memoryRequest: '256Mi', memoryLimit: '1Gi' } });
@@ -196,9 +195,11 @@ describe('WebsiteOperator', () => {
       NODE_OPTIONS: '--max-old-space-size=896 --max-semi-space-size=1',
       WEBSITE_CAPACITY: '44952',
     });
-    expect(capacityFor('1Gi')).toBe(44952);
+    expect(OperatorDeployment.capacityFor('1Gi')).toBe(44952);
     for (const capacity of [1, 999, 5000, 12_345, 100_000])
-      expect(capacityFor(operatorResourcesFor(capacity).memoryLimit)).toBeGreaterThanOrEqual(capacity);
+      expect(
+        OperatorDeployment.capacityFor(OperatorDeployment.resourcesFor(capacity).memoryLimit),
+      ).toBeGreaterThanOrEqual(capacity);
 
     // Both: the limit must hold the capacity.
     expect(
@@ -223,12 +224,12 @@ describe('WebsiteOperator', () => {
     );
   });
 
-  test('the capacity table of docs/operate/capacity.md is what operatorResourcesFor gives', () => {
+  test('the capacity table of docs/operate/capacity.md is what OperatorDeployment.resourcesFor gives', () => {
     const page = readFileSync(fileURLToPath(new URL('../../docs/operate/capacity.md', import.meta.url)), 'utf8');
     const rows = [...page.matchAll(/^\| (\d+)(?: \(default\))? +\| (\d+Mi) +\| (\d+Mi) +\| (\d+) MiB +\|$/gm)];
     expect(rows.map((r) => Number(r[1]))).toEqual([1000, 5000, 10000, 20000]);
     for (const [, capacity, request, limit, heap] of rows) {
-      const resources = operatorResourcesFor(Number(capacity));
+      const resources = OperatorDeployment.resourcesFor(Number(capacity));
       expect([resources.memoryRequest, resources.memoryLimit, nodeOptionsFor(resources.memoryLimit)]).toEqual([
         request,
         limit,

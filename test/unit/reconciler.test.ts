@@ -133,7 +133,7 @@ describe("the Website controller's update predicate", () => {
     [
       'a spec change',
       (w) => {
-        w.spec.replicas = 3;
+        w.spec = { ...w.spec, replicas: 3 };
       },
     ],
     [

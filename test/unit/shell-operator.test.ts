@@ -214,7 +214,9 @@ describe('ShellOperator', () => {
       },
     ]);
     const narrowed = only(
-      shellOperator({ networkPolicy: { apiServer: { peers: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [6443] } } }),
+      shellOperator({
+        networkPolicyOptions: { apiServer: { peers: [{ ipBlock: { cidr: '10.0.0.1/32' } }], ports: [6443] } },
+      }),
       'NetworkPolicy',
       'website-shell-operator',
     );

@@ -1,10 +1,12 @@
 import { chartInMemory, expectPodSecurityRestricted } from '../../harness/manifests.ts';
 import { localize } from '../../harness/trace/local-stack.ts';
+import { ForwardingAuth } from '../../lib/tracing/collector/exporters.ts';
+import { CollectorSampling } from '../../lib/tracing/collector/processors.ts';
 import { type CollectorConfig, collectorConfigProblems } from '../../lib/tracing/collector-config.ts';
 import { DevelopmentTracingStack } from '../../lib/tracing/development-tracing-stack.ts';
 import { HotRod } from '../../lib/tracing/hotrod.ts';
-import { JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
-import { JaegerProduction } from '../../lib/tracing/jaeger-production.ts';
+import { AllInOneStorage, JaegerAllInOne } from '../../lib/tracing/jaeger-all-in-one.ts';
+import { JaegerProduction, ProductionStorage } from '../../lib/tracing/jaeger-production.ts';
 import { collectorConfig, OtelCollector } from '../../lib/tracing/otel-collector.ts';
 import { ProductionTracingStack } from '../../lib/tracing/production-tracing-stack.ts';
 
@@ -57,7 +59,7 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   };
 
   test('tail sampling drops health-check traces whole, keeps errors, traces over the threshold and a percentage of the rest, and decides before batching', () => {
-    const { config } = collectorConfig({ backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 } });
+    const { config } = collectorConfig({ backends: [JAEGER], sampling: CollectorSampling.tail({ percentage: 1 }) });
     expect(config.processors!.tail_sampling).toEqual({
       decision_wait: '10s',
       num_traces: 50000,
@@ -78,7 +80,7 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   });
 
   test('without tail rules, health-check traces are still dropped whole (never span by span), decided a second after the root span arrives', () => {
-    for (const sampling of [{ mode: 'always' }, { mode: 'probabilistic', percentage: 10 }] as const) {
+    for (const sampling of [CollectorSampling.always(), CollectorSampling.probabilistic(10)] as const) {
       const { config } = collectorConfig({ backends: [JAEGER], sampling, controlPlane: false });
       expect(config.processors!.tail_sampling).toEqual({
         decision_wait: '10s',
@@ -94,10 +96,10 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   test('healthCheckPaths: [] keeps health-check traces, and without tail sampling no trace-level decision (nor its single-replica rule) remains', () => {
     const options = {
       backends: [JAEGER],
-      sampling: { mode: 'always' },
+      sampling: CollectorSampling.always(),
       healthCheckPaths: [],
       controlPlane: false,
-    } as const;
+    };
     expect(collectorConfig(options).config.service.pipelines.traces.processors).toEqual(['memory_limiter', 'batch']);
     expect(() => new OtelCollector(chart(), 'c', { ...options, replicas: 2 })).not.toThrow();
   });
@@ -139,7 +141,8 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
 
   test.each([-1, 100.5, Number.NaN])('a sampling percentage of %p fails at synth, saying the range', (percentage) => {
     expect(
-      () => new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'probabilistic', percentage } }),
+      () =>
+        new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: CollectorSampling.probabilistic(percentage) }),
     ).toThrow(/processors\.probabilistic_sampler\.sampling_percentage: .* is outside 0\.\.100/);
   });
 
@@ -190,27 +193,26 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
           name: 'vendor',
           endpoint: 'otlp.vendor.example:443',
           tls: {},
-          auth: { type: 'bearer-token', token: { secretName: 'vendor', key: 'token' } },
+          auth: ForwardingAuth.bearerToken({ secretName: 'vendor', key: 'token' }),
         },
         {
           name: 'central',
           endpoint: 'https://otlp.central.example',
           protocol: 'http',
-          auth: { type: 'basic', username: 'tracing', password: { secretName: 'central', key: 'password' } },
+          auth: ForwardingAuth.basic('tracing', { secretName: 'central', key: 'password' }),
         },
         {
           name: 'idp',
           endpoint: 'otlp.idp.example:443',
           tls: { secretName: 'idp-ca' },
-          auth: {
-            type: 'oauth2-client-credentials',
+          auth: ForwardingAuth.oauth2ClientCredentials({
             tokenUrl: 'https://idp.example/token',
             clientId: 'collector',
             clientSecret: { secretName: 'idp', key: 'secret' },
-          },
+          }),
         },
       ],
-      sampling: { mode: 'always' },
+      sampling: CollectorSampling.always(),
     });
     expect(config.extensions).toMatchObject({
       'bearertokenauth/vendor': { token: '${env:VENDOR_BEARER_TOKEN}' },
@@ -234,7 +236,7 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
     ]);
     expect(() =>
       collectorConfig({
-        backends: [{ ...JAEGER, auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } } }],
+        backends: [{ ...JAEGER, auth: ForwardingAuth.bearerToken({ secretName: 's', key: 'k' }) }],
       }),
     ).toThrow(/backend 'jaeger' would send its bearer-token credentials in clear text; set tls/);
     expect(() =>
@@ -244,7 +246,7 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
             name: 'h',
             protocol: 'http',
             endpoint: 'http://x:4318',
-            auth: { type: 'bearer-token', token: { secretName: 's', key: 'k' } },
+            auth: ForwardingAuth.bearerToken({ secretName: 's', key: 'k' }),
           },
         ],
       }),
@@ -254,7 +256,7 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   test('routing by attribute: one pipeline per backend, each dropping what is not its own', () => {
     const { config } = collectorConfig({
       backends: [JAEGER, { name: 'eu', endpoint: 'jaeger.eu.svc:4317' }],
-      sampling: { mode: 'always' },
+      sampling: CollectorSampling.always(),
       routing: { attribute: 'region', routes: [{ value: 'eu', backends: ['eu'] }], defaultBackends: ['jaeger'] },
     });
     expect(Object.keys(config.service.pipelines)).toEqual(['traces/eu', 'traces/jaeger', 'traces/control-plane']);
@@ -277,7 +279,11 @@ describe('the collector configuration (spec §2 "Collector configuration shape")
   test('per-trace decisions with several replicas are refused: traces would be split', () => {
     expect(
       () =>
-        new OtelCollector(chart(), 'c', { backends: [JAEGER], sampling: { mode: 'tail', percentage: 1 }, replicas: 2 }),
+        new OtelCollector(chart(), 'c', {
+          backends: [JAEGER],
+          sampling: CollectorSampling.tail({ percentage: 1 }),
+          replicas: 2,
+        }),
     ).toThrow(/tail sampling decides per trace; with 2 replicas traces would be split/);
     expect(() => new OtelCollector(chart(), 'c', { backends: [JAEGER], replicas: 3 })).toThrow(
       /dropping health-check traces whole \(healthCheckPaths: \[\] keeps them\) decides per trace; with 3 replicas/,
@@ -348,7 +354,7 @@ describe('the trace-stack workloads', () => {
     const memory = new JaegerAllInOne(chart(), 'j');
     expect((memory.config as any).extensions.jaeger_storage.backends.main).toEqual({ memory: { max_traces: 50000 } });
     const c = chart();
-    const badger = new JaegerAllInOne(c, 'j', { storage: { type: 'badger', spanTtl: '72h', size: '5Gi' } });
+    const badger = new JaegerAllInOne(c, 'j', { storage: AllInOneStorage.badger({ spanTtl: '72h', size: '5Gi' }) });
     expect((badger.config as any).extensions.jaeger_storage.backends.main.badger).toMatchObject({
       ttl: { spans: '72h' },
       directories: { keys: '/var/lib/jaeger/keys' },
@@ -356,7 +362,7 @@ describe('the trace-stack workloads', () => {
     const objects = c.toJson();
     expect(byKind(objects, 'PersistentVolumeClaim')[0].spec.resources.requests.storage).toBe('5Gi');
     expect(byKind(objects, 'Deployment')[0].spec.strategy.type).toBe('Recreate');
-    expect(() => new JaegerAllInOne(chart(), 'j', { storage: { type: 'badger', spanTtl: '7 days' } })).toThrow(
+    expect(() => new JaegerAllInOne(chart(), 'j', { storage: AllInOneStorage.badger({ spanTtl: '7 days' }) })).toThrow(
       /spanTtl must be a Go duration/,
     );
   });
@@ -372,12 +378,11 @@ describe('the trace-stack workloads', () => {
 });
 
 describe('Jaeger for production', () => {
-  const es = {
-    type: 'elasticsearch' as const,
+  const es = ProductionStorage.elasticsearch({
     serverUrls: ['https://es.example:9200'],
     credentials: { secretName: 'es' },
     caSecretName: 'es-ca',
-  };
+  });
 
   test('collector and query are separate Deployments; the collector scales on CPU and keeps one replica through disruptions', () => {
     const c = chart();
@@ -496,7 +501,7 @@ describe('Jaeger for production', () => {
 
   test('Cassandra keeps traces 7 days by TTL; collector and query both create the schema when missing, whichever starts first', () => {
     const j = new JaegerProduction(chart(), 'j', {
-      storage: { type: 'cassandra', servers: ['cassandra:9042'], credentials: { secretName: 'c' } },
+      storage: ProductionStorage.cassandra({ servers: ['cassandra:9042'], credentials: { secretName: 'c' } }),
     });
     const schema = (config: any) => config.extensions.jaeger_storage.backends.main.cassandra.schema;
     expect(schema(j.collectorConfig)).toEqual({ keyspace: 'jaeger_v1_dc1', create: true, trace_ttl: '168h' });

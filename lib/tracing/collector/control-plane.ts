@@ -1,5 +1,5 @@
 import type { ComponentId, PipelineConfig, ProcessorConfig } from '../collector-config.ts';
-import { pathAlternatives, tailSampling } from './processors.ts';
+import { CollectorSampling, pathAlternatives, tailSampling } from './processors.ts';
 
 /**
  * OTTL span conditions matching the API server's handling of a probe of one of `paths` and of its
@@ -35,7 +35,7 @@ const DEFAULT_LATENCY_THRESHOLD_MS = 1000;
  */
 export interface CollectorControlPlane {
   /** The `service.name`s that are the control plane's. @default CONTROL_PLANE_SERVICES */
-  readonly services?: readonly string[];
+  readonly services?: string[];
   /**
    * Which control-plane traces are kept, decided per trace once it completes: every trace with an
    * error, every trace slower than `latencyThresholdMs`, and this percentage of the rest. Probes
@@ -49,7 +49,7 @@ export interface CollectorControlPlane {
 
 /** The control-plane pipeline's processors and the filter the other pipelines add to drop its spans. */
 export interface ControlPlanePipeline {
-  readonly processors: Readonly<Record<ComponentId, ProcessorConfig>>;
+  readonly processors: Record<ComponentId, ProcessorConfig>;
   readonly pipeline: PipelineConfig;
 }
 
@@ -88,7 +88,8 @@ export function controlPlanePipeline(
   const percentage = controlPlane.percentage ?? DEFAULT_PERCENTAGE;
   const latencyThresholdMs = controlPlane.latencyThresholdMs ?? DEFAULT_LATENCY_THRESHOLD_MS;
   const tail = tailSampling(
-    percentage >= 100 ? { mode: 'always' } : { mode: 'tail', percentage, latencyThresholdMs },
+    (percentage >= 100 ? CollectorSampling.always() : CollectorSampling.tail({ percentage, latencyThresholdMs }))
+      ._settings,
     healthCheckPaths,
     controlPlaneProbeConditions,
   );
@@ -101,7 +102,7 @@ export function controlPlanePipeline(
     pipeline: {
       receivers: ['otlp'],
       processors: ['memory_limiter', CONTROL_PLANE_FILTER, ...(tail ? [CONTROL_PLANE_TAIL_SAMPLING] : []), 'batch'],
-      exporters,
+      exporters: [...exporters],
     },
   };
 }

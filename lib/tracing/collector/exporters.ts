@@ -1,4 +1,5 @@
 import type { k8s } from 'cdk8s-plus-34';
+import { assertOneOf } from '../../props.ts';
 import type {
   BasicAuthConfig,
   BearerTokenAuthConfig,
@@ -10,17 +11,57 @@ import type {
 import type { SecretMount } from '../tracing-workload.ts';
 import { COLLECTOR_TLS_DIR, type SecretKeyRef, secretEnv } from './secrets.ts';
 
-/** How the collector authenticates to a backend; every credential comes from a Secret. */
-export type ForwardingAuth =
+/** OAuth2's client-credentials grant, as ForwardingAuth.oauth2ClientCredentials takes it. */
+export interface OAuth2ClientCredentials {
+  readonly tokenUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: SecretKeyRef;
+  /** @default none */
+  readonly scopes?: string[];
+}
+
+type ForwardingAuthSettings =
   | { readonly type: 'bearer-token'; readonly token: SecretKeyRef }
   | { readonly type: 'basic'; readonly username: string; readonly password: SecretKeyRef }
-  | {
-      readonly type: 'oauth2-client-credentials';
-      readonly tokenUrl: string;
-      readonly clientId: string;
-      readonly clientSecret: SecretKeyRef;
-      readonly scopes?: readonly string[];
-    };
+  | ({ readonly type: 'oauth2-client-credentials' } & OAuth2ClientCredentials);
+
+/** How the collector authenticates to a backend; every credential comes from a Secret. */
+export class ForwardingAuth {
+  /** `Authorization: Bearer <token>`. */
+  public static bearerToken(token: SecretKeyRef): ForwardingAuth {
+    return new ForwardingAuth({ type: 'bearer-token', token });
+  }
+
+  /** HTTP basic authentication. */
+  public static basic(username: string, password: SecretKeyRef): ForwardingAuth {
+    return new ForwardingAuth({ type: 'basic', username, password });
+  }
+
+  /** A token from `tokenUrl` by the client-credentials grant, renewed before it expires. */
+  public static oauth2ClientCredentials(credentials: OAuth2ClientCredentials): ForwardingAuth {
+    return new ForwardingAuth({ type: 'oauth2-client-credentials', ...credentials });
+  }
+
+  /** @internal the settings, by type */
+  public readonly _settings: ForwardingAuthSettings;
+
+  private constructor(settings: ForwardingAuthSettings) {
+    this._settings = settings;
+  }
+
+  /** `bearer-token`, `basic` or `oauth2-client-credentials`. */
+  public get type(): string {
+    return this._settings.type;
+  }
+}
+
+/** TLS from the collector to a backend. */
+export interface BackendTls {
+  /** A Secret with `ca.crt` (a private CA), and `tls.crt`/`tls.key` for a client certificate. @default the system's roots */
+  readonly secretName?: string;
+  /** Present the Secret's certificate (mutual TLS). @default false */
+  readonly clientCertificate?: boolean;
+}
 
 /** A downstream OTLP receiver the collector exports to. */
 export interface CollectorBackend {
@@ -36,7 +77,7 @@ export interface CollectorBackend {
    * when `clientCertificate` is set (mutual TLS). Plaintext when omitted.
    * @default plaintext
    */
-  readonly tls?: { readonly secretName?: string; readonly clientCertificate?: boolean };
+  readonly tls?: BackendTls;
   /** Credentials travel over TLS only: a backend with auth needs `tls` (gRPC) or an https URL. @default none */
   readonly auth?: ForwardingAuth;
 }
@@ -70,6 +111,7 @@ export function assertValidBackends(backends: readonly CollectorBackend[], where
       );
     if (names.has(backend.name)) throw new Error(`${where}: two backends are named '${backend.name}'`);
     names.add(backend.name);
+    assertOneOf(where, `backend '${backend.name}': protocol`, backend.protocol, ['grpc', 'http']);
     const http = backend.protocol === 'http';
     if (http && !/^https?:\/\/[^/]+/.test(backend.endpoint))
       throw new Error(
@@ -98,7 +140,7 @@ export function exporterId(backend: CollectorBackend): ComponentId {
 /** The exporter's client TLS, and the Secret whose files it reads. */
 export function exporterTls(backend: CollectorBackend): {
   readonly tls?: ClientTlsConfig;
-  readonly secretMounts: readonly SecretMount[];
+  readonly secretMounts: SecretMount[];
 } {
   // gRPC is plaintext only when told so; an HTTP backend's scheme says it.
   if (!backend.tls) return { ...(backend.protocol === 'http' ? {} : { tls: { insecure: true } }), secretMounts: [] };
@@ -129,7 +171,8 @@ export interface ExporterAuth {
 }
 
 /** `auth` of backend `name` as an authenticator extension; the credential stays in its Secret, referenced as `${env:...}`. */
-export function exporterAuth(name: string, auth: ForwardingAuth): ExporterAuth {
+export function exporterAuth(name: string, forwardingAuth: ForwardingAuth): ExporterAuth {
+  const auth = forwardingAuth._settings;
   const credential = (what: string, ref: SecretKeyRef) => {
     const variable = [name, what]
       .join('_')
@@ -166,9 +209,9 @@ export function exporterAuth(name: string, auth: ForwardingAuth): ExporterAuth {
 export interface BackendExporter {
   readonly id: ComponentId;
   readonly exporter: OtlpExporterConfig;
-  readonly extensions: Readonly<Record<ComponentId, ExporterAuth['extension']>>;
-  readonly env: readonly k8s.EnvVar[];
-  readonly secretMounts: readonly SecretMount[];
+  readonly extensions: Record<ComponentId, ExporterAuth['extension']>;
+  readonly env: k8s.EnvVar[];
+  readonly secretMounts: SecretMount[];
 }
 
 /** The exporter to `backend` (validated by assertValidBackends): TLS, credentials, and queueing and retries through outages. */

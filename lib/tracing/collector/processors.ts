@@ -9,26 +9,65 @@ import { HEALTH_CHECK_PATHS } from '../names.ts';
  *   `latencyThresholdMs`, and `percentage` of the rest. One collector must see all spans of a
  *   trace: run one replica, or put a trace-id-aware load balancer in front.
  */
-export type CollectorSampling =
+export class CollectorSampling {
+  /** Every trace. */
+  public static always(): CollectorSampling {
+    return new CollectorSampling({ mode: 'always' });
+  }
+
+  /** Head-based: `percentage` (0..100) of traces by trace id. */
+  public static probabilistic(percentage: number): CollectorSampling {
+    return new CollectorSampling({ mode: 'probabilistic', percentage });
+  }
+
+  /** Tail-based: every trace with an error, every slow trace, and a percentage of the rest. */
+  public static tail(options: TailSamplingOptions): CollectorSampling {
+    return new CollectorSampling({ mode: 'tail', ...options });
+  }
+
+  /** @internal the settings, by mode */
+  public readonly _settings: SamplingSettings;
+
+  private constructor(settings: SamplingSettings) {
+    this._settings = settings;
+  }
+
+  /** `always`, `probabilistic` or `tail`. */
+  public get mode(): string {
+    return this._settings.mode;
+  }
+}
+
+/** What CollectorSampling.tail keeps. */
+export interface TailSamplingOptions {
+  /** Percentage (0..100) of the traces that are neither errors nor slow. */
+  readonly percentage: number;
+  /** @default 1000 */
+  readonly latencyThresholdMs?: number;
+  /** How long after its first span a trace is decided. @default '10s' */
+  readonly decisionWait?: string;
+  /** Traces held while waiting; size it to decisionWait × new traces per second. @default 50000 */
+  readonly numTraces?: number;
+}
+
+type SamplingSettings =
   | { readonly mode: 'always' }
   | { readonly mode: 'probabilistic'; readonly percentage: number }
-  | {
-      readonly mode: 'tail';
-      readonly percentage: number;
-      /** @default 1000 */
-      readonly latencyThresholdMs?: number;
-      /** How long after its first span a trace is decided. @default '10s' */
-      readonly decisionWait?: string;
-      /** Traces held while waiting; size it to decisionWait × new traces per second. @default 50000 */
-      readonly numTraces?: number;
-    };
+  | ({ readonly mode: 'tail' } & TailSamplingOptions);
+
+/** How the collector batches spans before exporting them. */
+export interface BatchOptions {
+  /** A Go duration such as 1s or 200ms. */
+  readonly timeout: string;
+  readonly sendBatchSize: number;
+}
 
 /** What the processors do, in the spec's words. */
 export interface CollectorProcessorOptions {
   /** @default probabilistic 1 % (the spec's sample configuration) */
   readonly sampling?: CollectorSampling;
   /** @default { timeout: '1s', sendBatchSize: 1024 } */
-  readonly batch?: { readonly timeout: string; readonly sendBatchSize: number };
+  readonly batch?: BatchOptions;
   /**
    * Traces whose root span is a request to one of these paths are dropped whole: the root and every
    * span under it (a probe's database query too), decided per trace by tail_sampling, so the
@@ -36,7 +75,7 @@ export interface CollectorProcessorOptions {
    * other than `tail` then needs no trace-level decision.
    * @default /healthz, /readyz, /livez, /health
    */
-  readonly healthCheckPaths?: readonly string[];
+  readonly healthCheckPaths?: string[];
   /** Share of the container's memory limit the collector may use before refusing data. @default 80 */
   readonly memoryLimitPercentage?: number;
 }
@@ -71,7 +110,7 @@ export function healthCheckConditions(paths: readonly string[]): string[] {
  * Undefined when neither applies.
  */
 export function tailSampling(
-  sampling: CollectorSampling,
+  sampling: SamplingSettings,
   healthCheckPaths: readonly string[],
   /** The spans that make a trace a health check's. @default its root span is a request to one of the paths */
   healthCheckSpans: (paths: readonly string[]) => string[] = healthCheckConditions,
@@ -118,8 +157,8 @@ export function tailSampling(
 
 /** The processors and the order a pipeline applies them in. */
 export interface ProcessorChain {
-  readonly processors: Readonly<Record<ComponentId, ProcessorConfig>>;
-  readonly chain: readonly ComponentId[];
+  readonly processors: Record<ComponentId, ProcessorConfig>;
+  readonly chain: ComponentId[];
 }
 
 /**
@@ -137,7 +176,7 @@ export function processorChain(options: CollectorProcessorOptions): ProcessorCha
     batch: { timeout: options.batch?.timeout ?? '1s', send_batch_size: options.batch?.sendBatchSize ?? 1024 },
   };
   const chain = ['memory_limiter'];
-  const sampling = options.sampling ?? { mode: 'probabilistic', percentage: 1 };
+  const sampling = (options.sampling ?? CollectorSampling.probabilistic(1))._settings;
   if (sampling.mode === 'probabilistic') {
     // Before the tail buffer, so it holds only the traces this keeps.
     processors.probabilistic_sampler = { sampling_percentage: sampling.percentage, mode: 'proportional' };

@@ -18,11 +18,25 @@ export interface CollectorReceiverSecurity {
    * `requireClientCertificate` (the default) only clients holding a certificate it signed connect.
    * @default plaintext
    */
-  readonly tls?: { readonly secretName: string; readonly requireClientCertificate?: boolean };
+  readonly tls?: ReceiverTls;
   /** Senders must present this bearer token. @default none */
   readonly bearerToken?: SecretKeyRef;
   /** Senders must present an OIDC token from this issuer for this audience. @default none */
-  readonly oidc?: { readonly issuerUrl: string; readonly audience: string };
+  readonly oidc?: ReceiverOidc;
+}
+
+/** TLS on the collector's OTLP receivers. */
+export interface ReceiverTls {
+  /** A Secret with `tls.crt`, `tls.key`, and `ca.crt` to verify clients. */
+  readonly secretName: string;
+  /** Only clients holding a certificate signed by `ca.crt` connect (mutual TLS). @default true */
+  readonly requireClientCertificate?: boolean;
+}
+
+/** OIDC tokens the collector's receivers require of senders. */
+export interface ReceiverOidc {
+  readonly issuerUrl: string;
+  readonly audience: string;
 }
 
 /** Throws when the receivers' security asks for two ways of authenticating senders. */
@@ -34,9 +48,9 @@ export function assertValidReceiverSecurity(security: CollectorReceiverSecurity,
 /** The OTLP receiver, its authenticator extension, and what the pod must provide for them. */
 export interface OtlpReceivers {
   readonly receivers: { readonly otlp: OtlpReceiverConfig };
-  readonly extensions: Readonly<Record<ComponentId, BearerTokenAuthConfig | OidcConfig>>;
-  readonly env: readonly k8s.EnvVar[];
-  readonly secretMounts: readonly SecretMount[];
+  readonly extensions: Record<ComponentId, BearerTokenAuthConfig | OidcConfig>;
+  readonly env: k8s.EnvVar[];
+  readonly secretMounts: SecretMount[];
 }
 
 /** OTLP over gRPC and HTTP on every interface, both with the same TLS and authentication of senders. */

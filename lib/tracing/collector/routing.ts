@@ -8,8 +8,14 @@ import { type CollectorBackend, exporterId } from './exporters.ts';
  */
 export interface CollectorRouting {
   readonly attribute: string;
-  readonly routes: readonly { readonly value: string; readonly backends: readonly string[] }[];
-  readonly defaultBackends: readonly string[];
+  readonly routes: CollectorRoute[];
+  readonly defaultBackends: string[];
+}
+
+/** Spans whose routing attribute equals `value` go to `backends` (names of the collector's backends). */
+export interface CollectorRoute {
+  readonly value: string;
+  readonly backends: string[];
 }
 
 /** Routed backends in pipeline order: each route's, then the defaults, once each. */
@@ -36,8 +42,8 @@ export function assertValidRouting(
 
 /** The traces pipelines, and the filter processors routing adds to them. */
 export interface TracePipelines {
-  readonly filters: Readonly<Record<ComponentId, FilterConfig>>;
-  readonly pipelines: Readonly<Record<string, PipelineConfig>>;
+  readonly filters: Record<ComponentId, FilterConfig>;
+  readonly pipelines: Record<string, PipelineConfig>;
 }
 
 /**
@@ -53,7 +59,7 @@ export function tracePipelines(
   if (!routing)
     return {
       filters: {},
-      pipelines: { traces: { receivers: ['otlp'], processors: chain, exporters: backends.map(exporterId) } },
+      pipelines: { traces: { receivers: ['otlp'], processors: [...chain], exporters: backends.map(exporterId) } },
     };
   const key = JSON.stringify(routing.attribute);
   const equals = (value: string) => `resource.attributes[${key}] == ${JSON.stringify(value)}`;
