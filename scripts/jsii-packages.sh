@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Makes the Python, Java and Go packages of a compiled jsii package (a folder with package.json
 # and the .jsii assembly that `jsii` wrote) with jsii-pacmak, and makes the jsii libraries it
-# builds on usable from Java and Go where the registries lack them: Maven Central serves
-# org.cdk8s:cdk8s only up to an older 2.70.x and no cdk8s-plus-34 at all, and the Go module proxy
-# refuses cdk8s-team's Go modules. So those are generated here too, by the same jsii-pacmak, from
-# the .jsii assemblies that their npm packages ship (the versions the package was compiled
-# against), once per version, and cached outside the repo. constructs is not generated: Maven
-# Central (software.constructs:constructs) and the Go module proxy
+# builds on usable from Java and Go where the registries lack them: Maven Central, as our machines
+# reach it, serves org.cdk8s:cdk8s only up to 2.70.47 and no cdk8s-plus-34 at all, and the Go
+# module proxy refuses cdk8s-team's Go modules (403). So those are generated here too, by the
+# same jsii-pacmak, from the .jsii assemblies that their npm packages ship (the versions the
+# package was compiled against), once per version, and cached outside the repo. constructs is
+# not generated: Maven Central (software.constructs:constructs) and the Go module proxy
 # (github.com/aws/constructs-go/constructs/v10) serve the versions npm has. Python needs nothing
 # generated: PyPI has cdk8s, cdk8s-plus-34 and constructs at npm's versions.
 #
-#   scripts/jsii-packages.sh <jsii-package-dir> <out-dir> [python|java|go ...]   (default: all three)
+#   scripts/jsii-packages.sh <jsii-package-dir> <out-dir> [python|java|go ...]   (default: all)
 #
 # Writes, for each language asked for (its folder emptied first):
 #   <out-dir>/python/   the wheel (and sdist); it depends on cdk8s, cdk8s-plus-34, constructs and
@@ -27,6 +27,7 @@
 #   PYTHON_WHEEL=<path>
 #   JAVA_REPO=<path>  JAVA_SETTINGS=<path>  JAVA_ARTIFACT=<groupId>:<artifactId>:<version>
 #   JAVA_DEPS_REPO=<cached Maven repository folder of the generated cdk8s artifacts>
+#   JAVA_M2=<the Maven local repository its builds download into, in the cache; an app may share it>
 #   GO_MODULE=<module path>  GO_REPLACE=<module>=<path>  (one per generated module, ours included)
 # Progress and timings go to stderr.
 #
@@ -66,7 +67,7 @@ usage() {
 # The repo's tools first, as npm scripts have them: jsii-pacmak, and the Node 22 of the `node`
 # devDependency (jsii-pacmak warns on older ones). jsii-pacmak runs npm, mvn, go and python3 from
 # PATH.
-[[ -d $REPO/node_modules/.bin ]] && PATH="$REPO/node_modules/.bin:$PATH"
+if [[ -d $REPO/node_modules/.bin ]]; then PATH="$REPO/node_modules/.bin:$PATH"; fi
 PACMAK=$(command -v jsii-pacmak) || die "jsii-pacmak not found: install the repo's devDependencies (npm ci) or put it on PATH"
 PACMAK_VERSION=$("$PACMAK" --version 2>/dev/null | awk '{print $1; exit}')
 [[ $PACMAK_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || die "cannot read the version of $PACMAK"
@@ -76,7 +77,7 @@ PACMAK_VERSION=$("$PACMAK" --version 2>/dev/null | awk '{print $1; exit}')
 pacmak() { "$PACMAK" --no-npmignore --no-fingerprint --force "$@" >&2; }
 
 # Prints the package and its jsii dependency closure, one tab-separated line each:
-#   self|dep  name  version  dir  maven-groupId  maven-artifactId
+#   self|dep  name  version  dir  maven-groupId  maven-artifactId  targets (python,java,go,...)
 # Each dependency is resolved as Node does from the package folder, so its version is the one the
 # package was compiled against. Reads .jsii files that redirect to a gzipped assembly too.
 describe() {
@@ -96,7 +97,8 @@ const root = path.resolve(process.argv[2]);
 const line = (kind, dir) => {
   const a = load(dir);
   const maven = (a.targets && a.targets.java && a.targets.java.maven) || {};
-  console.log([kind, a.name, a.version, dir, maven.groupId || '-', maven.artifactId || '-'].join('\t'));
+  const targets = Object.keys(a.targets || {}).join(',') || '-';
+  console.log([kind, a.name, a.version, dir, maven.groupId || '-', maven.artifactId || '-', targets].join('\t'));
   return a;
 };
 const self = line('self', root);
@@ -133,7 +135,8 @@ maven_settings() {
 # REPO. Why not jsii-pacmak's own build: it writes version ranges ([2.68.11,3.0.0)) into the poms
 # and resolves them against Maven Central with the versions plugin, which would pick a cdk8s
 # there rather than the one generated here; pinned, the poms name exactly the npm versions. And
-# the dependencies' javadoc jars (a third of a cold build of cdk8s-plus-34) are left out.
+# the dependencies' javadoc and sources jars are left out: on 2 cores, jsii-pacmak's build of
+# cdk8s and cdk8s-plus-34 took 2 min cold, this one takes about 30 s.
 #   build_java REPO WITH-JAVADOC(yes|no) SETTINGS PKG-DIR...
 build_java() {
   local repo=$1 javadoc=$2 settings=$3 src i=0 dir pids=() modules="" pom
@@ -207,11 +210,12 @@ java_deps() {
 }
 
 generate_java_deps() {
-  local dir=$1 start=$SECONDS tmp
-  [[ ! -d $dir ]] || return 0 # made by the run we waited for
-  tmp="$dir.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$tmp" "$M2"
+  local dir=$1 start=$SECONDS tmp="$WORK/java-deps"
+  if [[ -d $dir ]]; then
+    log "java deps: made meanwhile by another run, in $dir"
+    return
+  fi
+  mkdir -p "$tmp" "$(dirname "$dir")" "$M2"
   if ((${#GEN_DIRS[@]})); then
     log "java deps: generating ${GEN_NAMES[*]} (once per version)"
     maven_settings "$WORK/deps-settings.xml"
@@ -233,11 +237,12 @@ go_deps() {
 }
 
 generate_go_deps() {
-  local dir=$1 start=$SECONDS tmp
-  [[ ! -d $dir ]] || return 0 # made by the run we waited for
-  tmp="$dir.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$tmp/go"
+  local dir=$1 start=$SECONDS tmp="$WORK/go-deps"
+  if [[ -d $dir ]]; then
+    log "go deps: made meanwhile by another run, in $dir"
+    return
+  fi
+  mkdir -p "$tmp/go" "$(dirname "$dir")"
   if ((${#GEN_DIRS[@]})); then
     log "go deps: generating ${GEN_NAMES[*]} (once per version)"
     # One run for all: jsii-pacmak builds them in dependency order and points each at the ones
@@ -246,7 +251,6 @@ generate_go_deps() {
     pacmak -t go --outdir "$tmp" "${GEN_DIRS[@]}"
   fi
   mv -T "$tmp/go" "$dir"
-  rm -rf "$tmp"
   log "go deps: built in $((SECONDS - start)) s into $dir"
 }
 
@@ -287,6 +291,7 @@ build_java_package() {
   echo "JAVA_SETTINGS=$OUT/java/settings.xml"
   echo "JAVA_ARTIFACT=$SELF_MAVEN:$SELF_VERSION"
   echo "JAVA_DEPS_REPO=$JAVA_DEPS"
+  echo "JAVA_M2=$M2"
 }
 
 build_go() {
@@ -296,7 +301,9 @@ build_go() {
   # <package>/go.mod with the expected module line), so the cached ones are linked in there; its
   # `go mod tidy` and `go build` then use them through replace directives.
   mkdir -p "$tmp/go"
-  for mod in "$GO_DEPS"/*/; do ln -s "${mod%/}" "$tmp/go/$(basename "$mod")"; done
+  for mod in "$GO_DEPS"/*/; do
+    if [[ -d $mod ]]; then ln -s "${mod%/}" "$tmp/go/$(basename "$mod")"; fi
+  done
   pacmak -t go --outdir "$tmp" "$PKG_DIR"
   rm -rf "$OUT/go"
   mkdir -p "$OUT/go"
@@ -338,10 +345,12 @@ main() {
   # The package and its jsii dependencies: which to generate for Java and Go, and the versions
   # to pin in Maven poms (PINS: groupId:artifactId=version) and to key the cache with (DEP_IDS).
   GEN_DIRS=() GEN_NAMES=() DEP_IDS=() PINS=()
-  local kind name version dir group artifact served s
-  while IFS=$'\t' read -r kind name version dir group artifact; do
+  local kind name version dir group artifact targets served s self_targets="" info
+  # Captured first, so that a dependency Node cannot resolve stops the script here.
+  info=$(describe "$PKG_DIR")
+  while IFS=$'\t' read -r kind name version dir group artifact targets; do
     if [[ $kind == self ]]; then
-      SELF_VERSION=$version SELF_MAVEN="$group:$artifact"
+      SELF_VERSION=$version SELF_MAVEN="$group:$artifact" self_targets=",$targets,"
       continue
     fi
     DEP_IDS+=("$name-$version")
@@ -352,8 +361,13 @@ main() {
       GEN_DIRS+=("$dir")
       GEN_NAMES+=("$name@$version")
     fi
-  done < <(describe "$PKG_DIR")
+  done <<<"$info"
   [[ -n ${SELF_VERSION:-} ]] || die "cannot read $PKG_DIR/.jsii"
+  # jsii-pacmak skips a language that the assembly has no target for, silently.
+  for lang in "${langs[@]}"; do
+    [[ $self_targets == *",$lang,"* ]] \
+      || die "$PKG_DIR/.jsii has no $lang target: add jsii.targets.$lang to package.json and compile again"
+  done
   log "jsii-pacmak $PACMAK_VERSION ($PACMAK); dependencies: ${DEP_IDS[*]:-none}"
 
   mkdir -p "$JSII_CACHE/tmp"

@@ -94,6 +94,28 @@ function readerEnvironment(): Record<string, string> {
   return env;
 }
 
+/**
+ * A copy of the working tree (tracked files and new ones not ignored: what `git clone` of a commit
+ * of it would hold) in a new directory under the system's temporary one, with the checkout's
+ * node_modules linked in, so its npm scripts find everything installed. Removing it is the caller's.
+ */
+export function copyWorkingTree(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  })
+    .split('\0')
+    .filter((file) => file && existsSync(join(ROOT, file)));
+  for (const file of new Set(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    cpSync(join(ROOT, file), join(dir, file), { preserveTimestamps: true });
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
 export class Walkthrough {
   /**
    * A copy of the working tree (tracked files and new ones not ignored, as `git clone` of a commit
@@ -103,23 +125,11 @@ export class Walkthrough {
    * Then the blocks the page tells the reader to save, saved.
    */
   static open(page: string): Walkthrough {
-    const dir = mkdtempSync(join(tmpdir(), 'walkthrough-'));
-    const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      maxBuffer: 64 << 20,
-    })
-      .split('\0')
-      .filter((file) => file && existsSync(join(ROOT, file)));
-    for (const file of new Set(files)) {
-      mkdirSync(dirname(join(dir, file)), { recursive: true });
-      cpSync(join(ROOT, file), join(dir, file), { preserveTimestamps: true });
-    }
+    const dir = copyWorkingTree('walkthrough-');
     const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'ignore' });
     git('init', '--quiet', '--initial-branch=main');
     git('add', '--all');
     git('-c', 'user.name=walkthrough', '-c', 'user.email=walkthrough@localhost', 'commit', '--quiet', '-m', 'clone');
-    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
     for (const block of blocks(ROOT, page)) {
       const save = block.comments.map((comment) => /^save:\s*(\S+)$/.exec(comment)?.[1]).find(Boolean);
       if (save) writeFileSync(join(dir, save), `${block.text}\n`);

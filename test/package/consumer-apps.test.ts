@@ -1,19 +1,11 @@
-// The package as its users get it: `npm pack`'s tarball installed into fresh cdk8s apps of the
-// kinds people write, each of which type-checks and synthesizes with its own group and namespace:
-// - the app cdk8s-cli's `typescript-app` template generates (CommonJS, ts-node), run through the
-//   template's own hook minus its online `cdk8s import` step;
-// - an ES module app running the examples of the README and docs/ exactly as written;
-// - apps on the oldest and the newest cdk8s, constructs and cdk8s-plus-34 the peer ranges allow.
-// None of them may get the operator's runtime (@kubernetes/client-node and the rest).
-import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { type Manifest, only } from '../../harness/manifests.ts';
+import { run } from '../../harness/process/run.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
@@ -26,23 +18,6 @@ const PEERS = {
   oldest: { cdk8s: '2.68.12', constructs: '10.3.0', 'cdk8s-plus-34': '2.0.20' },
   newest: { cdk8s: '2.70.106', constructs: '10.8.1', 'cdk8s-plus-34': '2.0.54' },
 } as const;
-
-const execFileAsync = promisify(execFile);
-
-/** Runs a command in `cwd`; on failure, the error carries its whole output. */
-async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
-  try {
-    const { stdout } = await execFileAsync(command, args, {
-      cwd,
-      env: { ...process.env, ...env },
-      maxBuffer: 64 << 20,
-    });
-    return stdout;
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${stdout ?? ''}\n${stderr ?? ''}`);
-  }
-}
 
 const npm = (cwd: string, ...args: string[]) =>
   run(cwd, 'npm', [...args, '--no-audit', '--no-fund', '--loglevel=error']);
@@ -306,6 +281,7 @@ for (const [age, peers] of Object.entries(PEERS)) {
         'main.ts': `import { App, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { Website, WebsiteCrd, WebsiteOperator } from 'website-stack';
+import { run } from '../../harness/process/run.ts';
 
 class Platform extends Chart {
   constructor(scope: Construct, id: string) {

@@ -2,7 +2,9 @@
 // registry. What can be checked locally is checked: actionlint (built from its Go module by
 // scripts/binaries.sh, and running shellcheck on the run: scripts when shellcheck is on PATH) finds
 // nothing in it and does find mistakes in a broken copy; the trigger, platforms, SBOM, provenance and
-// permissions are what a release needs; and its two shell steps do what they say when run with bash.
+// permissions are what a release needs; its two shell steps do what they say when run with bash; and
+// the packages job builds with `npm run package` (what test/package/polyglot-apps.test.ts runs) and
+// publishes each folder of it only on a tag.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +18,7 @@ const source = readFileSync(workflowFile, 'utf8');
 
 interface Step {
   name?: string;
+  if?: string;
   id?: string;
   uses?: string;
   run?: string;
@@ -23,6 +26,8 @@ interface Step {
   with?: Record<string, unknown>;
 }
 interface Job {
+  if?: string;
+  needs?: string;
   permissions?: Record<string, string>;
   steps: Step[];
 }
@@ -122,8 +127,8 @@ describe('.github/workflows/release.yml', () => {
     expect(result.findings.map((f) => f.message)).toEqual([expect.stringContaining('SC2086')]);
   });
 
-  test('runs on version tags only: no branch, pull request or manual trigger', () => {
-    expect(workflow.on).toEqual({ push: { tags: ['v*.*.*'] } });
+  test('runs on version tags, and by hand as a dry run; no branch or pull request', () => {
+    expect(workflow.on).toEqual({ push: { tags: ['v*.*.*'] }, workflow_dispatch: null });
     // GitHub's glob, where * matches anything but '/'.
     const [glob] = (workflow.on.push as { tags: string[] }).tags;
     const pattern = new RegExp(`^${glob.replace(/\./g, '\\.').replace(/\*/g, '[^/]*')}$`);
@@ -181,8 +186,40 @@ describe('.github/workflows/release.yml', () => {
 
   test('asks for no permission at the top, and only what the job uses', () => {
     expect(workflow.permissions).toEqual({});
-    expect(jobs.map((job) => job.permissions)).toEqual([
-      { contents: 'read', packages: 'write', 'id-token': 'write', attestations: 'write' },
+    expect(Object.fromEntries(Object.entries(workflow.jobs).map(([name, job]) => [name, job.permissions]))).toEqual({
+      version: { contents: 'read' },
+      image: { contents: 'read', packages: 'write', 'id-token': 'write', attestations: 'write' },
+      packages: { contents: 'read', 'id-token': 'write' },
+    });
+  });
+
+  test('publishes the image and the packages only after the tag check, and a dry run builds the packages but publishes nothing', () => {
+    const { version, image, packages } = workflow.jobs;
+    expect(version.if).toBe("github.event_name == 'push'");
+    expect(image.needs).toBe('version');
+    expect(packages.needs).toBe('version');
+    expect(packages.if).toBe(
+      "${{ !cancelled() && (needs.version.result == 'success' || github.event_name == 'workflow_dispatch') }}",
+    );
+    const build = packages.steps.findIndex((s) => s.run === 'npm run package');
+    expect(build).toBeGreaterThan(0);
+    const publish = packages.steps.filter((s) => s.name?.startsWith('Publish'));
+    expect(publish.map((s) => s.name)).toEqual([
+      'Publish to npm',
+      'Publish to PyPI',
+      'Publish to Maven Central',
+      'Publish the Go module',
+    ]);
+    for (const s of publish) {
+      expect(s.if).toBe("github.event_name == 'push'");
+      expect(packages.steps.indexOf(s)).toBeGreaterThan(build);
+    }
+    // Each publishes its folder of build/packages (scripts/package.sh), Maven only this package's artifacts.
+    expect(publish.map((s) => s.run!.match(/build\/(packages|release)\/\w+/)![0])).toEqual([
+      'build/packages/js',
+      'build/packages/python',
+      'build/release/java',
+      'build/packages/go',
     ]);
   });
 
