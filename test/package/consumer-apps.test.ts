@@ -1,3 +1,10 @@
+// The package as its users get it: `npm pack`'s tarball installed into fresh cdk8s apps of the
+// kinds people write, each of which type-checks and synthesizes with its own group and namespace:
+// - the app cdk8s-cli's `typescript-app` template generates (CommonJS, ts-node), run through the
+//   template's own hook minus its online `cdk8s import` step;
+// - an ES module app running the examples of the README and docs/ exactly as written;
+// - apps on the oldest and the newest cdk8s, constructs and cdk8s-plus-34 the peer ranges allow.
+// None of them may get the operator's runtime (@kubernetes/client-node and the rest).
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -281,7 +288,6 @@ for (const [age, peers] of Object.entries(PEERS)) {
         'main.ts': `import { App, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { Website, WebsiteCrd, WebsiteOperator } from 'website-stack';
-import { run } from '../../harness/process/run.ts';
 
 class Platform extends Chart {
   constructor(scope: Construct, id: string) {
