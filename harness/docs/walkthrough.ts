@@ -128,7 +128,9 @@ export class Walkthrough {
     const dir = copyWorkingTree('walkthrough-');
     const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'ignore' });
     git('init', '--quiet', '--initial-branch=main');
-    git('add', '--all');
+    // Not the linked node_modules: a clone has none (and Argo CD refuses a repository with a symlink
+    // out of it; .gitignore's `node_modules/` matches a directory, not a link).
+    git('add', '--all', '--', '.', ':(exclude)node_modules');
     git('-c', 'user.name=walkthrough', '-c', 'user.email=walkthrough@localhost', 'commit', '--quiet', '-m', 'clone');
     for (const block of blocks(ROOT, page)) {
       const save = block.comments.map((comment) => /^save:\s*(\S+)$/.exec(comment)?.[1]).find(Boolean);
