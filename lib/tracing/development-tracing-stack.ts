@@ -71,7 +71,9 @@ export class DevelopmentTracingStack extends Construct {
       namespace,
       sampling: props.sampling ?? CollectorSampling.always(),
       ...(props.controlPlane !== undefined ? { controlPlane: props.controlPlane } : {}),
-      ...(props.controlPlane !== false
+      // The development default keeps every control-plane trace; options given with `controlPlane:
+      // false` go through, for the collector to refuse the contradiction.
+      ...(props.controlPlaneOptions !== undefined || props.controlPlane !== false
         ? { controlPlaneOptions: props.controlPlaneOptions ?? { percentage: 100 } }
         : {}),
       backends: [{ name: 'jaeger', endpoint: this.jaeger.otlpGrpcAddress }],
