@@ -18,7 +18,6 @@ import {
 
 const chart = () => new Chart(new App(), 'c');
 // A string from another language, which TypeScript would refuse at compile time.
-// biome-ignore lint/suspicious/noExplicitAny: the point is a value outside the literal type
 const untyped = (value: string): any => value;
 const jaeger = { name: 'jaeger', endpoint: 'jaeger-collector.tracing.svc:4317' };
 
