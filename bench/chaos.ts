@@ -31,7 +31,6 @@ import {
   clusterEnv,
   clusterUp,
   describeMachine,
-  ensureServiceCidr,
   holdCluster,
   installOperatorObjects,
   ROOT,
@@ -180,7 +179,6 @@ async function main(): Promise<void> {
     const chaos = new Chaos({ ...cluster, auditLog: AUDIT_LOG, env: clusterEnv() }, plan, log);
     const hold = holdCluster(values['keep-cluster'] ?? false, killOperators, log);
     try {
-      await ensureServiceCidr(cluster);
       await installOperatorObjects(cluster);
       await chaos.clean();
       log(`creating ${n} Websites`);

@@ -157,36 +157,6 @@ export async function installOperatorObjects(cluster: BenchCluster): Promise<voi
 }
 
 /**
- * Room for N Services: the API server's default range (10.0.0.0/24) holds 253 Services besides
- * `kubernetes`, and the next fails with "failed to allocate a serviceIP: range is full". A
- * ServiceCIDR object (networking.k8s.io/v1) adds a /16 to the running cluster without a restart.
- * The same object as bench/shell-operator.ts's: a ServiceCIDR's cidrs cannot change once created.
- */
-export async function ensureServiceCidr(cluster: BenchCluster): Promise<void> {
-  const type: ResourceType = { group: 'networking.k8s.io', version: 'v1', resource: 'servicecidrs' };
-  await cluster.admin.apply(
-    type,
-    {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'ServiceCIDR',
-      metadata: { name: 'website-stack-bench' },
-      spec: { cidrs: ['10.96.0.0/16'] },
-    },
-    'website-stack-bench',
-  );
-  await eventually(
-    'the benchmark ServiceCIDR to be ready',
-    async () => {
-      const cidr = await cluster.admin.get<KubeObject>(type, { name: 'website-stack-bench' });
-      return ((cidr?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some(
-        (c) => c.type === 'Ready' && c.status === 'True',
-      );
-    },
-    { timeoutMs: 30_000, intervalMs: 100, stopOnError: true },
-  );
-}
-
-/**
  * An informer in this process that timestamps (performance.now()) the first time it sees each
  * object, and the first time `reached` holds for it.
  */

@@ -14,15 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { steadyRss } from '../harness/process/proc.ts';
 import { DEPLOYMENTS, SERVICES } from '../operator/src/controller/kube-api.ts';
-import {
-  CLUSTER_ARGS,
-  clusterUp,
-  describeMachine,
-  emptyNamespace,
-  ensureServiceCidr,
-  holdCluster,
-  ROOT,
-} from './cluster.ts';
+import { CLUSTER_ARGS, clusterUp, describeMachine, emptyNamespace, holdCluster, ROOT } from './cluster.ts';
 import { Inspector } from './inspector.ts';
 import { idleRssByModule } from './module-rss.ts';
 import { websiteOperatorPeer } from './operator.ts';
@@ -94,7 +86,6 @@ async function main(): Promise<void> {
   const hold = holdCluster(values['keep-cluster'] ?? false, stopPeers, log);
   const context = { cluster, log };
   try {
-    await ensureServiceCidr(cluster);
     await peer.install(context);
     await emptyNamespace(cluster, peer.namespace, peer.websites, { everything: true });
     const operator = await startPeer(peer, context);

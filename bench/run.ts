@@ -12,15 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stopTracked } from '../harness/operator/shell-operator.ts';
 import { BASELINE_NS, directDeploymentsBaseline, EchoController, idleNodeRss } from './baselines.ts';
-import {
-  CLUSTER_ARGS,
-  CREATE_CONCURRENCY,
-  clusterUp,
-  describeMachine,
-  ensureServiceCidr,
-  holdCluster,
-  ROOT,
-} from './cluster.ts';
+import { CLUSTER_ARGS, CREATE_CONCURRENCY, clusterUp, describeMachine, holdCluster, ROOT } from './cluster.ts';
 import { goOperatorPeer } from './go-operator.ts';
 import { kroPeer } from './kro.ts';
 import { measureRender, websiteOperatorPeer } from './operator.ts';
@@ -283,7 +275,6 @@ async function main(): Promise<void> {
   const failures: string[] = [];
   let baselines: RunBaselines;
   try {
-    await ensureServiceCidr(cluster);
     for (const peer of peers) if (subjects.some((s) => s.title === peer.title)) await peer.install(context);
 
     const burst = new Map<number, { echo: EchoBurst; directAllAvailableMs: number }>();

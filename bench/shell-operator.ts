@@ -12,8 +12,8 @@
 //   operator's ServiceAccount alone, one per kind of request (list Websites, apply Deployments,
 //   apply Services, anything else), so no other client of the cluster is counted.
 //
-// The local cluster's default Service range (10.0.0.0/24) holds 253 Services, so the bench adds a
-// ServiceCIDR, website-stack-bench (10.96.0.0/16), for a thousand Websites' Services to fit.
+// The local cluster has room for a thousand Websites' Services (scripts/cluster.sh adds a /16
+// Service range to the default /24).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -33,14 +33,6 @@ import { percentile } from './report.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A second Service range: the API server's default /24 runs out at 253 Services. */
-const BENCH_SERVICE_CIDR = {
-  apiVersion: 'networking.k8s.io/v1',
-  kind: 'ServiceCIDR',
-  metadata: { name: 'website-stack-bench' },
-  spec: { cidrs: ['10.96.0.0/16'] },
-};
 
 /** `kubectl get <resource> --watch -o name`, remembering when each object was first seen. */
 function watchFirstSeen(
@@ -205,13 +197,6 @@ export async function benchShellOperator(options: ShellOperatorBenchOptions): Pr
     join(ROOT, 'dist/website-operator/website-crd.yaml'),
   ]);
   await kubectlOk(cluster, ['wait', '--for=condition=Established', '--timeout=60s', `crd/websites.${DEFAULT_GROUP}`]);
-  await kubectlOk(cluster, ['apply', '--server-side', '-f', '-'], { input: JSON.stringify(BENCH_SERVICE_CIDR) });
-  await kubectlOk(cluster, [
-    'wait',
-    '--for=condition=Ready',
-    '--timeout=60s',
-    `servicecidr/${BENCH_SERVICE_CIDR.metadata.name}`,
-  ]);
   const ns = `bench-shell-${randomBytes(3).toString('hex')}`;
   await kubectlOk(cluster, ['create', 'namespace', ns]);
   // Everything but the operator's Deployment: its pod would be simulated, the script runs here.

@@ -290,6 +290,15 @@ up() {
     "$ROOT/scripts/real-node.sh" up
   fi
   wait_for "Ready nodes" 120 healthy
+  if [[ $REAL_NODE == false ]]; then
+    # Room for a thousand Websites' Services: the API server's default Service range (10.0.0.0/24)
+    # holds 253 besides `kubernetes`, and the next create fails with "failed to allocate a
+    # serviceIP: range is full". A ServiceCIDR (networking.k8s.io/v1) adds a /16 to the running
+    # cluster. Not with a real node, whose kube-proxy and kube-router are configured for the
+    # default range (and which runs a handful of Services).
+    kubectl_ apply --server-side -f - >/dev/null <<<'{"apiVersion":"networking.k8s.io/v1","kind":"ServiceCIDR","metadata":{"name":"website-stack-services"},"spec":{"cidrs":["10.96.0.0/16"]}}'
+    wait_for "the cluster's second Service range" 60 kubectl_ wait --for=condition=Ready --timeout=5s servicecidr/website-stack-services
+  fi
   log "cluster '$NAME' ready in $((SECONDS - start)) s"
   usage_hint
 }
