@@ -198,51 +198,48 @@ with_lock() {
   ) 9>"$JSII_CACHE/.lock-$name"
 }
 
-# Sets JAVA_DEPS to the cached Maven repository folder of the generated dependencies, generating
-# it first when missing.
-java_deps() {
-  JAVA_DEPS="$JSII_CACHE/java/$(deps_key)"
-  if [[ -d $JAVA_DEPS ]]; then
-    log "java deps: cached in $JAVA_DEPS"
+# Prints the cached folder of the generated dependencies for LANG (java: a Maven repository
+# folder; go: their Go modules), generating it first, holding the cache's lock, when missing.
+#   cached_deps java|go
+cached_deps() {
+  local lang=$1 dir
+  dir="$JSII_CACHE/$lang/$(deps_key)"
+  if [[ -d $dir ]]; then
+    log "$lang deps: cached in $dir"
   else
-    with_lock java generate_java_deps "$JAVA_DEPS"
+    with_lock "$lang" generate_deps "$lang" "$dir"
   fi
+  echo "$dir"
+}
+
+# Generates into DIR, unless another run made it meanwhile: LANG's generator writes into a folder
+# of this run's and prints it, which then moves into the cache whole.
+generate_deps() {
+  local lang=$1 dir=$2 start=$SECONDS made
+  if [[ -d $dir ]]; then
+    log "$lang deps: made meanwhile by another run, in $dir"
+    return
+  fi
+  mkdir -p "$(dirname "$dir")"
+  made=$("generate_${lang}_deps" "$WORK/$lang-deps")
+  mv -T "$made" "$dir"
+  log "$lang deps: built in $((SECONDS - start)) s into $dir"
 }
 
 generate_java_deps() {
-  local dir=$1 start=$SECONDS tmp="$WORK/java-deps"
-  if [[ -d $dir ]]; then
-    log "java deps: made meanwhile by another run, in $dir"
-    return
-  fi
-  mkdir -p "$tmp" "$(dirname "$dir")" "$M2"
+  local tmp=$1
+  mkdir -p "$tmp" "$M2"
   if ((${#GEN_DIRS[@]})); then
     log "java deps: generating ${GEN_NAMES[*]} (once per version)"
     maven_settings "$WORK/deps-settings.xml"
     build_java "$tmp" no "$WORK/deps-settings.xml" "${GEN_DIRS[@]}"
   fi
-  mv -T "$tmp" "$dir"
-  log "java deps: built in $((SECONDS - start)) s into $dir"
-}
-
-# Sets GO_DEPS to the cached folder of the generated dependencies' Go modules, generating them
-# first when missing.
-go_deps() {
-  GO_DEPS="$JSII_CACHE/go/$(deps_key)"
-  if [[ -d $GO_DEPS ]]; then
-    log "go deps: cached in $GO_DEPS"
-  else
-    with_lock go generate_go_deps "$GO_DEPS"
-  fi
+  echo "$tmp"
 }
 
 generate_go_deps() {
-  local dir=$1 start=$SECONDS tmp="$WORK/go-deps"
-  if [[ -d $dir ]]; then
-    log "go deps: made meanwhile by another run, in $dir"
-    return
-  fi
-  mkdir -p "$tmp/go" "$(dirname "$dir")"
+  local tmp=$1
+  mkdir -p "$tmp/go"
   if ((${#GEN_DIRS[@]})); then
     log "go deps: generating ${GEN_NAMES[*]} (once per version)"
     # One run for all: jsii-pacmak builds them in dependency order and points each at the ones
@@ -250,8 +247,7 @@ generate_go_deps() {
     # deletes), and `go build`s each, so a module that does not compile never reaches the cache.
     pacmak -t go --outdir "$tmp" "${GEN_DIRS[@]}"
   fi
-  mv -T "$tmp/go" "$dir"
-  log "go deps: built in $((SECONDS - start)) s into $dir"
+  echo "$tmp/go"
 }
 
 build_python() {
@@ -267,7 +263,7 @@ build_python() {
 }
 
 build_java_package() {
-  java_deps
+  JAVA_DEPS=$(cached_deps java)
   local start=$SECONDS
   rm -rf "$OUT/java"
   mkdir -p "$OUT/java"
@@ -295,7 +291,7 @@ build_java_package() {
 }
 
 build_go() {
-  go_deps
+  GO_DEPS=$(cached_deps go)
   local start=$SECONDS tmp="$WORK/go" mod name
   # jsii-pacmak finds the Go modules of dependencies in the outdir it builds into (<outdir>/go/
   # <package>/go.mod with the expected module line), so the cached ones are linked in there; its

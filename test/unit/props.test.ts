@@ -20,6 +20,17 @@ const chart = () => new Chart(new App(), 'c');
 // A string from another language, which TypeScript would refuse at compile time.
 const untyped = (value: string): any => value;
 const jaeger = { name: 'jaeger', endpoint: 'jaeger-collector.tracing.svc:4317' };
+/** A TracingWorkload with `props` over the least it needs. */
+const workload = (props: object) =>
+  new TracingWorkload(chart(), 'w', {
+    namespace: 'n',
+    name: 'w',
+    component: 'x',
+    image: 'i',
+    ports: { http: 80 },
+    resources: { cpuRequest: '1m', memoryRequest: '1Mi', memoryLimit: '2Mi' },
+    ...props,
+  });
 
 describe('a string outside the values a prop takes fails at synth, naming the prop and its values', () => {
   test.each([
@@ -40,31 +51,12 @@ describe('a string outside the values a prop takes fails at synth, naming the pr
     ],
     [
       'a spread',
-      () =>
-        new TracingWorkload(chart(), 'w', {
-          namespace: 'n',
-          name: 'w',
-          component: 'x',
-          image: 'i',
-          ports: { http: 80 },
-          resources: { cpuRequest: '1m', memoryRequest: '1Mi', memoryLimit: '2Mi' },
-          replicas: 2,
-          spread: { acrossNodes: untyped('always') },
-        }),
+      () => workload({ replicas: 2, spread: { acrossNodes: untyped('always') } }),
       /spread: acrossNodes is 'always'; give one of 'preferred', 'required'/,
     ],
     [
       "a workload's strategy",
-      () =>
-        new TracingWorkload(chart(), 'w', {
-          namespace: 'n',
-          name: 'w',
-          component: 'x',
-          image: 'i',
-          ports: { http: 80 },
-          resources: { cpuRequest: '1m', memoryRequest: '1Mi', memoryLimit: '2Mi' },
-          strategy: 'BlueGreen',
-        }),
+      () => workload({ strategy: 'BlueGreen' }),
       /strategy 'BlueGreen' is neither RollingUpdate nor Recreate/,
     ],
     [
